@@ -1,0 +1,55 @@
+#pragma once
+/// @file forward.hpp
+/// @brief The transformer forward pass on the CPU: T tokens at consecutive positions of one
+/// sequence, their keys and values appended to a KVCache, logits out.
+///
+/// One call handles both phases of inference:
+///  - the naive loop (chapter 01) calls it on the whole sequence from position 0 with an empty
+///    cache at every step;
+///  - prefill (chapter 02) calls it once on the prompt, decode once per new token.
+/// Linear layers run as one matrix-matrix product over the T tokens.
+
+#include <span>
+#include <vector>
+
+#include "inferlab/kv_cache.hpp"
+#include "inferlab/model.hpp"
+
+namespace inferlab {
+
+/// @brief Which rows of logits a forward call produces.
+enum class LogitsMode {
+  last,  ///< only the last token's (the one generation samples from)
+  all,   ///< one row per input token (for checks and --dump-logits)
+};
+
+/// @brief Runs a Model; owns the activation buffers, so reuse one per thread of work.
+class ForwardPass {
+ public:
+  explicit ForwardPass(const Model& model);
+
+  /// @brief Forwards @p tokens at positions start_pos, start_pos+1, ... reading and extending
+  /// @p cache (whose length must equal start_pos).
+  /// @param logits resized to (1, V) or (T, V) according to @p mode
+  /// @throws inferlab::Error on an empty input, a token outside [0, V), a cache length other
+  /// than start_pos, or positions beyond the cache capacity.
+  /// @note Cost: about 2 * n_params * T FLOPs for the linear layers plus attention.
+  void forward(std::span<const int> tokens, int start_pos, KVCache& cache, LogitsMode mode,
+               std::vector<float>& logits);
+
+  const Model& model() const { return *model_; }
+
+ private:
+  const Model* model_;
+  int capacity_ = 0;  // tokens the buffers below can hold
+  // Activations, each (T, width):
+  std::vector<float> x_, xb_, q_, att_, hb_, hb2_, out_;
+  std::vector<int> pos_;
+  void reserve(int T);
+};
+
+/// @brief The naive loop's forward: logits of the last token of @p tokens, recomputed from
+/// scratch (fresh cache, every position re-processed).
+std::vector<float> naive_logits(ForwardPass& pass, std::span<const int> tokens);
+
+}  // namespace inferlab

@@ -1,0 +1,62 @@
+#pragma once
+/// @file generate.hpp
+/// @brief The autoregressive generation loop, shared by the chapters.
+
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "inferlab/metrics.hpp"
+#include "inferlab/model.hpp"
+#include "inferlab/sampler.hpp"
+#include "inferlab/tokenizer.hpp"
+
+namespace inferlab {
+
+/// @brief How the loop obtains each step's logits.
+enum class LoopKind {
+  naive,  ///< chapter 01: re-process the whole sequence from scratch at every step
+};
+
+/// @brief What to generate.
+struct GenerateOptions {
+  std::string prompt;
+  /// Positions to forward, prompt included, like llama2.c's `-n`: the sequence stops after
+  /// `steps` forwarded positions or when BOS is sampled. 0 = the model's seq_len; values above
+  /// seq_len are clamped to it.
+  int steps = 256;
+  SamplingParams sampling;
+  LoopKind loop = LoopKind::naive;
+  bool keep_logits = false;  ///< keep one logits row per forwarded position (for --dump-logits)
+};
+
+/// @brief One forward call of the loop.
+struct StepRecord {
+  int position = 0;       ///< position of the token whose logits this step produced
+  int tokens_forwarded = 0;  ///< tokens the forward call processed (the whole sequence, naively)
+  double seconds = 0.0;   ///< wall time of the forward call (sampling excluded)
+  bool prefill = false;   ///< true for the step that processed the prompt
+};
+
+/// @brief Everything a generation produced and measured.
+struct GenerationResult {
+  std::vector<int> prompt_tokens;  ///< BOS + encoded prompt
+  std::vector<int> tokens;         ///< BOS, prompt, generated (the last one is not forwarded)
+  std::string text;                ///< exactly what streaming printed
+  std::vector<StepRecord> steps;
+  RequestTimeline timeline;        ///< arrival = start of the call; one time per new token
+  RequestMetrics metrics;
+  /// (positions, V): logits after forwarding tokens[pos] at pos (when keep_logits).
+  std::vector<std::vector<float>> logits;
+};
+
+/// @brief Generates from @p model. @p on_text receives each printable piece as soon as it is
+/// complete (never half a UTF-8 character).
+/// @throws inferlab::Error for invalid sampling parameters or a prompt that does not fit in
+/// `steps` positions or the model's context.
+GenerationResult generate(const Model& model, const Tokenizer& tokenizer,
+                          const GenerateOptions& options,
+                          const std::function<void(std::string_view)>& on_text = {});
+
+}  // namespace inferlab

@@ -1,0 +1,121 @@
+#pragma once
+/// @file model.hpp
+/// @brief A Llama-2-architecture model: its configuration and its weights, loaded from the
+/// llama2.c legacy (version 0) checkpoint format, or generated synthetically.
+///
+/// Dimension letters used in shape comments throughout InferLab:
+///  - `L` layers, `D` model dim, `H` hidden (FFN) dim, `V` vocabulary size,
+///  - `Nh` query heads, `Nkv` key/value heads, `hs` head size (= D / Nh), `KV` = Nkv * hs,
+///  - `S` maximum sequence length, `T` tokens in one forward call.
+/// Every matrix is row-major and stored (out, in): a linear layer computes y = W x.
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace inferlab {
+
+/// @brief The hyper-parameters of a Llama-2-style transformer.
+struct ModelConfig {
+  int dim = 0;         ///< D: width of the residual stream
+  int hidden_dim = 0;  ///< H: width of the SwiGLU feed-forward layer
+  int n_layers = 0;    ///< L
+  int n_heads = 0;     ///< Nh: query heads
+  int n_kv_heads = 0;  ///< Nkv: key/value heads (GQA when < Nh)
+  int vocab_size = 0;  ///< V
+  int seq_len = 0;     ///< S: the longest sequence the model supports
+  bool shared_classifier = true;  ///< the classifier reuses the token embedding table
+  float rope_theta = 10000.0f;    ///< RoPE base (10000 in the llama2.c format; not stored in it)
+  float norm_eps = 1e-5f;         ///< RMSNorm epsilon
+
+  int head_size() const { return dim / n_heads; }             ///< hs
+  int kv_dim() const { return n_kv_heads * head_size(); }     ///< KV
+  int kv_group() const { return n_heads / n_kv_heads; }       ///< query heads per KV head
+  /// @brief Number of float32 parameters the model holds (embedding counted once if shared).
+  std::size_t n_params() const;
+  /// @brief Bytes of weights one token's forward pass reads (every matrix once, the embedding
+  /// row only): the quantity that bounds batch-1 decode on a memory-bound machine.
+  std::size_t bytes_read_per_token() const;
+  /// @brief Throws inferlab::Error naming @p source if the configuration is unusable.
+  void validate(const std::string& source) const;
+};
+
+/// @brief Pointers into the weight storage, one per tensor, with their shapes.
+struct Weights {
+  const float* token_embedding = nullptr;  ///< (V, D)
+  const float* rms_att = nullptr;          ///< (L, D)
+  const float* wq = nullptr;               ///< (L, D, D)   out = Nh*hs, in = D
+  const float* wk = nullptr;               ///< (L, KV, D)
+  const float* wv = nullptr;               ///< (L, KV, D)
+  const float* wo = nullptr;               ///< (L, D, D)
+  const float* rms_ffn = nullptr;          ///< (L, D)
+  const float* w1 = nullptr;               ///< (L, H, D)   gate projection
+  const float* w2 = nullptr;               ///< (L, D, H)   down projection
+  const float* w3 = nullptr;               ///< (L, H, D)   up projection
+  const float* rms_final = nullptr;        ///< (D)
+  const float* wcls = nullptr;             ///< (V, D)      == token_embedding when shared
+};
+
+/// @brief A model: configuration plus weights, either memory-mapped from a file or owned.
+class Model {
+ public:
+  /// @brief Memory-maps a llama2.c legacy checkpoint: 7 little-endian int32 (dim, hidden_dim,
+  /// n_layers, n_heads, n_kv_heads, vocab_size, seq_len; a negative vocab_size means the
+  /// classifier is stored separately), then float32 tensors in export order.
+  /// @throws inferlab::Error if the file is missing, unreadable, has invalid dimensions or a
+  /// size other than exactly the one its header implies.
+  static Model load(const std::string& path);
+
+  /// @brief Builds a model from a configuration and a buffer laid out exactly like the file
+  /// body (everything after the 28-byte header).
+  static Model from_buffer(const ModelConfig& config, std::vector<float> body, std::string name);
+
+  /// @brief Exact size in bytes a legacy checkpoint with this configuration has.
+  static std::size_t file_size_for(const ModelConfig& config);
+
+  /// @brief Writes the model in the legacy format (byte-identical layout to llama2.c's export).
+  void save(const std::string& path) const;
+
+  const ModelConfig& config() const { return config_; }
+  const Weights& weights() const { return weights_; }
+  /// @brief Where the model came from: a file path or "synthetic:NAME(seed=...)".
+  const std::string& name() const { return name_; }
+
+  Model(Model&&) noexcept;
+  Model& operator=(Model&&) noexcept;
+  ~Model();
+
+ private:
+  Model() = default;
+  struct Storage;
+  void bind_weights(const float* body);
+  ModelConfig config_;
+  Weights weights_;
+  std::string name_;
+  std::unique_ptr<Storage> storage_;
+};
+
+/// @brief Named real shapes the synthetic generator and the calculators share.
+/// Known names: stories260K, stories15M, stories42M, stories110M, llama2-7b, llama3-8b.
+/// @throws inferlab::Error for an unknown name (the message lists the known ones).
+ModelConfig named_config(const std::string& name);
+/// @brief The names accepted by named_config().
+std::vector<std::string> named_config_names();
+
+/// @brief Options for make_synthetic_model().
+struct SyntheticOptions {
+  std::uint64_t seed = 1234;  ///< same seed and shape give bit-identical weights
+  int max_layers = 0;         ///< keep only the first N layers (0 = all)
+  int seq_len = 0;            ///< override the context length (0 = the shape's)
+};
+
+/// @brief A deterministic random-weight model of a named real shape. Linear weights are uniform
+/// in +-1/sqrt(in) (so activations keep their scale through the layers), norms are 1.
+Model make_synthetic_model(const std::string& shape, const SyntheticOptions& options = {});
+/// @brief The same for an explicit configuration.
+Model make_synthetic_model(const ModelConfig& config, const SyntheticOptions& options,
+                           const std::string& name);
+
+}  // namespace inferlab

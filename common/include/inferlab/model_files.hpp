@@ -1,0 +1,27 @@
+#pragma once
+/// @file model_files.hpp
+/// @brief Finding model and tokenizer files: --model, then $INFERLAB_MODELS, then models/.
+
+#include <string>
+
+namespace inferlab {
+
+/// @brief The default model chapters run.
+inline constexpr const char* kDefaultModel = "stories260K.bin";
+
+/// @brief Resolves a model file. @p requested may be empty (use the default name), a path, or
+/// a bare file name looked up in $INFERLAB_MODELS, then in the repository's models/ folder.
+/// @throws inferlab::Error listing the places searched and how to get a model (the download
+/// script, or `--synthetic stories260K`).
+std::string find_model(const std::string& requested);
+
+/// @brief Resolves the tokenizer for a model: @p requested if given, else the file matching the
+/// vocabulary (tok512.bin for V = 512, tokenizer.bin for V = 32000) next to the model, then in
+/// the same search path as find_model(). Returns "" when none is found.
+std::string find_tokenizer(const std::string& requested, const std::string& model_path,
+                           int vocab_size);
+
+/// @brief The search path, for messages: each directory that find_model() looks in.
+std::string model_search_path_description();
+
+}  // namespace inferlab

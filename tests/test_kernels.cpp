@@ -1,0 +1,2 @@
+// filled in by its module's work
+#include "test_support.hpp"
