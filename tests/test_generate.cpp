@@ -1,2 +1,97 @@
-// filled in by its module's work
+// The generation loop against llama2.c's greedy outputs, and its error handling.
+#include <algorithm>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "inferlab/error.hpp"
+#include "inferlab/generate.hpp"
 #include "test_support.hpp"
+
+using namespace inferlab;
+
+TEST_CASE("greedy generation reproduces every golden case exactly (ids and text)",
+          "[golden][generate]") {
+  const Model model = Model::load(test::model_file("stories260K.bin"));
+  const Tokenizer tok = Tokenizer::load(test::model_file("tok512.bin"), 512);
+  std::ifstream in(test::golden_file("stories260K_greedy.json"));
+  const auto golden = nlohmann::json::parse(in);
+  REQUIRE(golden["cases"].size() >= 6);
+  for (const auto& c : golden["cases"]) {
+    GenerateOptions o;
+    o.prompt = c["prompt"].get<std::string>();
+    o.steps = c["steps"].get<int>();
+    o.sampling.temperature = 0.0f;
+    std::string streamed;
+    const GenerationResult r = generate(model, tok, o, [&](std::string_view s) { streamed += s; });
+    INFO("case " << c["name"].get<std::string>());
+    CHECK(r.prompt_tokens == c["prompt_tokens"].get<std::vector<int>>());
+    REQUIRE(r.tokens == c["tokens"].get<std::vector<int>>());
+    CHECK(r.text == c["text"].get<std::string>());
+    CHECK(streamed == r.text);
+    // One forward per position after the prompt, and one time stamp per generated token.
+    const int generated = int(r.tokens.size() - r.prompt_tokens.size());
+    CHECK(int(r.steps.size()) == generated);
+    CHECK(r.metrics.output_tokens == generated);
+    CHECK(r.steps.front().prefill);
+    CHECK(r.steps.front().tokens_forwarded == int(r.prompt_tokens.size()));
+  }
+}
+
+TEST_CASE("keep_logits returns one row per forwarded position, matching the reference",
+          "[golden][generate]") {
+  const Model model = Model::load(test::model_file("stories260K.bin"));
+  const Tokenizer tok = Tokenizer::load(test::model_file("tok512.bin"), 512);
+  GenerateOptions o;
+  o.prompt = "Once upon a time";
+  o.steps = 8;
+  o.sampling.temperature = 0.0f;
+  o.keep_logits = true;
+  const GenerationResult r = generate(model, tok, o);
+  REQUIRE(r.logits.size() == 8);
+  // Row pos is the distribution after forwarding tokens[pos]; greedy picks its argmax.
+  for (std::size_t pos = r.prompt_tokens.size() - 1; pos < r.logits.size(); ++pos) {
+    const auto& row = r.logits[pos];
+    CHECK(std::max_element(row.begin(), row.end()) - row.begin() == r.tokens[pos + 1]);
+  }
+}
+
+TEST_CASE("generation rejects invalid requests before doing any work", "[unit][generate]") {
+  const Model model = make_synthetic_model("stories260K");
+  const Tokenizer tok = Tokenizer::synthetic(512);
+  GenerateOptions o;
+  o.prompt = "a long prompt that does not fit in a handful of positions";
+  o.steps = 4;
+  REQUIRE_THROWS_WITH(generate(model, tok, o), Catch::Contains("only 4 positions"));
+  o.steps = -1;
+  REQUIRE_THROWS_WITH(generate(model, tok, o), Catch::Contains("steps = -1"));
+  o.steps = 16;
+  o.prompt = "hi";
+  o.sampling.temperature = -1.0f;
+  REQUIRE_THROWS_WITH(generate(model, tok, o), Catch::Contains("temperature"));
+  o.sampling.temperature = 1.0f;
+  o.sampling.top_p = 0.0f;
+  REQUIRE_THROWS_WITH(generate(model, tok, o), Catch::Contains("top_p"));
+  const Tokenizer wrong = Tokenizer::synthetic(600);
+  o.sampling.top_p = 1.0f;
+  REQUIRE_THROWS_WITH(generate(model, wrong, o), Catch::Contains("600 pieces"));
+}
+
+TEST_CASE("sampled generation is reproducible from its seed and stops at steps",
+          "[unit][generate]") {
+  const Model model = make_synthetic_model("stories260K");
+  const Tokenizer tok = Tokenizer::synthetic(512);
+  GenerateOptions o;
+  o.prompt = "hello";
+  o.steps = 20;
+  o.sampling.temperature = 1.0f;
+  o.sampling.top_p = 0.9f;
+  o.sampling.seed = 99;
+  const GenerationResult a = generate(model, tok, o), b = generate(model, tok, o);
+  CHECK(a.tokens == b.tokens);
+  CHECK(a.text == b.text);
+  CHECK(a.tokens.size() <= 21);
+  o.sampling.seed = 100;
+  const GenerationResult c = generate(model, tok, o);
+  CHECK(c.tokens != a.tokens);
+}

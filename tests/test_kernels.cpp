@@ -1,2 +1,182 @@
-// filled in by its module's work
+// Every CPU kernel against its plain-loop reference, over awkward shapes.
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "inferlab/kernels/attention.hpp"
+#include "inferlab/kernels/matmul.hpp"
+#include "inferlab/kernels/rmsnorm.hpp"
+#include "inferlab/kernels/rope.hpp"
+#include "inferlab/kernels/softmax.hpp"
+#include "inferlab/kernels/swiglu.hpp"
 #include "test_support.hpp"
+
+using namespace inferlab::kernels;
+using inferlab::test::all_close;
+
+namespace {
+
+std::vector<float> random_vector(std::size_t n, std::uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(lo, hi);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
+// Small integers: every product and partial sum is exact in float32, so any summation order
+// gives the same bits and the comparison can be exact (the CUTLASS examples' trick).
+std::vector<float> integer_vector(std::size_t n, std::uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> dist(-2, 2);
+  std::vector<float> v(n);
+  for (float& x : v) x = float(dist(rng));
+  return v;
+}
+
+#define REQUIRE_CLOSE(actual, expected, n, atol, rtol)                                       \
+  do {                                                                                       \
+    const auto report_ = all_close(actual, expected, long(n), atol, rtol);                   \
+    INFO("max abs error " << report_.max_abs_err << ", first mismatch at " << report_.first_bad); \
+    REQUIRE(report_.ok);                                                                     \
+  } while (0)
+
+}  // namespace
+
+TEST_CASE("matmul_cpu equals the reference exactly on integer inputs", "[unit][kernel]") {
+  const int shapes[][3] = {{1, 1, 1},    {1, 31, 33},  {3, 33, 31},  {5, 4097, 7},
+                           {1, 64, 32001}, {37, 64, 96}, {4, 172, 64}, {64, 288, 33}};
+  for (const auto& s : shapes) {
+    const int T = s[0], n = s[1], d = s[2];
+    INFO("T=" << T << " n=" << n << " d=" << d);
+    const auto x = integer_vector(std::size_t(T) * n, 1 + T);
+    const auto w = integer_vector(std::size_t(d) * n, 2 + n);
+    std::vector<float> y(std::size_t(T) * d, NAN), ref(std::size_t(T) * d, NAN);
+    matmul_ref(ref.data(), x.data(), w.data(), T, n, d);
+    matmul_cpu(y.data(), x.data(), w.data(), T, n, d);
+    REQUIRE_CLOSE(y, ref, y.size(), 0.0, 0.0);
+  }
+}
+
+TEST_CASE("matmul_cpu matches the reference on random floats", "[unit][kernel]") {
+  const int T = 9, n = 4097, d = 33;
+  const auto x = random_vector(std::size_t(T) * n, 3);
+  const auto w = random_vector(std::size_t(d) * n, 4);
+  std::vector<float> y(std::size_t(T) * d), ref(std::size_t(T) * d);
+  matmul_ref(ref.data(), x.data(), w.data(), T, n, d);
+  matmul_cpu(y.data(), x.data(), w.data(), T, n, d);
+  REQUIRE_CLOSE(y, ref, y.size(), 1e-4, 1e-4);
+}
+
+TEST_CASE("matmul_cpu is batch invariant: a token's row has the same bits alone or batched",
+          "[unit][kernel]") {
+  const int n = 300, d = 70;
+  const auto w = random_vector(std::size_t(d) * n, 5);
+  for (int T : {2, 5, 33, 70}) {
+    const auto x = random_vector(std::size_t(T) * n, 6 + T);
+    std::vector<float> batched(std::size_t(T) * d);
+    matmul_cpu(batched.data(), x.data(), w.data(), T, n, d);
+    for (int t = 0; t < T; ++t) {
+      std::vector<float> alone(d);
+      matmul_cpu(alone.data(), x.data() + std::size_t(t) * n, w.data(), 1, n, d);
+      INFO("T=" << T << " t=" << t);
+      REQUIRE(std::memcmp(alone.data(), batched.data() + std::size_t(t) * d, d * sizeof(float)) == 0);
+    }
+  }
+}
+
+TEST_CASE("rmsnorm_cpu matches the reference and the definition", "[unit][kernel]") {
+  for (int n : {1, 31, 33, 4097}) {
+    const int T = 3;
+    const auto x = random_vector(std::size_t(T) * n, 7 + n);
+    const auto w = random_vector(n, 8, 0.5f, 1.5f);
+    std::vector<float> ref(x.size()), out(x.size());
+    rmsnorm_ref(ref.data(), x.data(), w.data(), T, n, 1e-5f);
+    rmsnorm_cpu(out.data(), x.data(), w.data(), T, n, 1e-5f);
+    INFO("n=" << n);
+    REQUIRE_CLOSE(out, ref, out.size(), 1e-5, 1e-4);
+  }
+  // Definition on a hand-computed case: x = (3, 4), mean square 12.5, w = (1, 2).
+  const float x[2] = {3.0f, 4.0f}, w[2] = {1.0f, 2.0f};
+  float out[2];
+  rmsnorm_cpu(out, x, w, 1, 2, 0.0f);
+  CHECK(out[0] == Approx(3.0 / std::sqrt(12.5)));
+  CHECK(out[1] == Approx(8.0 / std::sqrt(12.5)));
+}
+
+TEST_CASE("rope_cpu matches the reference; position 0 is the identity", "[unit][kernel]") {
+  const int T = 5, Nh = 8, Nkv = 4, hs = 8;
+  auto q = random_vector(std::size_t(T) * Nh * hs, 9);
+  auto k = random_vector(std::size_t(T) * Nkv * hs, 10);
+  auto q_ref = q, k_ref = k;
+  const int pos[T] = {0, 1, 17, 255, 4096};
+  rope_ref(q_ref.data(), k_ref.data(), pos, T, Nh, Nkv, hs, 10000.0f);
+  rope_cpu(q.data(), k.data(), pos, T, Nh, Nkv, hs, 10000.0f);
+  REQUIRE_CLOSE(q, q_ref, q.size(), 1e-4, 1e-4);
+  REQUIRE_CLOSE(k, k_ref, k.size(), 1e-4, 1e-4);
+  // Rotation at position 0 changes nothing, and a rotation preserves each pair's length.
+  auto q0 = random_vector(std::size_t(Nh) * hs, 11), k0 = random_vector(std::size_t(Nkv) * hs, 12);
+  auto q0_copy = q0;
+  const int zero = 0;
+  rope_cpu(q0.data(), k0.data(), &zero, 1, Nh, Nkv, hs, 10000.0f);
+  REQUIRE(q0 == q0_copy);
+  // Pair 0 of a head rotates by exactly `pos` radians (frequency 1).
+  float qa[2] = {1.0f, 0.0f}, ka[2] = {0.0f, 1.0f};
+  const int p3 = 3;
+  rope_cpu(qa, ka, &p3, 1, 1, 1, 2, 10000.0f);
+  CHECK(qa[0] == Approx(std::cos(3.0)).margin(1e-6));
+  CHECK(qa[1] == Approx(std::sin(3.0)).margin(1e-6));
+  CHECK(ka[0] == Approx(-std::sin(3.0)).margin(1e-6));
+}
+
+TEST_CASE("softmax_cpu matches the reference, sums to one, survives large logits",
+          "[unit][kernel]") {
+  for (int n : {1, 31, 33, 4097, 32001}) {
+    auto x = random_vector(std::size_t(2) * n, 13 + n, -20.0f, 20.0f);
+    auto ref = x;
+    softmax_ref(ref.data(), 2, n);
+    softmax_cpu(x.data(), 2, n);
+    INFO("n=" << n);
+    REQUIRE_CLOSE(x, ref, x.size(), 1e-6, 1e-4);
+    double sum = 0;
+    for (int i = 0; i < n; ++i) sum += x[i];
+    CHECK(sum == Approx(1.0).epsilon(1e-5));
+  }
+  float big[3] = {1000.0f, 1000.0f, -1000.0f};
+  softmax_cpu(big, 1, 3);
+  CHECK(big[0] == Approx(0.5));
+  CHECK(big[2] == 0.0f);
+}
+
+TEST_CASE("swiglu_cpu matches the reference and silu's definition", "[unit][kernel]") {
+  for (long n : {1L, 31L, 33L, 4097L, 200001L}) {
+    const auto g = random_vector(n, 14, -8.0f, 8.0f), u = random_vector(n, 15);
+    std::vector<float> out(n), ref(n);
+    swiglu_ref(ref.data(), g.data(), u.data(), n);
+    swiglu_cpu(out.data(), g.data(), u.data(), n);
+    REQUIRE_CLOSE(out, ref, n, 1e-6, 1e-5);
+  }
+  const float g = 2.0f, u = 3.0f;
+  float out;
+  swiglu_cpu(&out, &g, &u, 1);
+  CHECK(out == Approx(2.0 / (1.0 + std::exp(-2.0)) * 3.0));
+}
+
+TEST_CASE("attention_cpu matches the reference (GQA, mixed positions)", "[unit][kernel]") {
+  const int S = 70, Nh = 8, Nkv = 2, hs = 16, KV = Nkv * hs;
+  const auto kc = random_vector(std::size_t(S) * KV, 16), vc = random_vector(std::size_t(S) * KV, 17);
+  const int T = 4;
+  const int pos[T] = {0, 1, 33, 69};
+  const auto q = random_vector(std::size_t(T) * Nh * hs, 18);
+  std::vector<float> out(q.size()), ref(q.size());
+  attention_ref(ref.data(), q.data(), kc.data(), vc.data(), pos, T, Nh, Nkv, hs);
+  attention_cpu(out.data(), q.data(), kc.data(), vc.data(), pos, T, Nh, Nkv, hs);
+  REQUIRE_CLOSE(out, ref, out.size(), 1e-5, 1e-4);
+  // At position 0 a head can only attend to itself: the output is its KV head's value row.
+  for (int h = 0; h < Nh; ++h) {
+    const int kvh = h / (Nh / Nkv);
+    for (int i = 0; i < hs; ++i) CHECK(out[h * hs + i] == Approx(vc[kvh * hs + i]));
+  }
+}

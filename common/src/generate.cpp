@@ -1,1 +1,83 @@
-// to be written
+// The autoregressive generation loop.
+#include "inferlab/generate.hpp"
+
+#include <fmt/format.h>
+
+#include "inferlab/error.hpp"
+#include "inferlab/forward.hpp"
+#include "inferlab/timer.hpp"
+
+namespace inferlab {
+
+GenerationResult generate(const Model& model, const Tokenizer& tokenizer,
+                          const GenerateOptions& options,
+                          const std::function<void(std::string_view)>& on_text) {
+  const ModelConfig& c = model.config();
+  if (tokenizer.vocab_size() != c.vocab_size) {
+    throw Error(fmt::format("tokenizer has {} pieces but the model's vocabulary is {}",
+                            tokenizer.vocab_size(), c.vocab_size));
+  }
+  if (options.steps < 0) throw Error(fmt::format("steps = {} (must be >= 0)", options.steps));
+  const int steps = options.steps == 0 || options.steps > c.seq_len ? c.seq_len : options.steps;
+  Sampler sampler(options.sampling, c.vocab_size);  // validates the parameters
+
+  GenerationResult r;
+  r.timeline.arrival = now_seconds();
+  r.prompt_tokens = tokenizer.encode(options.prompt, /*bos=*/true);
+  const int P = static_cast<int>(r.prompt_tokens.size());
+  if (P > steps) {
+    throw Error(fmt::format(
+        "the prompt is {} tokens (BOS included) but only {} positions are allowed (--steps {}, "
+        "context {}): shorten the prompt or raise --steps",
+        P, steps, options.steps, c.seq_len));
+  }
+
+  std::vector<int>& seq = r.tokens;
+  seq = r.prompt_tokens;
+  StreamDecoder printer(tokenizer);
+  auto emit = [&](std::size_t i) {  // print seq[i], which follows seq[i - 1]
+    const std::string piece = printer.push(seq[i - 1], seq[i]);
+    if (piece.empty()) return;
+    r.text += piece;
+    if (on_text) on_text(piece);
+  };
+  for (int i = 1; i < P; ++i) emit(i);  // the prompt is echoed, as the reference does
+
+  ForwardPass pass(model);
+  std::vector<float> logits;
+  int forwarded = 0;  // positions whose logits have been computed
+  while (true) {
+    const bool prefill = forwarded == 0;
+    // The naive loop: a fresh cache every step, the whole sequence re-processed from position 0.
+    const int n = prefill ? P : forwarded + 1;
+    KVCache cache(c, n);
+    const LogitsMode mode = prefill && options.keep_logits ? LogitsMode::all : LogitsMode::last;
+    const double t0 = now_seconds();
+    pass.forward(std::span<const int>(seq.data(), n), 0, cache, mode, logits);
+    const double t1 = now_seconds();
+    r.steps.push_back({n - 1, n, t1 - t0, prefill});
+    forwarded = n;
+    if (options.keep_logits) {
+      const int rows = static_cast<int>(logits.size() / c.vocab_size);
+      for (int i = 0; i < rows; ++i)
+        r.logits.emplace_back(logits.begin() + std::ptrdiff_t(i) * c.vocab_size,
+                              logits.begin() + std::ptrdiff_t(i + 1) * c.vocab_size);
+    }
+    const std::span<const float> last(logits.data() + logits.size() - c.vocab_size, c.vocab_size);
+    const int next = sampler.sample(last, seq);
+    seq.push_back(next);
+    r.timeline.token_times.push_back(now_seconds());
+    if (next == kBosToken) break;  // the model's end-of-text signal
+    emit(seq.size() - 1);
+    if (forwarded >= steps) break;
+  }
+  const std::string tail = printer.flush();
+  if (!tail.empty()) {
+    r.text += tail;
+    if (on_text) on_text(tail);
+  }
+  r.metrics = request_metrics(r.timeline);
+  return r;
+}
+
+}  // namespace inferlab

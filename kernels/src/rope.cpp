@@ -1,1 +1,59 @@
-// to be written
+// Rotary position embedding (llama2.c convention), reference and fast CPU versions.
+#include "inferlab/kernels/rope.hpp"
+
+#include <cmath>
+#include <cstddef>
+#include <vector>
+
+namespace inferlab::kernels {
+
+void rope_ref(float* q, float* k, const int* pos, int T, int n_heads, int n_kv_heads,
+              int head_size, float theta) {
+  const int q_dim = n_heads * head_size, k_dim = n_kv_heads * head_size;
+  for (int t = 0; t < T; ++t) {
+    for (int i = 0; i < q_dim; i += 2) {
+      const int j = i % head_size;  // position of the pair inside its head
+      const float freq = 1.0f / std::pow(theta, float(j) / float(head_size));
+      const float angle = float(pos[t]) * freq;
+      const float c = std::cos(angle), s = std::sin(angle);
+      // The same rotation applies to the query and (for the first k_dim entries) to the key.
+      for (int which = 0; which < (i < k_dim ? 2 : 1); ++which) {
+        float* v = (which == 0 ? q + std::size_t(t) * q_dim : k + std::size_t(t) * k_dim) + i;
+        const float a = v[0], b = v[1];
+        v[0] = a * c - b * s;
+        v[1] = a * s + b * c;
+      }
+    }
+  }
+}
+
+void rope_cpu(float* q, float* k, const int* pos, int T, int n_heads, int n_kv_heads,
+              int head_size, float theta) {
+  const int half = head_size / 2;
+  std::vector<float> inv_freq(half);
+  for (int j = 0; j < half; ++j) inv_freq[j] = 1.0f / std::pow(theta, float(2 * j) / float(head_size));
+#pragma omp parallel for schedule(static) if (long(T) * (n_heads + n_kv_heads) * head_size >= (1L << 16))
+  for (int t = 0; t < T; ++t) {
+    // One cos/sin per pair index, shared by every head of the token.
+    std::vector<float> cs(half), sn(half);
+    for (int j = 0; j < half; ++j) {
+      const float angle = float(pos[t]) * inv_freq[j];
+      cs[j] = std::cos(angle);
+      sn[j] = std::sin(angle);
+    }
+    auto rotate = [&](float* v, int heads) {
+      for (int h = 0; h < heads; ++h) {
+        float* vh = v + std::size_t(h) * head_size;
+        for (int j = 0; j < half; ++j) {
+          const float a = vh[2 * j], b = vh[2 * j + 1];
+          vh[2 * j] = a * cs[j] - b * sn[j];
+          vh[2 * j + 1] = a * sn[j] + b * cs[j];
+        }
+      }
+    };
+    rotate(q + std::size_t(t) * n_heads * head_size, n_heads);
+    rotate(k + std::size_t(t) * n_kv_heads * head_size, n_kv_heads);
+  }
+}
+
+}  // namespace inferlab::kernels

@@ -27,6 +27,11 @@ class Tokenizer {
   /// piece length, trailing bytes, or a piece count other than @p vocab_size.
   static Tokenizer load(const std::string& path, int vocab_size);
 
+  /// @brief Loads @p path taking every piece it holds (the format stores no count, so the
+  /// pieces are read until the end of the file). For tools that have a tokenizer but no model.
+  /// @throws inferlab::Error if the file is missing, empty, truncated or has a bad piece length.
+  static Tokenizer load(const std::string& path);
+
   /// @brief A tokenizer needing no file, for synthetic models: the 3 special pieces, the 256
   /// byte pieces, then printable ASCII characters and frequent letter pairs up to @p vocab_size.
   static Tokenizer synthetic(int vocab_size);
@@ -38,6 +43,8 @@ class Tokenizer {
 
   /// @brief The bytes token @p token contributes after @p prev_token, as llama2.c decodes:
   /// the leading space of the first piece after BOS is dropped, `<0xXX>` becomes that byte.
+  /// BOS and EOS are markers, not text, and contribute nothing (as in SentencePiece; llama2.c
+  /// never prints BOS because generation stops there). @p prev_token may be -1: no previous.
   /// @throws inferlab::Error if either id is outside [0, vocab_size).
   std::string decode_piece(int prev_token, int token) const;
 
