@@ -41,6 +41,8 @@ const NamedShape kShapes[] = {
     {"stories110M", make(768, 2048, 12, 12, 12, 32000, 1024, true)},
     {"llama2-7b", make(4096, 11008, 32, 32, 32, 32000, 4096, false)},
     {"llama3-8b", make(4096, 14336, 32, 32, 8, 128256, 8192, false, 500000.0f)},
+    {"llama3-70b", make(8192, 28672, 80, 64, 8, 128256, 8192, false, 500000.0f)},
+    {"mistral-7b", make(4096, 14336, 32, 32, 8, 32000, 32768, false, 1000000.0f)},
 };
 
 // Counter-based generator: value i of stream s depends only on (seed, s, i), so tensors can be
