@@ -7,7 +7,7 @@
 #include <fmt/format.h>
 
 #include "inferlab/error.hpp"
-#include "inferlab/kernels/attention.hpp"
+#include "inferlab/kernels/kv_quant.hpp"
 #include "inferlab/kernels/matmul.hpp"
 #include "inferlab/kernels/rmsnorm.hpp"
 #include "inferlab/kernels/rope.hpp"
@@ -26,6 +26,8 @@ void ForwardPass::reserve(int T) {
   x_.resize(t * c.dim);
   xb_.resize(t * c.dim);
   q_.resize(t * c.dim);
+  k_.resize(t * c.kv_dim());
+  v_.resize(t * c.kv_dim());
   att_.resize(t * c.dim);
   out_.resize(t * c.dim);
   hb_.resize(t * c.hidden_dim);
@@ -66,15 +68,15 @@ void ForwardPass::forward(std::span<const int> tokens, int start_pos, KVCache& c
   for (int l = 0; l < c.n_layers; ++l) {
     // --- attention block ---
     k::rmsnorm_cpu(xb_.data(), x_.data(), w.rms_att + std::size_t(l) * D, T, D, c.norm_eps);
-    // Keys and values go straight into this layer's cache rows start_pos..start_pos+T-1.
-    float* k_rows = cache.keys(l) + std::size_t(start_pos) * KV;
-    float* v_rows = cache.values(l) + std::size_t(start_pos) * KV;
     k::matmul_cpu(q_.data(), xb_.data(), w.wq + l * DD, T, D, D);
-    k::matmul_cpu(k_rows, xb_.data(), w.wk + l * KVD, T, D, KV);
-    k::matmul_cpu(v_rows, xb_.data(), w.wv + l * KVD, T, D, KV);
-    k::rope_cpu(q_.data(), k_rows, pos_.data(), T, c.n_heads, c.n_kv_heads, hs, c.rope_theta);
-    k::attention_cpu(att_.data(), q_.data(), cache.keys(l), cache.values(l), pos_.data(), T,
-                     c.n_heads, c.n_kv_heads, hs);
+    k::matmul_cpu(k_.data(), xb_.data(), w.wk + l * KVD, T, D, KV);
+    k::matmul_cpu(v_.data(), xb_.data(), w.wv + l * KVD, T, D, KV);
+    k::rope_cpu(q_.data(), k_.data(), pos_.data(), T, c.n_heads, c.n_kv_heads, hs, c.rope_theta);
+    // The new keys and values join the cache (converted to its storage type) before attention,
+    // so each token attends to itself and to everything before it.
+    cache.store(l, start_pos, T, k_.data(), v_.data());
+    k::attention_kv_cpu(att_.data(), q_.data(), cache.keys(l), cache.values(l), pos_.data(), T,
+                        c.n_heads, c.n_kv_heads, hs);
     k::matmul_cpu(out_.data(), att_.data(), w.wo + l * DD, T, D, D);
     for (std::size_t i = 0; i < std::size_t(T) * D; ++i) x_[i] += out_[i];
 
@@ -96,9 +98,9 @@ void ForwardPass::forward(std::span<const int> tokens, int start_pos, KVCache& c
   k::matmul_cpu(logits.data(), xb_.data(), w.wcls, rows, D, c.vocab_size);
 }
 
-std::vector<float> naive_logits(ForwardPass& pass, std::span<const int> tokens) {
+std::vector<float> naive_logits(ForwardPass& pass, std::span<const int> tokens, KVType kv_type) {
   // A fresh cache sized for exactly this sequence: nothing is remembered between calls.
-  KVCache cache(pass.model().config(), static_cast<int>(tokens.size()));
+  KVCache cache(pass.model().config(), static_cast<int>(tokens.size()), kv_type);
   std::vector<float> logits;
   pass.forward(tokens, 0, cache, LogitsMode::last, logits);
   return logits;

@@ -1,6 +1,8 @@
 // The autoregressive generation loop.
 #include "inferlab/generate.hpp"
 
+#include <optional>
+
 #include <fmt/format.h>
 
 #include "inferlab/error.hpp"
@@ -44,18 +46,30 @@ GenerationResult generate(const Model& model, const Tokenizer& tokenizer,
   for (int i = 1; i < P; ++i) emit(i);  // the prompt is echoed, as the reference does
 
   ForwardPass pass(model);
+  // The cached loop keeps one cache for the whole generation, sized for the positions it needs.
+  std::optional<KVCache> cache;
+  if (options.loop == LoopKind::cached) cache.emplace(c, steps, options.kv_type);
+  r.kv_bytes_per_token = KVCache(c, 1, options.kv_type).bytes_per_token();
   std::vector<float> logits;
   int forwarded = 0;  // positions whose logits have been computed
   while (true) {
     const bool prefill = forwarded == 0;
-    // The naive loop: a fresh cache every step, the whole sequence re-processed from position 0.
-    const int n = prefill ? P : forwarded + 1;
-    KVCache cache(c, n);
+    const int n = prefill ? P : forwarded + 1;  // the sequence this step produces logits for
     const LogitsMode mode = prefill && options.keep_logits ? LogitsMode::all : LogitsMode::last;
     const double t0 = now_seconds();
-    pass.forward(std::span<const int>(seq.data(), n), 0, cache, mode, logits);
+    if (prefill) {
+      // Both loops start alike: the whole prompt in one forward (the prefill phase).
+      KVCache fresh(c, P, options.kv_type);
+      pass.forward(std::span<const int>(seq.data(), P), 0, cache ? *cache : fresh, mode, logits);
+    } else if (cache) {
+      // Cached: only the newest token goes through the model; the others are in the cache.
+      pass.forward(std::span<const int>(&seq[forwarded], 1), forwarded, *cache, mode, logits);
+    } else {
+      // Naive: a fresh cache every step, the whole sequence re-processed from position 0.
+      logits = naive_logits(pass, std::span<const int>(seq.data(), n), options.kv_type);
+    }
     const double t1 = now_seconds();
-    r.steps.push_back({n - 1, n, t1 - t0, prefill});
+    r.steps.push_back({n - 1, n - (cache && !prefill ? forwarded : 0), t1 - t0, prefill});
     forwarded = n;
     if (options.keep_logits) {
       const int rows = static_cast<int>(logits.size() / c.vocab_size);
@@ -77,6 +91,7 @@ GenerationResult generate(const Model& model, const Tokenizer& tokenizer,
     if (on_text) on_text(tail);
   }
   r.metrics = request_metrics(r.timeline);
+  if (cache) r.kv_bytes_in_use = cache->bytes_in_use();
   return r;
 }
 

@@ -26,10 +26,16 @@ enum class LogitsMode {
 /// @brief Runs a Model; owns the activation buffers, so reuse one per thread of work.
 class ForwardPass {
  public:
+  /// @brief Binds the pass to @p model (which must outlive it); buffers grow on first use.
   explicit ForwardPass(const Model& model);
 
   /// @brief Forwards @p tokens at positions start_pos, start_pos+1, ... reading and extending
   /// @p cache (whose length must equal start_pos).
+  /// @param tokens (T) token ids
+  /// @param start_pos position of tokens[0]
+  /// @param cache the sequence's cache: positions before start_pos are read, the T new ones
+  ///        written, and its length becomes start_pos + T
+  /// @param mode which rows of logits to compute
   /// @param logits resized to (1, V) or (T, V) according to @p mode
   /// @throws inferlab::Error on an empty input, a token outside [0, V), a cache length other
   /// than start_pos, or positions beyond the cache capacity.
@@ -37,19 +43,21 @@ class ForwardPass {
   void forward(std::span<const int> tokens, int start_pos, KVCache& cache, LogitsMode mode,
                std::vector<float>& logits);
 
-  const Model& model() const { return *model_; }
+  const Model& model() const { return *model_; }  ///< the model this pass runs
 
  private:
   const Model* model_;
   int capacity_ = 0;  // tokens the buffers below can hold
   // Activations, each (T, width):
-  std::vector<float> x_, xb_, q_, att_, hb_, hb2_, out_;
+  std::vector<float> x_, xb_, q_, k_, v_, att_, hb_, hb2_, out_;
   std::vector<int> pos_;
   void reserve(int T);
 };
 
 /// @brief The naive loop's forward: logits of the last token of @p tokens, recomputed from
-/// scratch (fresh cache, every position re-processed).
-std::vector<float> naive_logits(ForwardPass& pass, std::span<const int> tokens);
+/// scratch (a fresh cache of type @p kv_type, every position re-processed).
+/// @note Cost: the whole sequence's forward, about 2 * n_params * T FLOPs, at every step.
+std::vector<float> naive_logits(ForwardPass& pass, std::span<const int> tokens,
+                                KVType kv_type = KVType::f32);
 
 }  // namespace inferlab

@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "inferlab/kv_cache.hpp"
 #include "inferlab/metrics.hpp"
 #include "inferlab/model.hpp"
 #include "inferlab/sampler.hpp"
@@ -16,25 +17,27 @@ namespace inferlab {
 
 /// @brief How the loop obtains each step's logits.
 enum class LoopKind {
-  naive,  ///< chapter 01: re-process the whole sequence from scratch at every step
+  naive,   ///< chapter 01: re-process the whole sequence from scratch at every step
+  cached,  ///< chapter 02: prefill the prompt once, then forward one token per step (KV cache)
 };
 
 /// @brief What to generate.
 struct GenerateOptions {
-  std::string prompt;
+  std::string prompt;  ///< UTF-8 text; BOS is prepended
   /// Positions to forward, prompt included, like llama2.c's `-n`: the sequence stops after
   /// `steps` forwarded positions or when BOS is sampled. 0 = the model's seq_len; values above
   /// seq_len are clamped to it.
   int steps = 256;
-  SamplingParams sampling;
-  LoopKind loop = LoopKind::naive;
+  SamplingParams sampling;          ///< validated before any work
+  LoopKind loop = LoopKind::naive;  ///< how each step's logits are obtained
+  KVType kv_type = KVType::f32;     ///< storage type of the KV cache
   bool keep_logits = false;  ///< keep one logits row per forwarded position (for --dump-logits)
 };
 
 /// @brief One forward call of the loop.
 struct StepRecord {
   int position = 0;       ///< position of the token whose logits this step produced
-  int tokens_forwarded = 0;  ///< tokens the forward call processed (the whole sequence, naively)
+  int tokens_forwarded = 0;  ///< tokens the call processed: the whole sequence naively, 1 cached
   double seconds = 0.0;   ///< wall time of the forward call (sampling excluded)
   bool prefill = false;   ///< true for the step that processed the prompt
 };
@@ -44,9 +47,11 @@ struct GenerationResult {
   std::vector<int> prompt_tokens;  ///< BOS + encoded prompt
   std::vector<int> tokens;         ///< BOS, prompt, generated (the last one is not forwarded)
   std::string text;                ///< exactly what streaming printed
-  std::vector<StepRecord> steps;
+  std::vector<StepRecord> steps;   ///< one record per forward call, in order
   RequestTimeline timeline;        ///< arrival = start of the call; one time per new token
-  RequestMetrics metrics;
+  RequestMetrics metrics;          ///< TTFT, TPOT, ITL, E2E computed from the timeline
+  std::size_t kv_bytes_per_token = 0;  ///< bytes one position occupies in the KV cache
+  std::size_t kv_bytes_in_use = 0;     ///< bytes the cache held at the end (cached loop)
   /// (positions, V): logits after forwarding tokens[pos] at pos (when keep_logits).
   std::vector<std::vector<float>> logits;
 };

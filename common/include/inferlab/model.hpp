@@ -78,12 +78,16 @@ class Model {
   /// @brief Writes the model in the legacy format (byte-identical layout to llama2.c's export).
   void save(const std::string& path) const;
 
+  /// @brief The hyper-parameters (shapes) of this model.
   const ModelConfig& config() const { return config_; }
+  /// @brief Pointers to every tensor; valid as long as this Model is alive (moves keep them).
   const Weights& weights() const { return weights_; }
   /// @brief Where the model came from: a file path or "synthetic:NAME(seed=...)".
   const std::string& name() const { return name_; }
 
+  /// @brief Move-only: takes over the storage (mapping or buffer); the weight pointers stay valid.
   Model(Model&&) noexcept;
+  /// @brief Move assignment: releases this model's storage, then takes over the other's.
   Model& operator=(Model&&) noexcept;
   ~Model();
 

@@ -32,6 +32,7 @@ struct SamplingParams {
   /// any value is invalid (temperature < 0, top_k < 0, top_p outside (0, 1], min_p outside
   /// [0, 1], repetition_penalty <= 0, or any non-finite float).
   void validate() const;
+  /// @brief True when temperature is 0: sampling is the argmax of the penalised logits.
   bool greedy() const { return temperature == 0.0f; }
 };
 
@@ -50,11 +51,13 @@ class Rng {
 
 /// @name Sampling steps, usable one by one (the exercises implement some of them)
 /// @{
+
 /// @brief Repetition, frequency and presence penalties over the tokens in @p history (in place).
 /// @param logits  (V) raw logits, modified in place
 /// @param history the token ids the penalties look at, taken as given: the caller decides what
 ///                counts, normally prompt + generated tokens. Repetition penalty applies once per
 ///                distinct id; the frequency penalty scales with the number of occurrences.
+/// @param params  the penalty settings (repetition, frequency, presence); other fields unused
 /// @throws inferlab::Error if an id in @p history is outside [0, V).
 void apply_penalties(std::span<float> logits, std::span<const int> history,
                      const SamplingParams& params);
@@ -99,6 +102,7 @@ class Sampler {
   /// @brief The filtered, renormalised distribution the next draw would use (for tests and
   /// for chapters that show it). Greedy gives a one-hot vector.
   std::vector<float> distribution(std::span<const float> logits, std::span<const int> history);
+  /// @brief The parameters this sampler was built with.
   const SamplingParams& params() const { return params_; }
 
  private:

@@ -10,10 +10,17 @@
 
 namespace inferlab {
 
-/// @brief Special token ids of the Llama 2 family (and of tok512).
+/// @name Special token ids of the Llama 2 family (and of tok512)
+/// @{
+
+/// @brief Unknown piece (id 0).
 inline constexpr int kUnkToken = 0;
+/// @brief Beginning of sequence: prepended by encode() when bos is true. The llama2.c models
+/// also emit it as their end-of-text signal, so generation stops when it is sampled.
 inline constexpr int kBosToken = 1;
+/// @brief End of sequence: appended by encode() when eos is true; decodes to no text.
 inline constexpr int kEosToken = 2;
+/// @}
 
 /// @brief A BPE tokenizer: pieces with scores, merged greedily by score, with byte fallback.
 ///
@@ -52,6 +59,7 @@ class Tokenizer {
   /// returned as they are; use StreamDecoder for printing.
   std::string decode(const std::vector<int>& tokens) const;
 
+  /// @brief Number of pieces (V); ids are in [0, V).
   int vocab_size() const { return static_cast<int>(pieces_.size()); }
   const std::string& piece(int id) const;  ///< raw piece text (throws on a bad id)
   float score(int id) const;               ///< merge score (throws on a bad id)
@@ -72,6 +80,7 @@ class Tokenizer {
 /// Control bytes other than whitespace are dropped too.
 class StreamDecoder {
  public:
+  /// @brief Decodes with @p tokenizer, which must outlive this decoder (it is not copied).
   explicit StreamDecoder(const Tokenizer& tokenizer) : tokenizer_(&tokenizer) {}
   /// @brief Feeds one token (following @p prev_token); returns the text now complete.
   std::string push(int prev_token, int token);

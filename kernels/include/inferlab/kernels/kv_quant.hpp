@@ -1,0 +1,53 @@
+#pragma once
+/// @file kv_quant.hpp
+/// @brief KV cache storage types (f32, f16, int8 with per-(token, head) scales), the kernels that
+/// write rows into them, and attention that reads them back.
+///
+/// Storing the cache in fewer bits per value shrinks the bytes every decode step must read (the
+/// cache is read in full at every step) and the memory each sequence holds, at a small cost in
+/// accuracy that chapter 02 measures.
+
+#include <cstddef>
+#include <cstdint>
+
+namespace inferlab::kernels {
+
+/// @brief How one cached value is stored.
+enum class KVType {
+  f32,   ///< 4 bytes, exact
+  f16,   ///< 2 bytes, IEEE half (10-bit mantissa; round to nearest even)
+  int8,  ///< 1 byte + one float scale per (token, KV head): x ~= scale * q, q in [-127, 127]
+};
+
+/// @brief Bytes of one stored element (scales not included).
+std::size_t kv_element_bytes(KVType type);
+
+/// @brief A read-only view of one layer's cached keys (or values).
+struct KVRowsView {
+  KVType type = KVType::f32;       ///< storage type of `data`
+  const void* data = nullptr;      ///< (S, Nkv*hs) elements of `type`
+  const float* scales = nullptr;   ///< (S, Nkv) for int8, else unused
+};
+
+/// @brief Writes @p rows rows of float values @p x (rows, Nkv*hs) into storage @p data (and
+/// @p scales for int8: one per (row, head) = max|x| / 127 over the head's hs values).
+void kv_store_rows(KVType type, void* data, float* scales, const float* x, int rows,
+                   int n_kv_heads, int head_size);
+
+/// @brief Reads @p rows rows back as floats (out: (rows, Nkv*hs)). The inverse of
+/// kv_store_rows up to the type's rounding.
+void kv_load_rows(KVType type, float* out, const void* data, const float* scales, int rows,
+                  int n_kv_heads, int head_size);
+
+/// @brief Reference: dequantizes positions 0..max(pos) of both views to float and runs
+/// attention_ref on them (the specification: same result as attention on the rounded values).
+void attention_kv_ref(float* out, const float* q, const KVRowsView& k, const KVRowsView& v,
+                      const int* pos, int T, int n_heads, int n_kv_heads, int head_size);
+
+/// @brief Fast CPU version: dequantizes inside the dot products (the cache is read once, at
+/// its stored width). With KVType::f32 it is exactly attention_cpu.
+/// @note Bytes read per token: (pos+1) * 2 * Nkv*hs * kv_element_bytes (+ scales for int8).
+void attention_kv_cpu(float* out, const float* q, const KVRowsView& k, const KVRowsView& v,
+                      const int* pos, int T, int n_heads, int n_kv_heads, int head_size);
+
+}  // namespace inferlab::kernels

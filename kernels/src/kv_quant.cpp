@@ -1,0 +1,183 @@
+// KV cache storage types: storing, loading, and attention over the stored rows.
+#include "inferlab/kernels/kv_quant.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include <Eigen/Core>  // Eigen::half: IEEE binary16 with round-to-nearest-even conversions
+
+#include "inferlab/kernels/attention.hpp"
+
+namespace inferlab::kernels {
+
+std::size_t kv_element_bytes(KVType type) {
+  switch (type) {
+    case KVType::f32: return 4;
+    case KVType::f16: return 2;
+    case KVType::int8: return 1;
+  }
+  return 0;
+}
+
+void kv_store_rows(KVType type, void* data, float* scales, const float* x, int rows,
+                   int n_kv_heads, int head_size) {
+  const std::size_t n = std::size_t(rows) * n_kv_heads * head_size;
+  switch (type) {
+    case KVType::f32:
+      std::copy(x, x + n, static_cast<float*>(data));
+      return;
+    case KVType::f16: {
+      auto* h = static_cast<Eigen::half*>(data);
+      for (std::size_t i = 0; i < n; ++i) h[i] = Eigen::half(x[i]);
+      return;
+    }
+    case KVType::int8: {
+      auto* q = static_cast<std::int8_t*>(data);
+      // Symmetric quantization per (row, head): the head's largest magnitude maps to 127, so
+      // each head keeps its own range (heads differ by orders of magnitude in real models).
+      for (std::size_t rh = 0; rh < std::size_t(rows) * n_kv_heads; ++rh) {
+        const float* xs = x + rh * head_size;
+        float amax = 0.0f;
+        for (int i = 0; i < head_size; ++i) amax = std::max(amax, std::fabs(xs[i]));
+        const float scale = amax / 127.0f;
+        const float inv = scale > 0.0f ? 1.0f / scale : 0.0f;
+        scales[rh] = scale;
+        for (int i = 0; i < head_size; ++i)
+          q[rh * head_size + i] = static_cast<std::int8_t>(std::lrint(xs[i] * inv));
+      }
+      return;
+    }
+  }
+}
+
+void kv_load_rows(KVType type, float* out, const void* data, const float* scales, int rows,
+                  int n_kv_heads, int head_size) {
+  const std::size_t n = std::size_t(rows) * n_kv_heads * head_size;
+  switch (type) {
+    case KVType::f32: {
+      const auto* f = static_cast<const float*>(data);
+      std::copy(f, f + n, out);
+      return;
+    }
+    case KVType::f16: {
+      const auto* h = static_cast<const Eigen::half*>(data);
+      for (std::size_t i = 0; i < n; ++i) out[i] = float(h[i]);
+      return;
+    }
+    case KVType::int8: {
+      const auto* q = static_cast<const std::int8_t*>(data);
+      for (std::size_t i = 0; i < n; ++i) out[i] = scales[i / head_size] * float(q[i]);
+      return;
+    }
+  }
+}
+
+void attention_kv_ref(float* out, const float* q, const KVRowsView& k, const KVRowsView& v,
+                      const int* pos, int T, int n_heads, int n_kv_heads, int head_size) {
+  int rows = 0;
+  for (int t = 0; t < T; ++t) rows = std::max(rows, pos[t] + 1);
+  const std::size_t n = std::size_t(rows) * n_kv_heads * head_size;
+  std::vector<float> kf(n), vf(n);
+  kv_load_rows(k.type, kf.data(), k.data, k.scales, rows, n_kv_heads, head_size);
+  kv_load_rows(v.type, vf.data(), v.data, v.scales, rows, n_kv_heads, head_size);
+  attention_ref(out, q, kf.data(), vf.data(), pos, T, n_heads, n_kv_heads, head_size);
+}
+
+namespace {
+
+// Row loaders: element i of the head starting at `row_head` (index of (position, KV head)).
+struct LoadF16 {
+  const Eigen::half* d;
+  int hs;
+  float scale(std::size_t) const { return 1.0f; }
+  float at(std::size_t row_head, int i) const { return float(d[row_head * hs + i]); }
+};
+struct LoadI8 {
+  const std::int8_t* d;
+  const float* s;
+  int hs;
+  // The scale factors out of the dot product: sum(q * s * k8) = s * sum(q * k8).
+  float scale(std::size_t row_head) const { return s[row_head]; }
+  float at(std::size_t row_head, int i) const { return float(d[row_head * hs + i]); }
+};
+
+template <class KLoad, class VLoad>
+void attend_quantized(float* out, const float* q, const KLoad& kl, const VLoad& vl, int p,
+                      int kv_head, int n_kv_heads, int head_size, float* scores) {
+  const float scale = 1.0f / std::sqrt(float(head_size));
+  float max = -INFINITY;
+  for (int s = 0; s <= p; ++s) {
+    const std::size_t rh = std::size_t(s) * n_kv_heads + kv_head;
+    float dot = 0.0f;
+    for (int i = 0; i < head_size; ++i) dot += q[i] * kl.at(rh, i);
+    scores[s] = dot * kl.scale(rh) * scale;
+    max = std::max(max, scores[s]);
+  }
+  float sum = 0.0f;
+  for (int s = 0; s <= p; ++s) {
+    scores[s] = std::exp(scores[s] - max);
+    sum += scores[s];
+  }
+  const float inv = 1.0f / sum;
+  for (int i = 0; i < head_size; ++i) out[i] = 0.0f;
+  for (int s = 0; s <= p; ++s) {
+    const std::size_t rh = std::size_t(s) * n_kv_heads + kv_head;
+    const float a = scores[s] * inv * vl.scale(rh);
+    for (int i = 0; i < head_size; ++i) out[i] += a * vl.at(rh, i);
+  }
+}
+
+template <class KLoad, class VLoad>
+void attention_quantized(float* out, const float* q, const KLoad& kl, const VLoad& vl,
+                         const int* pos, int T, int n_heads, int n_kv_heads, int head_size) {
+  const int q_dim = n_heads * head_size, group = n_heads / n_kv_heads;
+  int max_pos = 0;
+  for (int t = 0; t < T; ++t) max_pos = std::max(max_pos, pos[t]);
+#pragma omp parallel if (std::size_t(T) * n_heads * (max_pos + 1) * head_size >= (1u << 17))
+  {
+    std::vector<float> scores(std::size_t(max_pos) + 1);
+#pragma omp for schedule(dynamic, 4) collapse(2)
+    for (int t = 0; t < T; ++t)
+      for (int h = 0; h < n_heads; ++h)
+        attend_quantized(out + std::size_t(t) * q_dim + std::size_t(h) * head_size,
+                         q + std::size_t(t) * q_dim + std::size_t(h) * head_size, kl, vl, pos[t],
+                         h / group, n_kv_heads, head_size, scores.data());
+  }
+}
+
+template <class KLoad>
+void dispatch_v(float* out, const float* q, const KLoad& kl, const KVRowsView& v, const int* pos,
+                int T, int n_heads, int n_kv_heads, int head_size) {
+  if (v.type == KVType::f16)
+    attention_quantized(out, q, kl, LoadF16{static_cast<const Eigen::half*>(v.data), head_size},
+                        pos, T, n_heads, n_kv_heads, head_size);
+  else
+    attention_quantized(out, q, kl,
+                        LoadI8{static_cast<const std::int8_t*>(v.data), v.scales, head_size}, pos,
+                        T, n_heads, n_kv_heads, head_size);
+}
+
+}  // namespace
+
+void attention_kv_cpu(float* out, const float* q, const KVRowsView& k, const KVRowsView& v,
+                      const int* pos, int T, int n_heads, int n_kv_heads, int head_size) {
+  if (k.type == KVType::f32 && v.type == KVType::f32) {
+    attention_cpu(out, q, static_cast<const float*>(k.data), static_cast<const float*>(v.data),
+                  pos, T, n_heads, n_kv_heads, head_size);
+    return;
+  }
+  // Mixed f32/quantized views are not produced by KVCache; they go through the reference.
+  if (k.type == KVType::f32 || v.type == KVType::f32) {
+    attention_kv_ref(out, q, k, v, pos, T, n_heads, n_kv_heads, head_size);
+    return;
+  }
+  if (k.type == KVType::f16)
+    dispatch_v(out, q, LoadF16{static_cast<const Eigen::half*>(k.data), head_size}, v, pos, T,
+               n_heads, n_kv_heads, head_size);
+  else
+    dispatch_v(out, q, LoadI8{static_cast<const std::int8_t*>(k.data), k.scales, head_size}, v,
+               pos, T, n_heads, n_kv_heads, head_size);
+}
+
+}  // namespace inferlab::kernels

@@ -1,0 +1,171 @@
+// The KV cache: storage types, the cached loop's agreement with the naive loop, and the
+// quality cost of f16 and int8 storage.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <random>
+
+#include <nlohmann/json.hpp>
+
+#include "inferlab/error.hpp"
+#include "inferlab/forward.hpp"
+#include "inferlab/generate.hpp"
+#include "inferlab/kernels/kv_quant.hpp"
+#include "test_support.hpp"
+
+using namespace inferlab;
+using kernels::KVRowsView;
+
+namespace {
+
+std::vector<float> random_vector(std::size_t n, std::uint32_t seed, float scale = 1.0f) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> dist(0.0f, scale);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("kv_store_rows / kv_load_rows round-trip within each type's precision", "[unit][kv]") {
+  const int rows = 33, heads = 4, hs = 31;
+  const auto x = random_vector(std::size_t(rows) * heads * hs, 1, 3.0f);
+  for (KVType t : {KVType::f32, KVType::f16, KVType::int8}) {
+    std::vector<std::uint8_t> data(x.size() * kernels::kv_element_bytes(t));
+    std::vector<float> scales(std::size_t(rows) * heads), back(x.size());
+    kernels::kv_store_rows(t, data.data(), scales.data(), x.data(), rows, heads, hs);
+    kernels::kv_load_rows(t, back.data(), data.data(), scales.data(), rows, heads, hs);
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      const float amax_bound =
+          t == KVType::int8 ? scales[i / hs] * 0.5f * 1.0001f   // half a quantization step
+          : t == KVType::f16 ? std::fabs(x[i]) * (1.0f / 2048) + 1e-7f  // half an ulp of 11 bits
+                             : 0.0f;
+      INFO(kv_type_name(t) << " element " << i << ": " << x[i] << " -> " << back[i]);
+      REQUIRE(std::fabs(back[i] - x[i]) <= amax_bound);
+    }
+  }
+  // An all-zero head gets scale 0 and loads back as zeros (no division by zero).
+  std::vector<float> zeros(8, 0.0f), out(8, 1.0f), sc(2);
+  std::vector<std::int8_t> q(8);
+  kernels::kv_store_rows(KVType::int8, q.data(), sc.data(), zeros.data(), 1, 2, 4);
+  kernels::kv_load_rows(KVType::int8, out.data(), q.data(), sc.data(), 1, 2, 4);
+  CHECK(out == zeros);
+}
+
+TEST_CASE("attention_kv_cpu matches its reference for every storage type", "[unit][kv][kernel]") {
+  const int S = 40, Nh = 8, Nkv = 2, hs = 16, KV = Nkv * hs, T = 3;
+  const int pos[T] = {0, 17, 39};
+  const auto k = random_vector(std::size_t(S) * KV, 2), v = random_vector(std::size_t(S) * KV, 3);
+  const auto q = random_vector(std::size_t(T) * Nh * hs, 4);
+  for (KVType t : {KVType::f32, KVType::f16, KVType::int8}) {
+    const std::size_t bytes = std::size_t(S) * KV * kernels::kv_element_bytes(t);
+    std::vector<std::uint8_t> kd(bytes), vd(bytes);
+    std::vector<float> ks(std::size_t(S) * Nkv), vs(std::size_t(S) * Nkv);
+    kernels::kv_store_rows(t, kd.data(), ks.data(), k.data(), S, Nkv, hs);
+    kernels::kv_store_rows(t, vd.data(), vs.data(), v.data(), S, Nkv, hs);
+    const KVRowsView kv_k{t, kd.data(), ks.data()}, kv_v{t, vd.data(), vs.data()};
+    std::vector<float> out(q.size()), ref(q.size());
+    kernels::attention_kv_ref(ref.data(), q.data(), kv_k, kv_v, pos, T, Nh, Nkv, hs);
+    kernels::attention_kv_cpu(out.data(), q.data(), kv_k, kv_v, pos, T, Nh, Nkv, hs);
+    const auto rep = test::all_close(out, ref, long(out.size()), 1e-5, 1e-4);
+    INFO(kv_type_name(t) << ": max abs error " << rep.max_abs_err);
+    REQUIRE(rep.ok);
+  }
+}
+
+TEST_CASE("KVCache allocates exactly the documented bytes", "[unit][kv]") {
+  const ModelConfig c = named_config("stories260K");  // L=5, Nkv=4, hs=8: KV = 32
+  CHECK(KVCache(c, 512, KVType::f32).bytes_per_token() == 2u * 5 * 32 * 4);
+  CHECK(KVCache(c, 512, KVType::f16).bytes_per_token() == 2u * 5 * 32 * 2);
+  CHECK(KVCache(c, 512, KVType::int8).bytes_per_token() == 2u * 5 * 32 * 1 + 2u * 5 * 4 * 4);
+  KVCache cache(c, 100, KVType::f16);
+  CHECK(cache.bytes() == 100u * 640);
+  cache.set_length(10);
+  CHECK(cache.bytes_in_use() == 6400u);
+  REQUIRE_THROWS_WITH(KVCache(c, 513), Catch::Contains("outside [1, seq_len = 512]"));
+  REQUIRE_THROWS_WITH(cache.set_length(101), Catch::Contains("outside [0, 100]"));
+  REQUIRE_THROWS_WITH(parse_kv_type("bf8"), Catch::Contains("f32, f16 or int8"));
+  const std::vector<float> row(32);
+  REQUIRE_THROWS_AS(cache.store(0, 100, 1, row.data(), row.data()), Error);
+}
+
+TEST_CASE("the cached loop gives the naive loop's tokens and bit-identical logits",
+          "[golden][kv][generate]") {
+  const Model model = Model::load(test::model_file("stories260K.bin"));
+  const Tokenizer tok = Tokenizer::load(test::model_file("tok512.bin"), 512);
+  std::ifstream in(test::golden_file("stories260K_greedy.json"));
+  const auto golden = nlohmann::json::parse(in);
+  for (const auto& c : golden["cases"]) {
+    GenerateOptions o;
+    o.prompt = c["prompt"].get<std::string>();
+    o.steps = c["steps"].get<int>();
+    o.sampling.temperature = 0.0f;
+    o.keep_logits = true;
+    o.loop = LoopKind::cached;
+    const GenerationResult cached = generate(model, tok, o);
+    INFO("case " << c["name"].get<std::string>());
+    REQUIRE(cached.tokens == c["tokens"].get<std::vector<int>>());
+    CHECK(cached.text == c["text"].get<std::string>());
+    CHECK(cached.kv_bytes_in_use == cached.kv_bytes_per_token * (cached.tokens.size() - 1));
+    for (std::size_t i = 1; i < cached.steps.size(); ++i) CHECK(cached.steps[i].tokens_forwarded == 1);
+    // The naive loop on a shorter budget: its logits must be the same bits at every position
+    // (every kernel's reduction order is independent of how many tokens a call processes).
+    o.loop = LoopKind::naive;
+    o.steps = std::min(o.steps, int(cached.prompt_tokens.size()) + 24);
+    const GenerationResult naive = generate(model, tok, o);
+    for (std::size_t pos = 0; pos < naive.logits.size(); ++pos) {
+      INFO("position " << pos);
+      REQUIRE(std::memcmp(naive.logits[pos].data(), cached.logits[pos].data(), 512 * 4) == 0);
+    }
+  }
+}
+
+TEST_CASE("f16 and int8 KV storage: bounded logit error, few greedy tokens changed",
+          "[golden][kv]") {
+  const Model model = Model::load(test::model_file("stories260K.bin"));
+  const Tokenizer tok = Tokenizer::load(test::model_file("tok512.bin"), 512);
+  std::ifstream in(test::golden_file("stories260K_greedy.json"));
+  const auto golden = nlohmann::json::parse(in);
+  for (KVType t : {KVType::f16, KVType::int8}) {
+    double max_diff = 0.0, sum_diff = 0.0;
+    long n_logits = 0, argmax_changed = 0, positions = 0;
+    for (const auto& c : golden["cases"]) {
+      // Teacher-forced: feed the golden tokens so every position compares like with like.
+      const auto tokens = c["tokens"].get<std::vector<int>>();
+      ForwardPass pass(model);
+      KVCache ref_cache(model.config(), 0, KVType::f32), q_cache(model.config(), 0, t);
+      std::vector<float> ref, got;
+      const std::span<const int> fed(tokens.data(), tokens.size() - 1);
+      pass.forward(fed, 0, ref_cache, LogitsMode::all, ref);
+      pass.forward(fed, 0, q_cache, LogitsMode::all, got);
+      for (std::size_t i = 0; i < ref.size(); ++i) {
+        max_diff = std::max(max_diff, double(std::fabs(ref[i] - got[i])));
+        sum_diff += std::fabs(ref[i] - got[i]);
+      }
+      n_logits += long(ref.size());
+      for (std::size_t row = 0; row < ref.size() / 512; ++row, ++positions) {
+        const auto a = ref.begin() + long(row) * 512, b = got.begin() + long(row) * 512;
+        argmax_changed += (std::max_element(a, a + 512) - a) != (std::max_element(b, b + 512) - b);
+      }
+    }
+    std::printf("%s: max |logit diff| %.4f, mean %.5f, argmax changed at %ld of %ld positions\n",
+                kv_type_name(t), max_diff, sum_diff / n_logits, argmax_changed, positions);
+    INFO(kv_type_name(t) << ": max |logit diff| " << max_diff);
+    // Measured on stories260K (1,126 teacher-forced positions): f16 max 0.034, mean 0.002, no
+    // argmax changed; int8 max 1.57, mean 0.09, 19 argmaxes changed (1.7%: with hs = 8 one
+    // outlier sets the whole head's scale). The bounds keep a margin of about 2x; the non-zero
+    // error proves the storage is not silently f32.
+    CHECK(max_diff > 0.0);
+    if (t == KVType::f16) {
+      CHECK(max_diff < 0.1);
+      CHECK(sum_diff / n_logits < 0.01);
+      CHECK(argmax_changed <= 2);
+    } else {
+      CHECK(max_diff < 3.0);
+      CHECK(sum_diff / n_logits < 0.2);
+      CHECK(argmax_changed < positions / 25);
+    }
+  }
+}
