@@ -13,11 +13,23 @@ if(INFERLAB_SANITIZE)
   target_link_options(inferlab_flags INTERFACE -fsanitize=address,undefined)
 endif()
 
-# inferlab_add_chapter(NAME 01_naive_loop TARGET ch01_naive_loop SOURCES main.cpp)
+# inferlab_add_chapter(TARGET ch01_naive_loop SOURCES 01_naive_loop/main.cpp
+#                      SMOKE_ARGS --synthetic stories260K --steps 16)
+# Builds the chapter and, with tests on, registers two CTests (label `chapter`): a smoke run with
+# SMOKE_ARGS that must succeed without any model file, and the same run with an invalid sampling
+# parameter that must fail with a clear error.
 function(inferlab_add_chapter)
-  cmake_parse_arguments(ARG "" "TARGET" "SOURCES" ${ARGN})
+  cmake_parse_arguments(ARG "" "TARGET" "SOURCES;SMOKE_ARGS" ${ARGN})
   add_executable(${ARG_TARGET} ${ARG_SOURCES})
   target_link_libraries(${ARG_TARGET} PRIVATE inferlab::core inferlab_flags CLI11::CLI11)
+  if(INFERLAB_BUILD_TESTS AND ARG_SMOKE_ARGS)
+    add_test(NAME ${ARG_TARGET}_smoke COMMAND ${ARG_TARGET} ${ARG_SMOKE_ARGS})
+    add_test(NAME ${ARG_TARGET}_rejects_bad_input
+             COMMAND ${ARG_TARGET} ${ARG_SMOKE_ARGS} --min-p 2)
+    set_tests_properties(${ARG_TARGET}_smoke PROPERTIES LABELS chapter)
+    set_tests_properties(${ARG_TARGET}_rejects_bad_input PROPERTIES LABELS chapter
+                         PASS_REGULAR_EXPRESSION "error: .*min_p")
+  endif()
 endfunction()
 
 # Skip protocol shared by every test that needs something the machine may lack (a model file,

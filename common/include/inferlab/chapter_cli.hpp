@@ -1,0 +1,67 @@
+#pragma once
+/// @file chapter_cli.hpp
+/// @brief What every generating chapter shares on its command line: the model and sampling
+/// flags, loading, the run header, the `--json` contract and the `--dump-logits` format.
+/// Chapters stay thin by calling these instead of repeating them.
+
+#include <optional>
+#include <string>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "inferlab/generate.hpp"
+#include "inferlab/model.hpp"
+#include "inferlab/sampler.hpp"
+#include "inferlab/tokenizer.hpp"
+
+namespace inferlab {
+
+/// @brief The flags that choose and drive a generation.
+struct GenerationFlags {
+  std::string model;      ///< --model: path or file name (found via model_files.hpp)
+  std::string tokenizer;  ///< --tokenizer: path; default matches the vocabulary
+  std::string synthetic;  ///< --synthetic: a named shape with random weights instead of a file
+  std::string prompt = "Once upon a time";  ///< --prompt
+  int steps = 256;        ///< --steps: positions to forward, prompt included (llama2.c's -n)
+  int threads = 0;        ///< --threads: 0 = OpenMP's default
+  bool json = false;      ///< --json: one JSON object instead of streamed text
+  std::string dump_logits;  ///< --dump-logits: path of the `pos token logit...` file
+  SamplingParams sampling;  ///< --temperature, --top-k, ... --seed
+};
+
+/// @brief Registers the flags of @p f on @p app (names and help shared by every chapter).
+void add_generation_flags(CLI::App& app, GenerationFlags& f);
+
+/// @brief A loaded model with its tokenizer.
+struct LoadedModel {
+  std::optional<Model> model;   ///< always set after load_model()
+  std::optional<Tokenizer> tokenizer;  ///< always set after load_model()
+  std::string tokenizer_source;  ///< its file, or "synthetic"
+};
+
+/// @brief Applies --threads, then loads the model (file or synthetic) and its tokenizer (the
+/// file matching the vocabulary, or a generated one when none is found for a synthetic model).
+/// @throws inferlab::Error with the message of the failing step.
+LoadedModel load_model(const GenerationFlags& f);
+
+/// @brief Prints what a chapter runs on: model and its shape, tokenizer, device, threads,
+/// sampling parameters.
+void print_run_header(const char* title, const LoadedModel& m, const SamplingParams& s,
+                      const std::string& extra = "");
+
+/// @brief The `--json` contract every chapter keeps: chapter, model, tokenizer, device, threads,
+/// prompt, prompt_tokens, tokens (BOS, prompt, generated), generated_tokens, text, metrics
+/// (ttft_s, tpot_s, e2e_s, output_tokens, throughput_tokens_per_s, itl_s summary, prefill_s,
+/// decode_forward_s) and steps. Chapters add their own keys to the returned object.
+nlohmann::json generation_json(const char* chapter, const LoadedModel& m, const GenerationFlags& f,
+                               const GenerationResult& r);
+
+/// @brief Writes `pos token logit_0 ... logit_{V-1}` rows (the reference logits file's format)
+/// for every forwarded position. @throws inferlab::Error if the file cannot be written.
+void write_logits_file(const std::string& path, const GenerationResult& r);
+
+/// @brief Prints the prompt/generation split and the latency metrics of @p r.
+void print_generation_metrics(const GenerationResult& r);
+
+}  // namespace inferlab

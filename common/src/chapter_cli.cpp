@@ -1,0 +1,173 @@
+// Shared command-line plumbing of the generating chapters.
+#include "inferlab/chapter_cli.hpp"
+
+#include <omp.h>
+
+#include <cstdio>
+#include <fstream>
+
+#include <fmt/format.h>
+
+#include "inferlab/error.hpp"
+#include "inferlab/model_files.hpp"
+
+namespace inferlab {
+
+void add_generation_flags(CLI::App& app, GenerationFlags& f) {
+  app.add_option("--model", f.model,
+                 "model file (llama2.c format); default stories260K.bin found in "
+                 "$INFERLAB_MODELS or models/");
+  app.add_option("--tokenizer", f.tokenizer, "tokenizer file; default matches the vocabulary");
+  app.add_option("--synthetic", f.synthetic,
+                 "run on a generated random-weight model of this shape instead of a file (" +
+                     fmt::format("{}", fmt::join(named_config_names(), ", ")) + ")");
+  app.add_option("--prompt", f.prompt, "prompt text")->capture_default_str();
+  app.add_option("--steps", f.steps,
+                 "positions to forward, prompt included (like llama2.c -n); 0 = the context")
+      ->capture_default_str();
+  SamplingParams& s = f.sampling;
+  app.add_option("--temperature", s.temperature, "0 = greedy")->capture_default_str();
+  app.add_option("--top-k", s.top_k, "0 = off")->capture_default_str();
+  app.add_option("--top-p", s.top_p, "1 = off")->capture_default_str();
+  app.add_option("--min-p", s.min_p, "0 = off")->capture_default_str();
+  app.add_option("--repetition-penalty", s.repetition_penalty, "1 = off")->capture_default_str();
+  app.add_option("--frequency-penalty", s.frequency_penalty, "0 = off")->capture_default_str();
+  app.add_option("--presence-penalty", s.presence_penalty, "0 = off")->capture_default_str();
+  app.add_option("--seed", s.seed, "RNG seed")->capture_default_str();
+  app.add_option("--threads", f.threads, "CPU threads (0 = OpenMP default)");
+  app.add_flag("--json", f.json, "print one JSON object instead of streaming text");
+  app.add_option("--dump-logits", f.dump_logits,
+                 "write 'pos token logit...' rows for every forwarded position to this file");
+}
+
+LoadedModel load_model(const GenerationFlags& f) {
+  f.sampling.validate();  // fail before any loading or printing
+  if (f.threads < 0) throw Error(fmt::format("--threads {} (must be >= 0)", f.threads));
+  if (f.threads > 0) omp_set_num_threads(f.threads);
+  LoadedModel m;
+  if (!f.synthetic.empty()) {
+    m.model.emplace(make_synthetic_model(f.synthetic));
+  } else {
+    m.model.emplace(Model::load(find_model(f.model)));
+  }
+  const int V = m.model->config().vocab_size;
+  const std::string path = find_tokenizer(f.tokenizer, f.synthetic.empty() ? m.model->name() : "", V);
+  if (path.empty()) {
+    if (f.synthetic.empty()) {
+      throw Error(fmt::format("no tokenizer found for a vocabulary of {} pieces: pass --tokenizer",
+                              V));
+    }
+    m.tokenizer.emplace(Tokenizer::synthetic(V));
+    m.tokenizer_source = "synthetic";
+  } else {
+    m.tokenizer.emplace(Tokenizer::load(path, V));
+    m.tokenizer_source = path;
+  }
+  return m;
+}
+
+void print_run_header(const char* title, const LoadedModel& m, const SamplingParams& s,
+                      const std::string& extra) {
+  const ModelConfig& c = m.model->config();
+  std::printf("%s\n", title);
+  std::printf("model:     %s\n", m.model->name().c_str());
+  std::printf("           dim %d, hidden %d, %d layers, %d heads / %d KV heads, vocab %d, "
+              "context %d, %.2fM params\n",
+              c.dim, c.hidden_dim, c.n_layers, c.n_heads, c.n_kv_heads, c.vocab_size, c.seq_len,
+              c.n_params() / 1e6);
+  std::printf("tokenizer: %s\n", m.tokenizer_source == "synthetic"
+                                     ? "synthetic (generated pieces, no file)"
+                                     : m.tokenizer_source.c_str());
+  std::printf("device:    cpu, %d threads\n", omp_get_max_threads());
+  std::printf("sampling:  temperature %g, top-k %d, min-p %g, top-p %g, repetition %g, "
+              "frequency %g, presence %g, seed %llu\n",
+              s.temperature, s.top_k, s.min_p, s.top_p, s.repetition_penalty, s.frequency_penalty,
+              s.presence_penalty, static_cast<unsigned long long>(s.seed));
+  if (!extra.empty()) std::printf("%s\n", extra.c_str());
+  std::printf("\n");
+}
+
+namespace {
+
+nlohmann::json summary_json(const Summary& s) {
+  return {{"mean", s.mean}, {"p50", s.p50}, {"p90", s.p90}, {"p99", s.p99},
+          {"min", s.min},   {"max", s.max}, {"count", s.count}};
+}
+
+double decode_forward_seconds(const GenerationResult& r, int* steps = nullptr) {
+  double total = 0.0;
+  int n = 0;
+  for (const StepRecord& s : r.steps) {
+    if (!s.prefill) {
+      total += s.seconds;
+      ++n;
+    }
+  }
+  if (steps) *steps = n;
+  return total;
+}
+
+}  // namespace
+
+nlohmann::json generation_json(const char* chapter, const LoadedModel& m, const GenerationFlags& f,
+                               const GenerationResult& r) {
+  const RequestMetrics& mt = r.metrics;
+  nlohmann::json steps = nlohmann::json::array();
+  for (const StepRecord& s : r.steps)
+    steps.push_back({{"position", s.position}, {"tokens_forwarded", s.tokens_forwarded},
+                     {"seconds", s.seconds}, {"prefill", s.prefill}});
+  return {{"chapter", chapter},
+          {"model", m.model->name()},
+          {"tokenizer", m.tokenizer_source},
+          {"device", "cpu"},
+          {"threads", omp_get_max_threads()},
+          {"prompt", f.prompt},
+          {"prompt_tokens", r.prompt_tokens},
+          {"tokens", r.tokens},
+          {"generated_tokens", r.tokens.size() - r.prompt_tokens.size()},
+          {"text", r.text},
+          {"metrics",
+           {{"ttft_s", mt.ttft},
+            {"tpot_s", mt.tpot},
+            {"e2e_s", mt.e2e},
+            {"output_tokens", mt.output_tokens},
+            {"throughput_tokens_per_s", mt.e2e > 0 ? mt.output_tokens / mt.e2e : 0.0},
+            {"itl_s", summary_json(summarize(mt.itl))},
+            {"prefill_s", r.steps.front().seconds},
+            {"decode_forward_s", decode_forward_seconds(r)}}},
+          {"steps", steps}};
+}
+
+void write_logits_file(const std::string& path, const GenerationResult& r) {
+  std::ofstream out(path);
+  if (!out) throw Error(fmt::format("cannot write logits to '{}'", path));
+  out << "# inferlab logits: one row per position: pos token logit_0 ... logit_{V-1}\n";
+  for (std::size_t pos = 0; pos < r.logits.size(); ++pos) {
+    out << pos << ' ' << r.tokens[pos];
+    for (float v : r.logits[pos]) out << ' ' << fmt::format("{:.6e}", v);
+    out << '\n';
+  }
+  if (!out) throw Error(fmt::format("error while writing logits to '{}'", path));
+}
+
+void print_generation_metrics(const GenerationResult& r) {
+  const RequestMetrics& m = r.metrics;
+  int decode_steps = 0;
+  const double decode_seconds = decode_forward_seconds(r, &decode_steps);
+  const int generated = static_cast<int>(r.tokens.size() - r.prompt_tokens.size());
+  std::printf("prompt phase:     %zu tokens in one forward: %.3f ms  (TTFT %.3f ms)\n",
+              r.prompt_tokens.size(), r.steps.front().seconds * 1e3, m.ttft * 1e3);
+  if (decode_steps > 0) {
+    const Summary itl = summarize(m.itl);
+    std::printf("generation phase: %d tokens, %d forwards, mean %.3f ms per forward  "
+                "(TPOT %.3f ms, %.1f tokens/s)\n",
+                generated, decode_steps, decode_seconds / decode_steps * 1e3, m.tpot * 1e3,
+                m.tpot > 0 ? 1.0 / m.tpot : 0.0);
+    std::printf("ITL:              p50 %.3f ms, p90 %.3f ms, p99 %.3f ms, max %.3f ms\n",
+                itl.p50 * 1e3, itl.p90 * 1e3, itl.p99 * 1e3, itl.max * 1e3);
+  }
+  std::printf("end to end:       %.3f ms for %d output tokens (%.1f tokens/s)\n", m.e2e * 1e3,
+              m.output_tokens, m.e2e > 0 ? m.output_tokens / m.e2e : 0.0);
+}
+
+}  // namespace inferlab
