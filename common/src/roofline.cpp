@@ -278,24 +278,33 @@ SvgPlot roofline_plot(const Hardware& hw, const std::vector<RooflinePoint>& poin
     if (p.intensity > 0.0) x_lo = std::min(x_lo, p.intensity / 2.0);
     x_hi = std::max(x_hi, p.intensity * 3.0);
   }
-  constexpr double kG = 1e9;  // the plot is in GFLOP/s: readable for a CPU and a GPU alike
+  // GFLOP/s for a CPU, TFLOP/s for an accelerator: tick labels stay short either way.
+  const bool tera = hw.peak_flops >= 1e13;
+  const double scale = tera ? 1e12 : 1e9;
+  const char* unit = tera ? "TFLOP/s" : "GFLOP/s";
   SvgPlot plot(title, 900, 560);
   plot.set_x_axis("arithmetic intensity (FLOP/byte)", AxisScale::log);
-  plot.set_y_axis(fmt::format("attainable GFLOP/s ({})", hw.dtype), AxisScale::log);
+  // Headroom above the compute roof, so its label and the points on it stay inside the frame.
+  plot.set_y_axis(fmt::format("attainable {} ({})", unit, hw.dtype), AxisScale::log, SvgPlot::kAuto,
+                  hw.peak_flops / scale * 4.0);
   plot.set_legend(LegendPosition::bottom_right);
-  plot.add_segment(x_lo, hw.bandwidth * x_lo / kG, ridge, hw.peak_flops / kG,
-                   fmt::format("memory roof: {:.3g} GB/s", hw.bandwidth / 1e9),
-                   {"#1f4e9c", 2.5, false, 1.0});
-  plot.add_segment(ridge, hw.peak_flops / kG, x_hi, hw.peak_flops / kG,
-                   fmt::format("compute roof: {:.4g} GFLOP/s", hw.peak_flops / kG),
-                   {"#b03a2e", 2.5, false, 1.0});
+  const std::string bandwidth = hw.bandwidth >= 1e12 ? fmt::format("{:.3g} TB/s", hw.bandwidth / 1e12)
+                                                     : fmt::format("{:.3g} GB/s", hw.bandwidth / 1e9);
+  plot.add_segment(x_lo, hw.bandwidth * x_lo / scale, ridge, hw.peak_flops / scale,
+                   "memory roof: " + bandwidth, {"#1f4e9c", 2.5, false, 1.0});
+  // The compute roof's label goes above the line near the ridge, clear of the labels of the
+  // points that sit on the roof.
+  plot.add_segment(ridge, hw.peak_flops / scale, x_hi, hw.peak_flops / scale, "", {"#b03a2e", 2.5, false, 1.0});
+  plot.add_text(ridge * 1.3, hw.peak_flops / scale * 1.7,
+                fmt::format("compute roof: {:.4g} {}", hw.peak_flops / scale, unit), TextAnchor::start,
+                "#b03a2e");
   plot.add_vline(ridge, fmt::format("ridge I* = {:.3g} FLOP/B", ridge), {"#777777", 1.0, true, 1.0});
   std::vector<double> ax, ay, mx, my;
   std::vector<std::string> al, ml;
   for (const RooflinePoint& p : points) {
     if (!(p.intensity > 0.0) || !(p.flops_per_second > 0.0)) continue;
     (p.measured ? mx : ax).push_back(p.intensity);
-    (p.measured ? my : ay).push_back(p.flops_per_second / kG);
+    (p.measured ? my : ay).push_back(p.flops_per_second / scale);
     (p.measured ? ml : al).push_back(p.label);
   }
   if (!ax.empty()) plot.add_points("model (attainable)", ax, ay, {"#2ca02c", 4.5, false, 0.85}, al);

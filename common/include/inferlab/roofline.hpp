@@ -241,7 +241,7 @@ struct RooflinePoint {
 
 /// @brief A log-log roofline of @p hardware: the memory roof up to the ridge, the compute roof
 /// from it, the ridge marked, and the points labelled (analytic: hollow colour; measured:
-/// another colour). Axes in FLOP/byte and GFLOP/s.
+/// another colour). Axes in FLOP/byte and GFLOP/s (TFLOP/s for a machine above 10 TFLOP/s).
 SvgPlot roofline_plot(const Hardware& hardware, const std::vector<RooflinePoint>& points,
                       const std::string& title);
 

@@ -1,0 +1,18 @@
+#pragma once
+/// @file rope_cuda.hpp
+/// @brief CUDA version of rotary position embedding (reference: inferlab/kernels/rope.hpp).
+
+struct CUstream_st;
+
+namespace inferlab::kernels {
+
+/// @brief Versions: 1 one thread per rotated pair (q and k in one launch).
+constexpr int kRopeBestVersion = 1;
+int rope_cuda_versions();
+
+/// @brief Rotates q (T, Nh*hs) and k (T, Nkv*hs) in place; pos (T) on the device.
+/// head_size must be even.
+void rope_cuda(int version, float* q, float* k, const int* pos, int T, int n_heads,
+               int n_kv_heads, int head_size, float theta, CUstream_st* stream = nullptr);
+
+}  // namespace inferlab::kernels

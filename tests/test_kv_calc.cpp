@@ -1,0 +1,118 @@
+#include "test_support.hpp"
+
+// Tests of the KV-cache memory calculator (common/include/inferlab/kv_calc.hpp): the source
+// text's Llama-3-70B numbers to the byte, the other named shapes, the concurrency of a
+// deployment, and the units it prints. All values are exact in double arithmetic (integers or
+// half-integers far below 2^53), so the checks are exact equalities.
+
+#include <cstdint>
+#include <string>
+
+#include "inferlab/error.hpp"
+#include "inferlab/kv_calc.hpp"
+#include "inferlab/model.hpp"
+
+using inferlab::DType;
+using inferlab::Error;
+using inferlab::named_config;
+
+namespace {
+constexpr double kKiB = 1024.0, kMiB = kKiB * 1024.0, kGiB = kMiB * 1024.0;
+}
+
+TEST_CASE("Llama-3-70B BF16: 327,680 bytes per token, 1.25 GiB at 4K, 40 GiB at 128K",
+          "[unit][kv_calc]") {
+  const auto c = named_config("llama3-70b");
+  REQUIRE(c.n_layers == 80);
+  REQUIRE(c.n_kv_heads == 8);
+  REQUIRE(c.head_size() == 128);
+  // 2 x 80 x 8 x 128 x 2 bytes.
+  CHECK(inferlab::kv_bytes_per_token(c, DType::bf16) == 327680.0);
+  CHECK(inferlab::kv_bytes_per_token(c, DType::bf16) == 320 * kKiB);
+  // 4,096 tokens: 1,342,177,280 bytes = 1.25 GiB = 1,280 MiB. The source writes "1.28 GB":
+  // that is 1,280 MiB read as if it were GB; in decimal units it is 1.34 GB.
+  CHECK(inferlab::kv_bytes(c, DType::bf16, 4096) == 1342177280.0);
+  CHECK(inferlab::kv_bytes(c, DType::bf16, 4096) == 1.25 * kGiB);
+  CHECK(inferlab::kv_bytes(c, DType::bf16, 4096) == 1280 * kMiB);
+  // 128K = 131,072 tokens: 40 GiB, "half an A100".
+  CHECK(inferlab::kv_bytes(c, DType::bf16, 131072) == 40 * kGiB);
+  // The text's "100 concurrent 4K requests need 128 GB": 100 x 1.25 GiB = 125 GiB = 134.2 GB.
+  CHECK(100 * inferlab::kv_bytes(c, DType::bf16, 4096) == 125 * kGiB);
+}
+
+TEST_CASE("every number format, and quantisation scales", "[unit][kv_calc]") {
+  const auto c = named_config("llama3-70b");
+  CHECK(inferlab::kv_bytes_per_token(c, DType::fp32) == 655360.0);
+  CHECK(inferlab::kv_bytes_per_token(c, DType::fp16) == 327680.0);
+  CHECK(inferlab::kv_bytes_per_token(c, DType::fp8) == 163840.0);
+  CHECK(inferlab::kv_bytes_per_token(c, DType::int8) == 163840.0);
+  CHECK(inferlab::kv_bytes_per_token(c, DType::int4) == 81920.0);  // half a byte per number
+  // InferLab's int8 cache keeps a float scale per (token, head) for K and for V:
+  // 2 x 80 x 8 x 4 = 5,120 extra bytes per token.
+  CHECK(inferlab::kv_bytes_per_token(c, DType::int8, 4.0) == 163840.0 + 5120.0);
+  CHECK(inferlab::dtype_bytes(DType::int4) == 0.5);
+  for (DType t : inferlab::all_dtypes()) CHECK(inferlab::parse_dtype(inferlab::dtype_name(t)) == t);
+  CHECK(inferlab::parse_dtype("f16") == DType::fp16);
+  CHECK_THROWS_AS(inferlab::parse_dtype("fp6"), Error);
+}
+
+TEST_CASE("the other named shapes: GQA stores Nkv heads, MHA stores them all", "[unit][kv_calc]") {
+  // Llama-3-8B and Mistral-7B: 2 x 32 x 8 x 128 x 2 = 128 KiB per token.
+  CHECK(inferlab::kv_bytes_per_token(named_config("llama3-8b"), DType::bf16) == 128 * kKiB);
+  CHECK(inferlab::kv_bytes_per_token(named_config("mistral-7b"), DType::bf16) == 128 * kKiB);
+  // Llama-2-7B has no GQA (32 KV heads): 4x as much, 512 KiB per token.
+  CHECK(inferlab::kv_bytes_per_token(named_config("llama2-7b"), DType::bf16) == 512 * kKiB);
+  // stories15M in float32, as the CPU engine stores it: 2 x 6 x 6 x 48 x 4 = 13,824 bytes.
+  CHECK(inferlab::kv_bytes_per_token(named_config("stories15M"), DType::fp32) == 13824.0);
+  // stories260K: 5 layers, 4 KV heads of 8: 2 x 5 x 4 x 8 x 4 = 1,280 bytes; a full 512-token
+  // context is 640 KiB.
+  CHECK(inferlab::kv_bytes(named_config("stories260K"), DType::fp32, 512) == 640 * kKiB);
+  CHECK_THROWS_AS(inferlab::kv_bytes(named_config("stories260K"), DType::fp32, -1), Error);
+}
+
+TEST_CASE("Llama-3-70B on 4x A100-80GB at 4K context: 133 / 266 / 533 sequences",
+          "[unit][kv_calc]") {
+  const auto c = named_config("llama3-70b");
+  inferlab::ServingBudget b;
+  b.memory_bytes_per_device = 80e9;
+  b.devices = 4;
+  b.weight_dtype = DType::bf16;
+  b.context_tokens = 4096;
+
+  b.kv_dtype = DType::fp16;
+  const auto fp16 = inferlab::max_concurrent_sequences(c, b);
+  CHECK(fp16.total_bytes == 320e9);
+  CHECK(fp16.weight_bytes == 2.0 * double(c.n_params()));  // ~141.1 GB of BF16 weights
+  CHECK(fp16.weight_bytes == Approx(141.1e9).epsilon(1e-3));
+  CHECK(fp16.kv_bytes_per_sequence == 1.25 * kGiB);
+  CHECK(fp16.kv_budget_bytes == 320e9 - fp16.weight_bytes);
+  CHECK(fp16.max_sequences == 133);
+
+  b.kv_dtype = DType::fp8;
+  CHECK(inferlab::max_concurrent_sequences(c, b).max_sequences == 266);
+  b.kv_dtype = DType::int4;
+  const auto int4 = inferlab::max_concurrent_sequences(c, b);
+  CHECK(int4.max_sequences == 533);  // about 4x FP16 (the weights stay BF16)
+
+  // vLLM's default gpu_memory_utilization of 0.9 keeps 10 % back: 288 GB usable.
+  b.kv_dtype = DType::fp16;
+  b.reserved_fraction = 0.1;
+  CHECK(inferlab::max_concurrent_sequences(c, b).max_sequences == 109);
+
+  // One A100 cannot even hold the BF16 weights.
+  b.devices = 1;
+  b.reserved_fraction = 0.0;
+  const auto one = inferlab::max_concurrent_sequences(c, b);
+  CHECK(one.kv_budget_bytes < 0.0);
+  CHECK(one.max_sequences == 0);
+
+  b.devices = 0;
+  CHECK_THROWS_AS(inferlab::max_concurrent_sequences(c, b), Error);
+}
+
+TEST_CASE("format_bytes says which units it prints", "[unit][kv_calc]") {
+  CHECK(inferlab::format_bytes(327680.0) == "320 KiB (328 kB)");
+  CHECK(inferlab::format_bytes(1342177280.0) == "1.25 GiB (1.34 GB)");
+  CHECK(inferlab::format_bytes(40 * kGiB) == "40 GiB (42.9 GB)");
+  CHECK(inferlab::format_bytes(512.0) == "512 B");
+}
