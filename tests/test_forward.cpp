@@ -1,6 +1,10 @@
 // The forward pass against llama2.c's logits, and its two ways of being called.
 #include <fstream>
 #include <sstream>
+#include <cstring>
+#include <random>
+
+#include <nlohmann/json.hpp>
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -123,4 +127,73 @@ TEST_CASE("a synthetic model of a larger shape runs and gives finite, varied log
     hi = std::max(hi, v);
   }
   CHECK(hi - lo > 0.1f);
+}
+
+TEST_CASE("a ragged batch gives every sequence the same bits as running it alone",
+          "[golden][forward][batch]") {
+  const Model model = Model::load(test::model_file("stories260K.bin"));
+  std::ifstream in(test::golden_file("stories260K_greedy.json"));
+  const auto golden = nlohmann::json::parse(in);
+  std::vector<std::vector<int>> seqs;
+  for (const auto& c : golden["cases"]) {
+    auto t = c["tokens"].get<std::vector<int>>();
+    t.resize(std::min<std::size_t>(t.size(), 40 + 7 * seqs.size()));  // different lengths
+    seqs.push_back(t);
+  }
+  ForwardPass pass(model);
+  // Reference: each sequence alone, all positions in one call.
+  std::vector<std::vector<float>> alone(seqs.size());
+  for (std::size_t s = 0; s < seqs.size(); ++s) {
+    KVCache cache(model.config(), int(seqs[s].size()));
+    pass.forward(seqs[s], 0, cache, LogitsMode::all, alone[s]);
+  }
+  // Batched: at every step each unfinished sequence contributes a chunk of 1 to 6 tokens (prompt
+  // chunks and single decode tokens interleave), sequences join late and leave early.
+  std::mt19937 rng(7);
+  std::vector<KVCache> caches;
+  for (const auto& s : seqs) caches.emplace_back(model.config(), int(s.size()));
+  std::vector<int> done(seqs.size(), 0);
+  std::vector<float> logits;
+  int steps = 0, entries_checked = 0;
+  for (bool any = true; any; ++steps) {
+    std::vector<BatchEntry> batch;
+    std::vector<std::size_t> who;
+    for (std::size_t s = 0; s < seqs.size(); ++s) {
+      if (done[s] == int(seqs[s].size()) || (s >= 3 && steps < int(s))) continue;  // late joiners
+      const int n = std::min<int>(1 + int(rng() % 6), int(seqs[s].size()) - done[s]);
+      batch.push_back({std::span<const int>(seqs[s].data() + done[s], n), done[s], &caches[s]});
+      who.push_back(s);
+      done[s] += n;
+    }
+    any = !batch.empty();
+    if (!any) break;
+    pass.forward_batch(batch, logits);
+    REQUIRE(logits.size() == batch.size() * 512);
+    for (std::size_t b = 0; b < batch.size(); ++b) {
+      const std::size_t s = who[b];
+      const std::size_t pos = std::size_t(done[s] - 1);
+      INFO("sequence " << s << " position " << pos << " step " << steps);
+      REQUIRE(std::memcmp(&logits[b * 512], &alone[s][pos * 512], 512 * sizeof(float)) == 0);
+      ++entries_checked;
+    }
+  }
+  CHECK(entries_checked > 30);
+  for (std::size_t s = 0; s < seqs.size(); ++s) CHECK(caches[s].length() == int(seqs[s].size()));
+}
+
+TEST_CASE("forward_batch rejects a bad batch without touching any cache", "[unit][forward][batch]") {
+  SyntheticOptions opt;
+  opt.seq_len = 16;
+  const Model model = make_synthetic_model("stories260K", opt);
+  ForwardPass pass(model);
+  KVCache a(model.config()), b(model.config());
+  const std::vector<int> ok = {1, 2}, bad = {1, 999};
+  std::vector<float> logits;
+  std::vector<BatchEntry> batch = {{ok, 0, &a}, {bad, 0, &b}};
+  REQUIRE_THROWS_WITH(pass.forward_batch(batch, logits), Catch::Contains("token id 999"));
+  CHECK(a.length() == 0);
+  batch = {{ok, 0, &a}, {ok, 0, &a}};
+  REQUIRE_THROWS_WITH(pass.forward_batch(batch, logits), Catch::Contains("share one cache"));
+  batch.clear();
+  REQUIRE_THROWS_WITH(pass.forward_batch(batch, logits), Catch::Contains("empty batch"));
 }

@@ -38,45 +38,77 @@ void ForwardPass::reserve(int T) {
 
 void ForwardPass::forward(std::span<const int> tokens, int start_pos, KVCache& cache,
                           LogitsMode mode, std::vector<float>& logits) {
+  const BatchEntry entry{tokens, start_pos, &cache};
+  run(std::span<const BatchEntry>(&entry, 1), mode == LogitsMode::all, logits);
+}
+
+void ForwardPass::forward_batch(std::span<const BatchEntry> batch, std::vector<float>& logits) {
+  run(batch, /*all_rows=*/false, logits);
+}
+
+void ForwardPass::run(std::span<const BatchEntry> batch, bool all_rows, std::vector<float>& logits) {
   const ModelConfig& c = model_->config();
   const Weights& w = model_->weights();
-  const int T = static_cast<int>(tokens.size());
-  if (T == 0) throw Error("forward: no tokens");
-  if (cache.length() != start_pos) {
-    throw Error(fmt::format("forward: cache holds {} positions but start_pos is {}", cache.length(),
-                            start_pos));
-  }
-  if (start_pos + T > cache.capacity()) {
-    throw Error(fmt::format("forward: positions {}..{} exceed the context of {} tokens", start_pos,
-                            start_pos + T - 1, cache.capacity()));
-  }
-  for (int tok : tokens) {
-    if (tok < 0 || tok >= c.vocab_size)
-      throw Error(fmt::format("forward: token id {} outside [0, {})", tok, c.vocab_size));
+  if (batch.empty()) throw Error("forward: empty batch");
+  // Validate every entry before touching any cache, so a bad request changes nothing.
+  int T = 0;
+  for (std::size_t b = 0; b < batch.size(); ++b) {
+    const BatchEntry& e = batch[b];
+    const int n = static_cast<int>(e.tokens.size());
+    if (n == 0) throw Error("forward: no tokens");
+    if (e.cache == nullptr) throw Error("forward: batch entry without a cache");
+    for (std::size_t o = 0; o < b; ++o) {
+      if (batch[o].cache == e.cache) throw Error("forward: two batch entries share one cache");
+    }
+    if (e.cache->length() != e.start_pos) {
+      throw Error(fmt::format("forward: cache holds {} positions but start_pos is {}",
+                              e.cache->length(), e.start_pos));
+    }
+    if (e.start_pos + n > e.cache->capacity()) {
+      throw Error(fmt::format("forward: positions {}..{} exceed the context of {} tokens",
+                              e.start_pos, e.start_pos + n - 1, e.cache->capacity()));
+    }
+    for (int tok : e.tokens) {
+      if (tok < 0 || tok >= c.vocab_size)
+        throw Error(fmt::format("forward: token id {} outside [0, {})", tok, c.vocab_size));
+    }
+    T += n;
   }
   reserve(T);
   const int D = c.dim, H = c.hidden_dim, KV = c.kv_dim(), hs = c.head_size();
   const std::size_t DD = std::size_t(D) * D, KVD = std::size_t(KV) * D, HD = std::size_t(H) * D;
 
-  // x (T, D): the residual stream starts as the token embeddings.
-  for (int t = 0; t < T; ++t) {
-    std::memcpy(&x_[std::size_t(t) * D], w.token_embedding + std::size_t(tokens[t]) * D,
-                sizeof(float) * D);
-    pos_[t] = start_pos + t;
+  // x (T, D): the residual stream starts as the token embeddings of every entry, back to back.
+  {
+    int t = 0;
+    for (const BatchEntry& e : batch) {
+      for (std::size_t i = 0; i < e.tokens.size(); ++i, ++t) {
+        std::memcpy(&x_[std::size_t(t) * D], w.token_embedding + std::size_t(e.tokens[i]) * D,
+                    sizeof(float) * D);
+        pos_[t] = e.start_pos + static_cast<int>(i);
+      }
+    }
   }
 
   for (int l = 0; l < c.n_layers; ++l) {
     // --- attention block ---
+    // The linear layers see all T tokens of the step as one matrix: the weights are read once
+    // for the whole batch (the reason batching pays on a memory-bound machine).
     k::rmsnorm_cpu(xb_.data(), x_.data(), w.rms_att + std::size_t(l) * D, T, D, c.norm_eps);
     k::matmul_cpu(q_.data(), xb_.data(), w.wq + l * DD, T, D, D);
     k::matmul_cpu(k_.data(), xb_.data(), w.wk + l * KVD, T, D, KV);
     k::matmul_cpu(v_.data(), xb_.data(), w.wv + l * KVD, T, D, KV);
     k::rope_cpu(q_.data(), k_.data(), pos_.data(), T, c.n_heads, c.n_kv_heads, hs, c.rope_theta);
-    // The new keys and values join the cache (converted to its storage type) before attention,
-    // so each token attends to itself and to everything before it.
-    cache.store(l, start_pos, T, k_.data(), v_.data());
-    k::attention_kv_cpu(att_.data(), q_.data(), cache.keys(l), cache.values(l), pos_.data(), T,
-                        c.n_heads, c.n_kv_heads, hs);
+    // Attention is per sequence: each entry's new keys and values join its own cache (converted
+    // to its storage type) before its queries attend over it, itself included.
+    int t = 0;
+    for (const BatchEntry& e : batch) {
+      const int n = static_cast<int>(e.tokens.size());
+      e.cache->store(l, e.start_pos, n, &k_[std::size_t(t) * KV], &v_[std::size_t(t) * KV]);
+      k::attention_kv_cpu(&att_[std::size_t(t) * D], &q_[std::size_t(t) * D], e.cache->keys(l),
+                          e.cache->values(l), &pos_[t], n, c.n_heads, c.n_kv_heads, hs);
+      t += n;
+    }
     k::matmul_cpu(out_.data(), att_.data(), w.wo + l * DD, T, D, D);
     for (std::size_t i = 0; i < std::size_t(T) * D; ++i) x_[i] += out_[i];
 
@@ -88,12 +120,22 @@ void ForwardPass::forward(std::span<const int> tokens, int start_pos, KVCache& c
     k::matmul_cpu(out_.data(), hb_.data(), w.w2 + l * HD, T, H, D);
     for (std::size_t i = 0; i < std::size_t(T) * D; ++i) x_[i] += out_[i];
   }
-  cache.set_length(start_pos + T);
+  for (const BatchEntry& e : batch) e.cache->set_length(e.start_pos + int(e.tokens.size()));
 
-  // Only the rows that are asked for go through the final norm and the (large) classifier.
-  const int first = mode == LogitsMode::all ? 0 : T - 1;
-  const int rows = T - first;
-  k::rmsnorm_cpu(xb_.data(), x_.data() + std::size_t(first) * D, w.rms_final, rows, D, c.norm_eps);
+  // Only the rows that are asked for go through the final norm and the (large) classifier:
+  // every row, or the last token of each entry (the one generation samples from).
+  int rows = 0;
+  if (all_rows) {
+    rows = T;
+    std::copy(x_.begin(), x_.begin() + std::ptrdiff_t(T) * D, xb_.begin());
+  } else {
+    int t = 0;
+    for (const BatchEntry& e : batch) {
+      t += static_cast<int>(e.tokens.size());
+      std::memcpy(&xb_[std::size_t(rows++) * D], &x_[std::size_t(t - 1) * D], sizeof(float) * D);
+    }
+  }
+  k::rmsnorm_cpu(xb_.data(), xb_.data(), w.rms_final, rows, D, c.norm_eps);
   logits.resize(std::size_t(rows) * c.vocab_size);
   k::matmul_cpu(logits.data(), xb_.data(), w.wcls, rows, D, c.vocab_size);
 }

@@ -23,6 +23,14 @@ enum class LogitsMode {
   all,   ///< one row per input token (for checks and --dump-logits)
 };
 
+/// @brief One sequence's part of a batched forward step: a chunk of its tokens (one decode
+/// token, or a chunk of its prompt) at consecutive positions from start_pos, and its cache.
+struct BatchEntry {
+  std::span<const int> tokens;  ///< (n) token ids, n >= 1
+  int start_pos = 0;            ///< position of tokens[0]; must equal cache->length()
+  KVCache* cache = nullptr;     ///< this sequence's cache (distinct for every entry)
+};
+
 /// @brief Runs a Model; owns the activation buffers, so reuse one per thread of work.
 class ForwardPass {
  public:
@@ -43,6 +51,17 @@ class ForwardPass {
   void forward(std::span<const int> tokens, int start_pos, KVCache& cache, LogitsMode mode,
                std::vector<float>& logits);
 
+  /// @brief A ragged batch step: several sequences at once, each contributing a chunk of
+  /// tokens. The linear layers run as one matrix-matrix product over all the step's tokens;
+  /// attention runs per sequence over its own cache.
+  /// @param batch the entries (each cache extended by its tokens)
+  /// @param logits resized to (entries, V): the last token's logits of each entry, in order
+  /// @throws inferlab::Error (before any cache is touched) on an empty batch, an empty entry,
+  /// two entries sharing a cache, or any of forward()'s conditions.
+  /// @note Batch invariance: every kernel's reduction order is independent of the batch, so
+  /// each entry's logits have the same bits as when it runs alone.
+  void forward_batch(std::span<const BatchEntry> batch, std::vector<float>& logits);
+
   const Model& model() const { return *model_; }  ///< the model this pass runs
 
  private:
@@ -52,6 +71,7 @@ class ForwardPass {
   std::vector<float> x_, xb_, q_, k_, v_, att_, hb_, hb2_, out_;
   std::vector<int> pos_;
   void reserve(int T);
+  void run(std::span<const BatchEntry> batch, bool all_rows, std::vector<float>& logits);
 };
 
 /// @brief The naive loop's forward: logits of the last token of @p tokens, recomputed from
