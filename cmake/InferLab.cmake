@@ -14,21 +14,24 @@ if(INFERLAB_SANITIZE)
 endif()
 
 # inferlab_add_chapter(TARGET ch01_naive_loop SOURCES 01_naive_loop/main.cpp
-#                      SMOKE_ARGS --synthetic stories260K --steps 16)
-# Builds the chapter and, with tests on, registers two CTests (label `chapter`): a smoke run with
-# SMOKE_ARGS that must succeed without any model file, and the same run with an invalid sampling
-# parameter that must fail with a clear error.
+#                      SMOKE_ARGS --synthetic stories260K --steps 16
+#                      BAD_ARGS --min-p 2  BAD_MESSAGE "min_p")
+# Builds the chapter and, with tests on, registers CTests (label `chapter`): a smoke run with
+# SMOKE_ARGS that must succeed without any model file, and, when BAD_ARGS is given, the same run
+# with BAD_ARGS appended, which must fail with "error: ...BAD_MESSAGE".
 function(inferlab_add_chapter)
-  cmake_parse_arguments(ARG "" "TARGET" "SOURCES;SMOKE_ARGS" ${ARGN})
+  cmake_parse_arguments(ARG "" "TARGET;BAD_MESSAGE" "SOURCES;SMOKE_ARGS;BAD_ARGS" ${ARGN})
   add_executable(${ARG_TARGET} ${ARG_SOURCES})
   target_link_libraries(${ARG_TARGET} PRIVATE inferlab::core inferlab_flags CLI11::CLI11)
   if(INFERLAB_BUILD_TESTS AND ARG_SMOKE_ARGS)
     add_test(NAME ${ARG_TARGET}_smoke COMMAND ${ARG_TARGET} ${ARG_SMOKE_ARGS})
-    add_test(NAME ${ARG_TARGET}_rejects_bad_input
-             COMMAND ${ARG_TARGET} ${ARG_SMOKE_ARGS} --min-p 2)
     set_tests_properties(${ARG_TARGET}_smoke PROPERTIES LABELS chapter)
-    set_tests_properties(${ARG_TARGET}_rejects_bad_input PROPERTIES LABELS chapter
-                         PASS_REGULAR_EXPRESSION "error: .*min_p")
+    if(ARG_BAD_ARGS)
+      add_test(NAME ${ARG_TARGET}_rejects_bad_input
+               COMMAND ${ARG_TARGET} ${ARG_SMOKE_ARGS} ${ARG_BAD_ARGS})
+      set_tests_properties(${ARG_TARGET}_rejects_bad_input PROPERTIES LABELS chapter
+                           PASS_REGULAR_EXPRESSION "error: .*${ARG_BAD_MESSAGE}")
+    endif()
   endif()
 endfunction()
 

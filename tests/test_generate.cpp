@@ -95,3 +95,32 @@ TEST_CASE("sampled generation is reproducible from its seed and stops at steps",
   const GenerationResult c = generate(model, tok, o);
   CHECK(c.tokens != a.tokens);
 }
+
+TEST_CASE("the cuda device is refused with a clear reason where it cannot run", "[unit][device]") {
+  CHECK(parse_device("cpu") == Device::cpu);
+  CHECK(parse_device("cuda") == Device::cuda);
+  REQUIRE_THROWS_WITH(parse_device("tpu"), Catch::Contains("cpu or cuda"));
+  CHECK_NOTHROW(require_device(Device::cpu));
+  const Model model = make_synthetic_model("stories260K");
+  const Tokenizer tok = Tokenizer::synthetic(512);
+  GenerateOptions o;
+  o.prompt = "hi";
+  o.steps = 8;
+  o.device = Device::cuda;
+  if (!cuda_backend_built()) {
+    REQUIRE_THROWS_WITH(require_device(Device::cuda), Catch::Contains("no CUDA backend"));
+    REQUIRE_THROWS_WITH(generate(model, tok, o), Catch::Contains("no CUDA backend"));
+    return;
+  }
+  try {
+    require_device(Device::cuda);
+  } catch (const Error& e) {
+    // A CUDA build on a machine without a usable GPU (the CI machines).
+    CHECK_THAT(e.what(), Catch::Contains("no usable CUDA device"));
+    REQUIRE_THROWS_WITH(generate(model, tok, o), Catch::Contains("no usable CUDA device"));
+    return;
+  }
+  // A GPU is present: the CUDA backend refuses only what it does not support.
+  o.kv_type = KVType::int8;
+  REQUIRE_THROWS_WITH(generate(model, tok, o), Catch::Contains("f32 only"));
+}

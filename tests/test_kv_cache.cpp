@@ -12,6 +12,7 @@
 #include "inferlab/forward.hpp"
 #include "inferlab/generate.hpp"
 #include "inferlab/kernels/kv_quant.hpp"
+#include "inferlab/kv_calc.hpp"
 #include "test_support.hpp"
 
 using namespace inferlab;
@@ -167,5 +168,19 @@ TEST_CASE("f16 and int8 KV storage: bounded logit error, few greedy tokens chang
       CHECK(sum_diff / n_logits < 0.2);
       CHECK(argmax_changed < positions / 25);
     }
+  }
+}
+
+TEST_CASE("the KV calculator predicts exactly the bytes the cache allocates", "[unit][kv][kv_calc]") {
+  for (const char* name : {"stories260K", "stories15M", "llama3-8b"}) {
+    ModelConfig c = named_config(name);
+    c.seq_len = std::min(c.seq_len, 64);  // keep the allocation small
+    INFO(name);
+    CHECK(kv_bytes_per_token(c, DType::fp32) == double(KVCache(c, 8, KVType::f32).bytes_per_token()));
+    CHECK(kv_bytes_per_token(c, DType::fp16) == double(KVCache(c, 8, KVType::f16).bytes_per_token()));
+    // int8 carries one float scale per (token, head) for keys and for values.
+    CHECK(kv_bytes_per_token(c, DType::int8, sizeof(float)) ==
+          double(KVCache(c, 8, KVType::int8).bytes_per_token()));
+    CHECK(kv_bytes(c, DType::fp16, 8) == double(KVCache(c, 8, KVType::f16).bytes()));
   }
 }

@@ -43,14 +43,10 @@ void print_step_table(const GenerationResult& r) {
 
 int run(const GenerationFlags& f) {
   const LoadedModel m = load_model(f);
-  if (!f.json) print_run_header("InferLab chapter 01: the naive generation loop", m, f.sampling);
+  if (!f.json) print_run_header("InferLab chapter 01: the naive generation loop", m, f);
 
-  GenerateOptions g;
-  g.prompt = f.prompt;
-  g.steps = f.steps;
-  g.sampling = f.sampling;
+  GenerateOptions g = generate_options(f);
   g.loop = LoopKind::naive;
-  g.keep_logits = !f.dump_logits.empty();
   const GenerationResult r = generate(*m.model, *m.tokenizer, g, [&](std::string_view piece) {
     if (!f.json) {
       std::fwrite(piece.data(), 1, piece.size(), stdout);

@@ -5,17 +5,20 @@
 // the lesson: a naive step re-processes the whole sequence and grows with it, a cached step
 // forwards one token and stays nearly flat; both give the same logits, bit for bit. With
 // --compare-kv it measures what storing the cache in f16 or int8 costs in accuracy, and with
-// --kv-calc it sizes the cache of real models.
+// --kv-calc it sizes the cache of real models with the calculator (whose prediction for the
+// loaded model is checked against the bytes the cache really allocates).
 #include <algorithm>
 #include <cstdio>
 #include <iostream>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "inferlab/chapter_cli.hpp"
 #include "inferlab/error.hpp"
 #include "inferlab/generate.hpp"
+#include "inferlab/kv_calc.hpp"
 #include "inferlab/loop_compare.hpp"
 #include "inferlab/svg.hpp"
 
@@ -29,6 +32,8 @@ struct Options {
   std::string plot;
   bool compare_kv = false;
   int reps = 3;
+  std::string kv_calc;       // a named configuration to size
+  std::int64_t kv_context = 4096;
 };
 
 // The golden prompts of the reference outputs: a fixed, varied set for the quality comparison.
@@ -61,6 +66,51 @@ void write_plot(const std::string& path, const std::vector<StepLatency>& steps,
   plot.save(path);
 }
 
+// The calculator's prediction for the loaded model must be what the cache really allocates.
+nlohmann::json kv_prediction_check(const ModelConfig& c, KVType type) {
+  const DType dtype = type == KVType::f32 ? DType::fp32 : type == KVType::f16 ? DType::fp16 : DType::int8;
+  const double scale_bytes = type == KVType::int8 ? sizeof(float) : 0.0;
+  const double predicted = kv_bytes_per_token(c, dtype, scale_bytes);
+  const std::size_t allocated = KVCache(c, 1, type).bytes_per_token();
+  return {{"dtype", kv_type_name(type)}, {"predicted_bytes_per_token", predicted},
+          {"allocated_bytes_per_token", allocated}, {"equal", predicted == double(allocated)}};
+}
+
+// The KV memory calculator for a named configuration: bytes per token for every type, the
+// total at the chosen context, and the concurrency on the fewest 80 GB GPUs that hold the bf16
+// weights.
+nlohmann::json kv_calc_table(const std::string& name, std::int64_t context, bool print) {
+  const ModelConfig c = named_config(name);
+  nlohmann::json rows = nlohmann::json::array();
+  if (print) {
+    std::printf("\nKV cache calculator: %s (%d layers x %d KV heads x head dim %d x 2 for K and V), "
+                "%lld tokens of context\n",
+                name.c_str(), c.n_layers, c.n_kv_heads, c.head_size(), static_cast<long long>(context));
+    std::printf("  %5s  %14s  %26s  %s\n", "type", "bytes/token", "per sequence", "sequences that fit");
+  }
+  for (DType d : all_dtypes()) {
+    const double per_token = kv_bytes_per_token(c, d);
+    // The fewest 80 GB GPUs whose memory holds the bf16 weights and at least one sequence.
+    ServingBudget budget;
+    budget.kv_dtype = d;
+    budget.context_tokens = context;
+    Concurrency conc = max_concurrent_sequences(c, budget);
+    while (conc.max_sequences == 0 && budget.devices < 64) {
+      ++budget.devices;
+      conc = max_concurrent_sequences(c, budget);
+    }
+    rows.push_back({{"dtype", dtype_name(d)}, {"bytes_per_token", per_token},
+                    {"bytes_per_sequence", kv_bytes(c, d, context)},
+                    {"gpus_80GB", budget.devices}, {"max_sequences", conc.max_sequences}});
+    if (print)
+      std::printf("  %5s  %14.0f  %26s  %lld on %dx 80 GB\n", dtype_name(d), per_token,
+                  format_bytes(kv_bytes(c, d, context)).c_str(),
+                  static_cast<long long>(conc.max_sequences), budget.devices);
+  }
+  if (print) std::printf("  (GiB = 2^30 bytes, GB = 10^9 bytes; weights in bf16, no memory reserved)\n");
+  return {{"config", name}, {"context_tokens", context}, {"rows", rows}};
+}
+
 int run(const Options& o) {
   const GenerationFlags& f = o.gen;
   const KVType kv_type = parse_kv_type(o.kv_dtype);
@@ -69,7 +119,7 @@ int run(const Options& o) {
   const ModelConfig& c = m.model->config();
   const std::size_t kv_per_token = KVCache(c, 1, kv_type).bytes_per_token();
   if (!f.json) {
-    print_run_header("InferLab chapter 02: the KV cache", m, f.sampling,
+    print_run_header("InferLab chapter 02: the KV cache", m, f,
                      fmt::format("KV cache:  {}, {} bytes per token ({} layers x {} KV heads x {} "
                                  "head dim x 2 (K and V){})",
                                  kv_type_name(kv_type), kv_per_token, c.n_layers, c.n_kv_heads,
@@ -78,13 +128,9 @@ int run(const Options& o) {
   }
 
   // --- generate with the cache ---
-  GenerateOptions g;
-  g.prompt = f.prompt;
-  g.steps = f.steps;
-  g.sampling = f.sampling;
+  GenerateOptions g = generate_options(f);
   g.loop = LoopKind::cached;
   g.kv_type = kv_type;
-  g.keep_logits = !f.dump_logits.empty();
   const GenerationResult r = generate(*m.model, *m.tokenizer, g, [&](std::string_view piece) {
     if (!f.json) {
       std::fwrite(piece.data(), 1, piece.size(), stdout);
@@ -110,8 +156,11 @@ int run(const Options& o) {
     }
   }
 
+  const nlohmann::json prediction = kv_prediction_check(c, kv_type);
   if (f.json) {
     nlohmann::json out = generation_json("02_kv_cache", m, f, r);
+    out["kv_calculator_check"] = prediction;
+    if (!o.kv_calc.empty()) out["kv_calc"] = kv_calc_table(o.kv_calc, o.kv_context, false);
     out["kv_cache"] = {{"dtype", kv_type_name(kv_type)},
                        {"bytes_per_token", r.kv_bytes_per_token},
                        {"bytes_in_use", r.kv_bytes_in_use}};
@@ -137,9 +186,11 @@ int run(const Options& o) {
 
   std::printf("\n\n--- measurements ---\n");
   print_generation_metrics(r);
-  std::printf("KV cache:         %zu positions x %zu bytes = %.1f KiB in use (%s)\n",
+  std::printf("KV cache:         %zu positions x %zu bytes = %.1f KiB in use (%s); the "
+              "calculator predicts %.0f bytes/token: %s\n",
               r.tokens.size() - 1, r.kv_bytes_per_token, r.kv_bytes_in_use / 1024.0,
-              kv_type_name(kv_type));
+              kv_type_name(kv_type), prediction["predicted_bytes_per_token"].get<double>(),
+              prediction["equal"].get<bool>() ? "equal" : "DIFFERENT");
 
   std::printf("\nnaive step vs cached step (best of %d; same tokens, same position):\n", o.reps);
   std::printf("  %8s  %12s  %12s  %9s  %s\n", "position", "naive ms", "cached ms", "speed-up",
@@ -168,6 +219,7 @@ int run(const Options& o) {
                   k.bytes_per_token, k.max_abs_logit_diff, k.mean_abs_logit_diff, k.argmax_changed,
                   k.positions, k.tokens_changed, k.sequences_changed, k.sequences);
   }
+  if (!o.kv_calc.empty()) kv_calc_table(o.kv_calc, o.kv_context, true);
   std::printf("\nNext: chapter 03 asks why a decode step costs what it costs: bytes moved vs "
               "FLOPs done (the roofline).\n");
   return 0;
@@ -185,6 +237,10 @@ int main(int argc, char** argv) {
   app.add_flag("--compare-kv", o.compare_kv,
                "measure the accuracy cost of f16 and int8 KV storage against f32");
   app.add_option("--reps", o.reps, "repetitions per timed step (best kept)")->capture_default_str();
+  app.add_option("--kv-calc", o.kv_calc,
+                 "also print the KV memory calculator for a named configuration (" +
+                     fmt::format("{}", fmt::join(named_config_names(), ", ")) + ")");
+  app.add_option("--kv-context", o.kv_context, "context length for --kv-calc")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   try {
     return run(o);

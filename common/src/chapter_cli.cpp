@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "inferlab/device.hpp"
 #include "inferlab/error.hpp"
 #include "inferlab/model_files.hpp"
 
@@ -35,13 +36,26 @@ void add_generation_flags(CLI::App& app, GenerationFlags& f) {
   app.add_option("--presence-penalty", s.presence_penalty, "0 = off")->capture_default_str();
   app.add_option("--seed", s.seed, "RNG seed")->capture_default_str();
   app.add_option("--threads", f.threads, "CPU threads (0 = OpenMP default)");
+  app.add_option("--device", f.device, "where the forward pass runs: cpu or cuda")
+      ->capture_default_str();
   app.add_flag("--json", f.json, "print one JSON object instead of streaming text");
   app.add_option("--dump-logits", f.dump_logits,
                  "write 'pos token logit...' rows for every forwarded position to this file");
 }
 
+GenerateOptions generate_options(const GenerationFlags& f) {
+  GenerateOptions g;
+  g.prompt = f.prompt;
+  g.steps = f.steps;
+  g.sampling = f.sampling;
+  g.device = parse_device(f.device);
+  g.keep_logits = !f.dump_logits.empty();
+  return g;
+}
+
 LoadedModel load_model(const GenerationFlags& f) {
   f.sampling.validate();  // fail before any loading or printing
+  require_device(parse_device(f.device));
   if (f.threads < 0) throw Error(fmt::format("--threads {} (must be >= 0)", f.threads));
   if (f.threads > 0) omp_set_num_threads(f.threads);
   LoadedModel m;
@@ -66,8 +80,9 @@ LoadedModel load_model(const GenerationFlags& f) {
   return m;
 }
 
-void print_run_header(const char* title, const LoadedModel& m, const SamplingParams& s,
+void print_run_header(const char* title, const LoadedModel& m, const GenerationFlags& f,
                       const std::string& extra) {
+  const SamplingParams& s = f.sampling;
   const ModelConfig& c = m.model->config();
   std::printf("%s\n", title);
   std::printf("model:     %s\n", m.model->name().c_str());
@@ -78,7 +93,11 @@ void print_run_header(const char* title, const LoadedModel& m, const SamplingPar
   std::printf("tokenizer: %s\n", m.tokenizer_source == "synthetic"
                                      ? "synthetic (generated pieces, no file)"
                                      : m.tokenizer_source.c_str());
-  std::printf("device:    cpu, %d threads\n", omp_get_max_threads());
+  if (parse_device(f.device) == Device::cuda) {
+    std::printf("device:    cuda (forward pass on the GPU; sampling on the host)\n");
+  } else {
+    std::printf("device:    cpu, %d threads\n", omp_get_max_threads());
+  }
   std::printf("sampling:  temperature %g, top-k %d, min-p %g, top-p %g, repetition %g, "
               "frequency %g, presence %g, seed %llu\n",
               s.temperature, s.top_k, s.min_p, s.top_p, s.repetition_penalty, s.frequency_penalty,
@@ -119,7 +138,7 @@ nlohmann::json generation_json(const char* chapter, const LoadedModel& m, const 
   return {{"chapter", chapter},
           {"model", m.model->name()},
           {"tokenizer", m.tokenizer_source},
-          {"device", "cpu"},
+          {"device", f.device},
           {"threads", omp_get_max_threads()},
           {"prompt", f.prompt},
           {"prompt_tokens", r.prompt_tokens},

@@ -1,15 +1,110 @@
 // The autoregressive generation loop.
 #include "inferlab/generate.hpp"
 
-#include <optional>
+#include <memory>
 
 #include <fmt/format.h>
 
 #include "inferlab/error.hpp"
 #include "inferlab/forward.hpp"
+#ifdef INFERLAB_HAVE_CUDA
+#include "inferlab/kernels/cuda/transformer.hpp"
+#endif
 #include "inferlab/timer.hpp"
 
 namespace inferlab {
+
+namespace {
+
+// Produces a step's logits. `from` == 0 starts a new sequence (the naive loop does so at every
+// step); otherwise the tokens extend the sequence held from the previous calls.
+class StepRunner {
+ public:
+  virtual ~StepRunner() = default;
+  virtual void run(std::span<const int> tokens, int from, bool all_rows,
+                   std::vector<float>& logits) = 0;
+};
+
+class CpuRunner final : public StepRunner {
+ public:
+  CpuRunner(const Model& model, int capacity, KVType type)
+      : pass_(model), cache_(model.config(), capacity, type) {}
+  void run(std::span<const int> tokens, int from, bool all_rows,
+           std::vector<float>& logits) override {
+    if (from == 0) cache_.clear();  // a fresh sequence: nothing is remembered
+    pass_.forward(tokens, from, cache_, all_rows ? LogitsMode::all : LogitsMode::last, logits);
+  }
+
+ private:
+  ForwardPass pass_;
+  KVCache cache_;
+};
+
+#ifdef INFERLAB_HAVE_CUDA
+// The same steps on the GPU: weights uploaded once, the KV cache on the device, logits copied
+// back because sampling happens on the host.
+class CudaRunner final : public StepRunner {
+ public:
+  explicit CudaRunner(const Model& model) : gpu_(describe(model)), vocab_(model.config().vocab_size) {}
+  void run(std::span<const int> tokens, int from, bool all_rows,
+           std::vector<float>& logits) override {
+    if (from == 0) gpu_.reset();
+    const int T = static_cast<int>(tokens.size());
+    logits.resize(std::size_t(all_rows ? T : 1) * vocab_);
+    try {
+      gpu_.forward(tokens.data(), T, from, all_rows, logits.data());
+    } catch (const std::exception& e) {
+      throw Error(fmt::format("CUDA forward: {}", e.what()));
+    }
+  }
+
+ private:
+  static cuda::CudaModelDesc describe(const Model& model) {
+    const ModelConfig& c = model.config();
+    const Weights& w = model.weights();
+    cuda::CudaModelDesc d;
+    d.dim = c.dim;
+    d.hidden_dim = c.hidden_dim;
+    d.n_layers = c.n_layers;
+    d.n_heads = c.n_heads;
+    d.n_kv_heads = c.n_kv_heads;
+    d.vocab_size = c.vocab_size;
+    d.seq_len = c.seq_len;
+    d.rope_theta = c.rope_theta;
+    d.norm_eps = c.norm_eps;
+    d.token_embedding = w.token_embedding;
+    d.rms_att = w.rms_att;
+    d.wq = w.wq;
+    d.wk = w.wk;
+    d.wv = w.wv;
+    d.wo = w.wo;
+    d.rms_ffn = w.rms_ffn;
+    d.w1 = w.w1;
+    d.w2 = w.w2;
+    d.w3 = w.w3;
+    d.rms_final = w.rms_final;
+    d.wcls = w.wcls;
+    return d;
+  }
+  cuda::CudaTransformer gpu_;
+  int vocab_;
+};
+#endif
+
+std::unique_ptr<StepRunner> make_step_runner(const Model& model, const GenerateOptions& o,
+                                             int steps) {
+  require_device(o.device);
+  if (o.device == Device::cuda) {
+    if (o.kv_type != KVType::f32)
+      throw Error("--device cuda: the CUDA backend stores the KV cache in f32 only");
+#ifdef INFERLAB_HAVE_CUDA
+    return std::make_unique<CudaRunner>(model);
+#endif
+  }
+  return std::make_unique<CpuRunner>(model, steps, o.kv_type);
+}
+
+}  // namespace
 
 GenerationResult generate(const Model& model, const Tokenizer& tokenizer,
                           const GenerateOptions& options,
@@ -45,31 +140,22 @@ GenerationResult generate(const Model& model, const Tokenizer& tokenizer,
   };
   for (int i = 1; i < P; ++i) emit(i);  // the prompt is echoed, as the reference does
 
-  ForwardPass pass(model);
-  // The cached loop keeps one cache for the whole generation, sized for the positions it needs.
-  std::optional<KVCache> cache;
-  if (options.loop == LoopKind::cached) cache.emplace(c, steps, options.kv_type);
+  const bool cached = options.loop == LoopKind::cached;
+  std::unique_ptr<StepRunner> runner = make_step_runner(model, options, steps);
   r.kv_bytes_per_token = KVCache(c, 1, options.kv_type).bytes_per_token();
   std::vector<float> logits;
   int forwarded = 0;  // positions whose logits have been computed
   while (true) {
     const bool prefill = forwarded == 0;
     const int n = prefill ? P : forwarded + 1;  // the sequence this step produces logits for
-    const LogitsMode mode = prefill && options.keep_logits ? LogitsMode::all : LogitsMode::last;
+    // Both loops start alike: the whole prompt in one forward (the prefill phase). After it the
+    // cached loop forwards only the newest token; the naive loop re-processes all n.
+    const int from = prefill || !cached ? 0 : forwarded;
+    const bool all_rows = prefill && options.keep_logits;
     const double t0 = now_seconds();
-    if (prefill) {
-      // Both loops start alike: the whole prompt in one forward (the prefill phase).
-      KVCache fresh(c, P, options.kv_type);
-      pass.forward(std::span<const int>(seq.data(), P), 0, cache ? *cache : fresh, mode, logits);
-    } else if (cache) {
-      // Cached: only the newest token goes through the model; the others are in the cache.
-      pass.forward(std::span<const int>(&seq[forwarded], 1), forwarded, *cache, mode, logits);
-    } else {
-      // Naive: a fresh cache every step, the whole sequence re-processed from position 0.
-      logits = naive_logits(pass, std::span<const int>(seq.data(), n), options.kv_type);
-    }
+    runner->run(std::span<const int>(seq.data() + from, n - from), from, all_rows, logits);
     const double t1 = now_seconds();
-    r.steps.push_back({n - 1, n - (cache && !prefill ? forwarded : 0), t1 - t0, prefill});
+    r.steps.push_back({n - 1, n - from, t1 - t0, prefill});
     forwarded = n;
     if (options.keep_logits) {
       const int rows = static_cast<int>(logits.size() / c.vocab_size);
@@ -91,7 +177,7 @@ GenerationResult generate(const Model& model, const Tokenizer& tokenizer,
     if (on_text) on_text(tail);
   }
   r.metrics = request_metrics(r.timeline);
-  if (cache) r.kv_bytes_in_use = cache->bytes_in_use();
+  if (cached) r.kv_bytes_in_use = r.kv_bytes_per_token * std::size_t(forwarded);
   return r;
 }
 

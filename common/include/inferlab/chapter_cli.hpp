@@ -25,6 +25,7 @@ struct GenerationFlags {
   std::string prompt = "Once upon a time";  ///< --prompt
   int steps = 256;        ///< --steps: positions to forward, prompt included (llama2.c's -n)
   int threads = 0;        ///< --threads: 0 = OpenMP's default
+  std::string device = "cpu";  ///< --device: cpu or cuda
   bool json = false;      ///< --json: one JSON object instead of streamed text
   std::string dump_logits;  ///< --dump-logits: path of the `pos token logit...` file
   SamplingParams sampling;  ///< --temperature, --top-k, ... --seed
@@ -40,14 +41,19 @@ struct LoadedModel {
   std::string tokenizer_source;  ///< its file, or "synthetic"
 };
 
-/// @brief Applies --threads, then loads the model (file or synthetic) and its tokenizer (the
+/// @brief The generation options the flags describe (prompt, steps, sampling, device); the
+/// chapter sets the loop kind and its own extras.
+GenerateOptions generate_options(const GenerationFlags& f);
+
+/// @brief Checks the sampling flags and --device (a clear error for CUDA on a build or machine
+/// without it), applies --threads, then loads the model (file or synthetic) and its tokenizer (the
 /// file matching the vocabulary, or a generated one when none is found for a synthetic model).
 /// @throws inferlab::Error with the message of the failing step.
 LoadedModel load_model(const GenerationFlags& f);
 
 /// @brief Prints what a chapter runs on: model and its shape, tokenizer, device, threads,
-/// sampling parameters.
-void print_run_header(const char* title, const LoadedModel& m, const SamplingParams& s,
+/// sampling parameters, then @p extra (a chapter's own line) if not empty.
+void print_run_header(const char* title, const LoadedModel& m, const GenerationFlags& f,
                       const std::string& extra = "");
 
 /// @brief The `--json` contract every chapter keeps: chapter, model, tokenizer, device, threads,

@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "inferlab/device.hpp"
 #include "inferlab/kv_cache.hpp"
 #include "inferlab/metrics.hpp"
 #include "inferlab/model.hpp"
@@ -30,7 +31,8 @@ struct GenerateOptions {
   int steps = 256;
   SamplingParams sampling;          ///< validated before any work
   LoopKind loop = LoopKind::naive;  ///< how each step's logits are obtained
-  KVType kv_type = KVType::f32;     ///< storage type of the KV cache
+  KVType kv_type = KVType::f32;     ///< storage type of the KV cache (f32 only on CUDA)
+  Device device = Device::cpu;      ///< where the forward pass runs
   bool keep_logits = false;  ///< keep one logits row per forwarded position (for --dump-logits)
 };
 

@@ -1,0 +1,82 @@
+#pragma once
+/// @file request.hpp
+/// @brief What a client asks for (Request) and what the engine keeps while serving it
+/// (Sequence): its tokens, how many of them are already in its KV cache, its slot, its clock.
+///
+/// One idea drives the whole serving loop: a sequence's tokens are BOS + prompt + generated, and
+/// `computed` counts the positions already forwarded into its KV cache. Every step forwards
+/// tokens[computed, computed + n) for some n the scheduler chooses: a prompt chunk while
+/// computed < P, one token afterwards. When a step reaches the end of the known tokens
+/// (computed + n == tokens.size()), the step's logits are sampled and one token is appended.
+/// Prefill, chunked prefill and decode are the same operation with different n.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "inferlab/kv_cache.hpp"
+#include "inferlab/metrics.hpp"
+#include "inferlab/sampler.hpp"
+#include "inferlab/tokenizer.hpp"
+
+namespace inferlab {
+
+/// @brief One request of a workload, as a client sends it.
+struct Request {
+  int id = 0;            ///< position in the workload (0, 1, ...), used to name it everywhere
+  double arrival = 0.0;  ///< seconds after the start of the run when it arrives
+  std::string prompt;    ///< prompt text (BOS is prepended), used when prompt_len is 0
+  /// Prompt length in tokens, BOS included, for synthetic prompts (0 = use @ref prompt). The
+  /// ids are made up (see synthetic_prompt()); only the length matters for timing.
+  int prompt_len = 0;
+  int max_tokens = 64;      ///< new tokens to generate at most (>= 1)
+  SamplingParams sampling;  ///< this request's sampler settings (its own seed, its own RNG)
+  /// Keep generating when the model emits its end-of-text token (BOS), so the output length is
+  /// exactly max_tokens, as serving benchmarks do to control output lengths.
+  bool ignore_eos = false;
+};
+
+/// @brief The made-up prompt of @p length tokens (BOS first) used for Request::prompt_len:
+/// ids in [3, vocab_size), a fixed function of (request id, position) so runs repeat.
+std::vector<int> synthetic_prompt(int request_id, int length, int vocab_size);
+
+/// @brief Where a sequence is in its life.
+enum class SequenceStatus {
+  waiting,   ///< arrived, not admitted yet (no slot, no cache)
+  running,   ///< admitted: holds a slot and a KV cache
+  finished,  ///< max_tokens generated or end of text: slot released
+};
+
+/// @brief The engine's state for one request.
+struct Sequence {
+  Request request;          ///< what was asked
+  std::vector<int> tokens;  ///< BOS + prompt + generated so far
+  int prompt_tokens = 0;    ///< P: BOS + prompt
+  int max_new_tokens = 0;   ///< request.max_tokens clamped so every position fits the context
+  int computed = 0;         ///< positions already forwarded into the KV cache (0..tokens.size())
+  SequenceStatus status = SequenceStatus::waiting;
+  int slot = -1;               ///< batch slot while running (a track in the trace), else -1
+  double admitted_at = -1.0;   ///< when the scheduler first gave it work, seconds (-1: never)
+  RequestTimeline timeline;    ///< arrival and one time per generated token
+  std::optional<KVCache> cache;  ///< the real engine's cache, sized for prompt + output
+  std::optional<Sampler> sampler;  ///< the real engine's sampler (own RNG per request)
+
+  /// @brief Tokens generated so far.
+  int generated() const { return static_cast<int>(tokens.size()) - prompt_tokens; }
+  /// @brief True while part of the prompt is not yet in the cache.
+  bool prefilling() const { return computed < prompt_tokens; }
+  /// @brief Tokens known but not yet forwarded: the rest of the prompt, or the 1 newest token.
+  int uncomputed() const { return static_cast<int>(tokens.size()) - computed; }
+  bool finished() const { return status == SequenceStatus::finished; }
+};
+
+/// @brief Builds the sequence of @p request: encodes its prompt (or makes a synthetic one),
+/// clamps max_tokens so the positions forwarded, P + max_new_tokens - 1, fit in @p context.
+/// @param tokenizer used for text prompts; may be null when every prompt is given by length
+/// @throws inferlab::Error if the prompt is text but no tokenizer is given, the prompt does not
+/// fit in @p context, max_tokens < 1, or the sampling parameters are invalid.
+Sequence make_sequence(const Request& request, const Tokenizer* tokenizer, int vocab_size,
+                       int context);
+
+}  // namespace inferlab

@@ -1,0 +1,60 @@
+// Requests and the sequences the engine serves them with.
+#include "inferlab/request.hpp"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "inferlab/error.hpp"
+
+namespace inferlab {
+
+std::vector<int> synthetic_prompt(int request_id, int length, int vocab_size) {
+  if (length < 1) throw Error(fmt::format("prompt_len {} (must be >= 1)", length));
+  if (vocab_size <= 3) throw Error(fmt::format("vocabulary of {} is too small", vocab_size));
+  std::vector<int> ids(static_cast<std::size_t>(length));
+  ids[0] = kBosToken;
+  // A hash of (request, position) so prompts differ between requests but repeat between runs;
+  // ids 0..2 are the special tokens, which a real prompt would not contain.
+  std::uint64_t x = 0x9E3779B97F4A7C15ull * static_cast<std::uint64_t>(request_id + 1);
+  for (int i = 1; i < length; ++i) {
+    x ^= x >> 31;
+    x *= 0xBF58476D1CE4E5B9ull;
+    x ^= x >> 29;
+    x += 0x94D049BB133111EBull;
+    ids[i] = 3 + static_cast<int>(x % static_cast<std::uint64_t>(vocab_size - 3));
+  }
+  return ids;
+}
+
+Sequence make_sequence(const Request& request, const Tokenizer* tokenizer, int vocab_size,
+                       int context) {
+  request.sampling.validate();
+  if (request.max_tokens < 1) {
+    throw Error(fmt::format("request {}: max_tokens {} (must be >= 1)", request.id,
+                            request.max_tokens));
+  }
+  Sequence s;
+  s.request = request;
+  if (request.prompt_len > 0) {
+    s.tokens = synthetic_prompt(request.id, request.prompt_len, vocab_size);
+  } else {
+    if (!tokenizer) {
+      throw Error(fmt::format("request {} has a text prompt but no tokenizer was given",
+                              request.id));
+    }
+    s.tokens = tokenizer->encode(request.prompt, /*bos=*/true);
+  }
+  s.prompt_tokens = static_cast<int>(s.tokens.size());
+  if (s.prompt_tokens > context) {
+    throw Error(fmt::format("request {}: the prompt is {} tokens but the context is {}",
+                            request.id, s.prompt_tokens, context));
+  }
+  // The last generated token is never forwarded, so P + n - 1 positions must fit: as generate()
+  // with steps = context.
+  s.max_new_tokens = std::min(request.max_tokens, context - s.prompt_tokens + 1);
+  s.timeline.arrival = request.arrival;
+  return s;
+}
+
+}  // namespace inferlab
