@@ -8,7 +8,7 @@
 #include "inferlab/error.hpp"
 #include "inferlab/forward.hpp"
 #ifdef INFERLAB_HAVE_CUDA
-#include "inferlab/kernels/cuda/transformer.hpp"
+#include "inferlab/cuda_model.hpp"
 #endif
 #include "inferlab/timer.hpp"
 
@@ -45,7 +45,8 @@ class CpuRunner final : public StepRunner {
 // back because sampling happens on the host.
 class CudaRunner final : public StepRunner {
  public:
-  explicit CudaRunner(const Model& model) : gpu_(describe(model)), vocab_(model.config().vocab_size) {}
+  explicit CudaRunner(const Model& model)
+      : gpu_(cuda_model_desc(model)), vocab_(model.config().vocab_size) {}
   void run(std::span<const int> tokens, int from, bool all_rows,
            std::vector<float>& logits) override {
     if (from == 0) gpu_.reset();
@@ -59,33 +60,6 @@ class CudaRunner final : public StepRunner {
   }
 
  private:
-  static cuda::CudaModelDesc describe(const Model& model) {
-    const ModelConfig& c = model.config();
-    const Weights& w = model.weights();
-    cuda::CudaModelDesc d;
-    d.dim = c.dim;
-    d.hidden_dim = c.hidden_dim;
-    d.n_layers = c.n_layers;
-    d.n_heads = c.n_heads;
-    d.n_kv_heads = c.n_kv_heads;
-    d.vocab_size = c.vocab_size;
-    d.seq_len = c.seq_len;
-    d.rope_theta = c.rope_theta;
-    d.norm_eps = c.norm_eps;
-    d.token_embedding = w.token_embedding;
-    d.rms_att = w.rms_att;
-    d.wq = w.wq;
-    d.wk = w.wk;
-    d.wv = w.wv;
-    d.wo = w.wo;
-    d.rms_ffn = w.rms_ffn;
-    d.w1 = w.w1;
-    d.w2 = w.w2;
-    d.w3 = w.w3;
-    d.rms_final = w.rms_final;
-    d.wcls = w.wcls;
-    return d;
-  }
   cuda::CudaTransformer gpu_;
   int vocab_;
 };

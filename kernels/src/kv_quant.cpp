@@ -8,6 +8,7 @@
 #include <Eigen/Core>  // Eigen::half: IEEE binary16 with round-to-nearest-even conversions
 
 #include "inferlab/kernels/attention.hpp"
+#include "attend.hpp"
 
 namespace inferlab::kernels {
 
@@ -102,58 +103,14 @@ struct LoadI8 {
   float at(std::size_t row_head, int i) const { return float(d[row_head * hs + i]); }
 };
 
-template <class KLoad, class VLoad>
-void attend_quantized(float* out, const float* q, const KLoad& kl, const VLoad& vl, int p,
-                      int kv_head, int n_kv_heads, int head_size, float* scores) {
-  const float scale = 1.0f / std::sqrt(float(head_size));
-  float max = -INFINITY;
-  for (int s = 0; s <= p; ++s) {
-    const std::size_t rh = std::size_t(s) * n_kv_heads + kv_head;
-    float dot = 0.0f;
-    for (int i = 0; i < head_size; ++i) dot += q[i] * kl.at(rh, i);
-    scores[s] = dot * kl.scale(rh) * scale;
-    max = std::max(max, scores[s]);
-  }
-  float sum = 0.0f;
-  for (int s = 0; s <= p; ++s) {
-    scores[s] = std::exp(scores[s] - max);
-    sum += scores[s];
-  }
-  const float inv = 1.0f / sum;
-  for (int i = 0; i < head_size; ++i) out[i] = 0.0f;
-  for (int s = 0; s <= p; ++s) {
-    const std::size_t rh = std::size_t(s) * n_kv_heads + kv_head;
-    const float a = scores[s] * inv * vl.scale(rh);
-    for (int i = 0; i < head_size; ++i) out[i] += a * vl.at(rh, i);
-  }
-}
-
-template <class KLoad, class VLoad>
-void attention_quantized(float* out, const float* q, const KLoad& kl, const VLoad& vl,
-                         const int* pos, int T, int n_heads, int n_kv_heads, int head_size) {
-  const int q_dim = n_heads * head_size, group = n_heads / n_kv_heads;
-  int max_pos = 0;
-  for (int t = 0; t < T; ++t) max_pos = std::max(max_pos, pos[t]);
-#pragma omp parallel if (std::size_t(T) * n_heads * (max_pos + 1) * head_size >= (1u << 17))
-  {
-    std::vector<float> scores(std::size_t(max_pos) + 1);
-#pragma omp for schedule(dynamic, 4) collapse(2)
-    for (int t = 0; t < T; ++t)
-      for (int h = 0; h < n_heads; ++h)
-        attend_quantized(out + std::size_t(t) * q_dim + std::size_t(h) * head_size,
-                         q + std::size_t(t) * q_dim + std::size_t(h) * head_size, kl, vl, pos[t],
-                         h / group, n_kv_heads, head_size, scores.data());
-  }
-}
-
 template <class KLoad>
 void dispatch_v(float* out, const float* q, const KLoad& kl, const KVRowsView& v, const int* pos,
                 int T, int n_heads, int n_kv_heads, int head_size) {
   if (v.type == KVType::f16)
-    attention_quantized(out, q, kl, LoadF16{static_cast<const Eigen::half*>(v.data), head_size},
+    detail::attend_all(out, q, kl, LoadF16{static_cast<const Eigen::half*>(v.data), head_size},
                         pos, T, n_heads, n_kv_heads, head_size);
   else
-    attention_quantized(out, q, kl,
+    detail::attend_all(out, q, kl,
                         LoadI8{static_cast<const std::int8_t*>(v.data), v.scales, head_size}, pos,
                         T, n_heads, n_kv_heads, head_size);
 }

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "gpu_test_support.hpp"
+#include "inferlab/cuda_model.hpp"
 #include "inferlab/forward.hpp"
 #include "inferlab/kernels/cuda/transformer.hpp"
 #include "inferlab/model.hpp"
@@ -18,33 +19,6 @@ namespace {
 // must be equal; below it a near-tie may legitimately flip.
 constexpr double kLogitTol = 2e-3;
 
-cuda::CudaModelDesc describe(const Model& model) {
-  const ModelConfig& c = model.config();
-  const Weights& w = model.weights();
-  cuda::CudaModelDesc d;
-  d.dim = c.dim;
-  d.hidden_dim = c.hidden_dim;
-  d.n_layers = c.n_layers;
-  d.n_heads = c.n_heads;
-  d.n_kv_heads = c.n_kv_heads;
-  d.vocab_size = c.vocab_size;
-  d.seq_len = c.seq_len;
-  d.rope_theta = c.rope_theta;
-  d.norm_eps = c.norm_eps;
-  d.token_embedding = w.token_embedding;
-  d.rms_att = w.rms_att;
-  d.wq = w.wq;
-  d.wk = w.wk;
-  d.wv = w.wv;
-  d.wo = w.wo;
-  d.rms_ffn = w.rms_ffn;
-  d.w1 = w.w1;
-  d.w2 = w.w2;
-  d.w3 = w.w3;
-  d.rms_final = w.rms_final;
-  d.wcls = w.wcls;
-  return d;
-}
 
 int argmax_of(const float* x, int n) { return int(std::max_element(x, x + n) - x); }
 
@@ -72,7 +46,7 @@ TEST_CASE("CUDA forward matches the CPU logits and greedy tokens on the golden p
   const auto golden = nlohmann::json::parse(in);
   REQUIRE(golden["cases"].size() >= 6);
   const int V = model.config().vocab_size;
-  cuda::CudaTransformer gpu(describe(model));
+  cuda::CudaTransformer gpu(cuda_model_desc(model));
   ForwardPass cpu(model);
   std::vector<float> cpu_logits, gpu_logits(V);
   int near_ties = 0, compared = 0;
@@ -143,7 +117,7 @@ TEST_CASE("CudaTransformer rejects bad calls and leaves its cache unchanged",
   SyntheticOptions opt;
   opt.seq_len = 16;
   const Model model = make_synthetic_model("stories260K", opt);
-  cuda::CudaTransformer gpu(describe(model));
+  cuda::CudaTransformer gpu(cuda_model_desc(model));
   std::vector<float> logits(std::size_t(17) * model.config().vocab_size);
   const std::vector<int> bad = {1, 512}, neg = {-1}, one = {1}, long_seq(17, 5);
   REQUIRE_THROWS_AS(gpu.forward(one.data(), 0, 0, false, logits.data()), std::invalid_argument);
@@ -162,10 +136,10 @@ TEST_CASE("CudaTransformer rejects bad calls and leaves its cache unchanged",
   CHECK(gpu.length() == 0);
   CHECK(gpu.weight_bytes() > 0);
 
-  cuda::CudaModelDesc no_weights = describe(model);
+  cuda::CudaModelDesc no_weights = cuda_model_desc(model);
   no_weights.wq = nullptr;
   REQUIRE_THROWS_WITH(cuda::CudaTransformer(no_weights), Catch::Contains("wq"));
-  cuda::CudaModelDesc odd = describe(model);
+  cuda::CudaModelDesc odd = cuda_model_desc(model);
   odd.n_kv_heads = 3;
   REQUIRE_THROWS_AS(cuda::CudaTransformer(odd), std::invalid_argument);
 }
