@@ -74,12 +74,5 @@ int main(int argc, char** argv) {
                "whole sequence)"};
   GenerationFlags f;
   add_generation_flags(app, f);
-  CLI11_PARSE(app, argc, argv);
-  try {
-    return run(f);
-  } catch (const std::exception& e) {
-    std::fflush(stdout);
-    std::fprintf(stderr, "\nerror: %s\n", e.what());
-    return 1;
-  }
+  return run_chapter(app, argc, argv, [&] { return run(f); });
 }

@@ -241,12 +241,5 @@ int main(int argc, char** argv) {
                  "also print the KV memory calculator for a named configuration (" +
                      fmt::format("{}", fmt::join(named_config_names(), ", ")) + ")");
   app.add_option("--kv-context", o.kv_context, "context length for --kv-calc")->capture_default_str();
-  CLI11_PARSE(app, argc, argv);
-  try {
-    return run(o);
-  } catch (const std::exception& e) {
-    std::fflush(stdout);
-    std::fprintf(stderr, "\nerror: %s\n", e.what());
-    return 1;
-  }
+  return run_chapter(app, argc, argv, [&] { return run(o); });
 }

@@ -22,6 +22,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "inferlab/chapter_cli.hpp"
 #include "inferlab/error.hpp"
 #include "inferlab/hardware.hpp"
 #include "inferlab/kv_calc.hpp"
@@ -388,12 +389,5 @@ int main(int argc, char** argv) {
                                          "at 1, 2, 4, ... up to this many");
   app.add_flag("--quick", o.quick, "smaller measurements (tests, CI)");
   app.add_flag("--json", o.json, "print one JSON object");
-  CLI11_PARSE(app, argc, argv);
-  try {
-    return run(o);
-  } catch (const std::exception& e) {
-    std::fflush(stdout);
-    std::fprintf(stderr, "\nerror: %s\n", e.what());
-    return 1;
-  }
+  return run_chapter(app, argc, argv, [&] { return run(o); });
 }

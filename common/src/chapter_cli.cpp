@@ -14,6 +14,21 @@
 
 namespace inferlab {
 
+int run_chapter(CLI::App& app, int argc, char** argv, const std::function<int()>& run) {
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  try {
+    return run();
+  } catch (const std::exception& e) {
+    std::fflush(stdout);  // what was printed so far stays above the error
+    std::fprintf(stderr, "\nerror: %s\n", e.what());
+    return 1;
+  }
+}
+
 void add_generation_flags(CLI::App& app, GenerationFlags& f) {
   app.add_option("--model", f.model,
                  "model file (llama2.c format); default stories260K.bin found in "

@@ -4,6 +4,7 @@
 /// flags, loading, the run header, the `--json` contract and the `--dump-logits` format.
 /// Chapters stay thin by calling these instead of repeating them.
 
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -30,6 +31,11 @@ struct GenerationFlags {
   std::string dump_logits;  ///< --dump-logits: path of the `pos token logit...` file
   SamplingParams sampling;  ///< --temperature, --top-k, ... --seed
 };
+
+/// @brief A chapter's main() after its flags are declared: parses the command line (printing
+/// --help or a usage error as CLI11 does), then calls @p run; an exception becomes
+/// `error: <message>` on stderr and exit code 1, so bad input never crashes a chapter.
+int run_chapter(CLI::App& app, int argc, char** argv, const std::function<int()>& run);
 
 /// @brief Registers the flags of @p f on @p app (names and help shared by every chapter).
 void add_generation_flags(CLI::App& app, GenerationFlags& f);
