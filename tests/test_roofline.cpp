@@ -228,9 +228,11 @@ TEST_CASE("this machine, quickly measured: plausible roofs and kernel points",
   const auto& h = m.hardware;
   CHECK(h.measured);
   CHECK(h.dtype == "fp32");
-  CHECK(h.bandwidth > 1e9);     // any machine reads > 1 GB/s
+  // Units, not speed: bytes/s and FLOP/s (a GB/s or GFLOP/s slip would read ~10..1000). The
+  // lower bounds are low enough for a Debug build under sanitizers (~0.1 GB/s measured there).
+  CHECK(h.bandwidth > 1e7);
   CHECK(h.bandwidth < 1e13);
-  CHECK(h.peak_flops > 1e9);    // and multiplies at > 1 GFLOP/s
+  CHECK(h.peak_flops > 1e7);
   CHECK(h.peak_flops < 1e14);
   // A batch-1 linear layer is memory-bound: it cannot beat the measured memory roof by much
   // (the cache helps a little; allow 2x) and sits far below the GEMM peak.
