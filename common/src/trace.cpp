@@ -133,16 +133,18 @@ SvgPlot gantt_plot(const std::vector<const EngineRun*>& runs, const std::string&
       x.insert(x.end(), {s.start, s.end});
       y.insert(y.end(), {level, level});
     }
-    plot.add_line(fmt::format("running sequences, {}", run_label(run)), x, y, busy);
+    plot.add_line(k == 0 ? "running sequences (band full = every slot busy)" : "", x, y, busy);
+    // The band's name in the gap row above it (tick labels are too narrow for it).
+    plot.add_text(0.0, base + B - 0.3, run_label(run), TextAnchor::start, "#000000", 13);
     ticks.insert(ticks.end(), {base + B - 1, base});
-    labels.insert(labels.end(), {fmt::format("{} slot 0", run_label(run)),
-                                 fmt::format("slot {}", B - 1)});
+    labels.insert(labels.end(), {"slot 0", fmt::format("slot {}", B - 1)});
   }
   plot.set_y_axis("", AxisScale::linear, band_top + 0.5, 0.0);
   plot.set_y_ticks(ticks, labels);
   plot.add_legend_entry("prefill", prefill);
   plot.add_legend_entry("decode (label: request id)", decode);
-  plot.set_legend(LegendPosition::top_right);
+  // Bottom right: the continuous band usually ends first, leaving that corner empty.
+  plot.set_legend(LegendPosition::bottom_right);
   return plot;
 }
 

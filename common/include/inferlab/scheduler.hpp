@@ -19,6 +19,7 @@
 /// (higher time to first token); a large one does the opposite.
 
 #include <deque>
+#include <string>
 #include <vector>
 
 #include "inferlab/request.hpp"
@@ -40,7 +41,9 @@ Policy parse_policy(const std::string& name);
 struct SchedulerConfig {
   Policy policy = Policy::continuous;
   int max_seqs = 32;             ///< slots: sequences running at once (>= 1)
-  int max_batched_tokens = 512;  ///< tokens forwarded per step, all sequences together (>= 1)
+  /// Tokens forwarded per step, all sequences together (>= 1). Keep it >= max_seqs: below that,
+  /// the oldest running sequences take the budget's decode tokens and later ones wait.
+  int max_batched_tokens = 512;
 };
 
 /// @brief One sequence's share of a step: forward tokens[start, start + count).

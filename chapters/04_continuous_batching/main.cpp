@@ -1,0 +1,370 @@
+// Chapter 04: continuous batching.
+//
+// Serves a workload (generated: Poisson arrivals, random lengths; or a JSONL trace) with two
+// scheduling policies on the same requests — static batching and continuous (iteration-level)
+// batching with chunked prefill — and prints their latency and throughput side by side. The
+// clock is the real model on this machine (--clock real) or the chapter 03 roofline for a chosen
+// GPU and model (--clock sim). --sweep measures what batching buys on the real model: decode
+// throughput against the number of sequences decoding together.
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <limits>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "inferlab/chapter_cli.hpp"
+#include "inferlab/engine.hpp"
+#include "inferlab/error.hpp"
+#include "inferlab/trace.hpp"
+#include "inferlab/workload.hpp"
+
+using namespace inferlab;
+
+namespace {
+
+struct Options {
+  GenerationFlags gen;
+  std::string policy = "both";
+  std::string clock = "real";
+  std::string hardware = "h100-sxm";
+  std::string config = "llama3-8b";
+  double rate = -1.0;  // < 0: the clock's default
+  int requests = 0;  // 0: the clock's default
+  std::string prompt_lens = "lognormal:96:0.6";
+  std::string output_lens = "lognormal:128:0.8";
+  int max_prompt = 256;
+  int max_output = 400;
+  std::uint64_t workload_seed = 1;
+  std::string trace_file;
+  int max_batched_tokens = 1024;
+  int max_seqs = 32;
+  double slo_ttft = 1.0;
+  double slo_tpot = 0.05;
+  std::string perfetto;
+  std::string plot;
+  bool sweep = false;
+  int sweep_context = 64;
+  int sweep_steps = 16;
+};
+
+double ms(double s) { return s * 1e3; }
+
+nlohmann::json latency_json(const RequestResult& r) {
+  const RequestMetrics& m = r.metrics;
+  return {{"arrival_s", r.request.arrival}, {"admitted_s", r.admitted_at},
+          {"slot", r.slot},                 {"ttft_s", m.ttft},
+          {"tpot_s", m.tpot},               {"e2e_s", m.e2e},
+          {"itl_s", m.itl},                 {"output_tokens", m.output_tokens}};
+}
+
+nlohmann::json summary_json(const EngineRun& run, const ServingMetrics& m) {
+  auto s = [](const Summary& x) {
+    return nlohmann::json{{"mean", x.mean}, {"p50", x.p50}, {"p90", x.p90}, {"p99", x.p99}};
+  };
+  return {{"requests", m.requests},
+          {"output_tokens", m.output_tokens},
+          {"duration_s", m.duration},
+          {"throughput_tokens_per_s", m.throughput_tokens},
+          {"throughput_requests_per_s", m.throughput_requests},
+          {"goodput_requests_per_s", m.goodput},
+          {"slo_attainment", m.slo_attainment},
+          {"ttft_s", s(m.ttft)},
+          {"tpot_s", s(m.tpot)},
+          {"itl_s", s(m.itl)},
+          {"e2e_s", s(m.e2e)},
+          {"steps", run.steps.size()},
+          {"mean_occupancy", run.mean_occupancy},
+          {"mean_slot_utilisation", run.mean_slot_utilisation}};
+}
+
+void print_table(const std::vector<const EngineRun*>& runs, const std::vector<ServingMetrics>& m,
+                 const Slo& slo) {
+  std::printf("%-34s", "");
+  for (const EngineRun* r : runs) std::printf("  %22s", policy_name(r->scheduler.policy));
+  std::printf("\n");
+  auto row = [&](const char* label, auto&& cell) {
+    std::printf("%-34s", label);
+    for (std::size_t i = 0; i < runs.size(); ++i) std::printf("  %22s", cell(i).c_str());
+    std::printf("\n");
+  };
+  row("requests / output tokens", [&](std::size_t i) {
+    return fmt::format("{} / {}", m[i].requests, m[i].output_tokens);
+  });
+  row("duration (s)", [&](std::size_t i) { return fmt::format("{:.3f}", m[i].duration); });
+  row("throughput (tokens/s)", [&](std::size_t i) {
+    return fmt::format("{:.1f}", m[i].throughput_tokens);
+  });
+  row("throughput (requests/s)", [&](std::size_t i) {
+    return fmt::format("{:.2f}", m[i].throughput_requests);
+  });
+  row("TTFT p50 / p90 / p99 (ms)", [&](std::size_t i) {
+    return fmt::format("{:.1f} / {:.1f} / {:.1f}", ms(m[i].ttft.p50), ms(m[i].ttft.p90),
+                       ms(m[i].ttft.p99));
+  });
+  row("TPOT p50 / p99 (ms)", [&](std::size_t i) {
+    return fmt::format("{:.2f} / {:.2f}", ms(m[i].tpot.p50), ms(m[i].tpot.p99));
+  });
+  row("ITL p50 / p99 (ms)", [&](std::size_t i) {
+    return fmt::format("{:.2f} / {:.2f}", ms(m[i].itl.p50), ms(m[i].itl.p99));
+  });
+  row("E2E p50 / p99 (s)", [&](std::size_t i) {
+    return fmt::format("{:.3f} / {:.3f}", m[i].e2e.p50, m[i].e2e.p99);
+  });
+  const std::string goodput_label =
+      fmt::format("goodput (req/s, TTFT<={:g}s TPOT<={:g}ms)", slo.ttft, ms(slo.tpot));
+  std::printf("%s\n", goodput_label.c_str());
+  row("  goodput / SLO attainment", [&](std::size_t i) {
+    return fmt::format("{:.2f} / {:.0f}%", m[i].goodput, 100.0 * m[i].slo_attainment);
+  });
+  row("steps", [&](std::size_t i) { return fmt::format("{}", runs[i]->steps.size()); });
+  row("slots busy (mean occupancy)", [&](std::size_t i) {
+    return fmt::format("{:.0f}%", 100.0 * runs[i]->mean_occupancy);
+  });
+}
+
+void run_sweep(const Options& o, const LoadedModel& m, nlohmann::json* json) {
+  const std::vector<int> batches = {1, 2, 4, 8, 16, 32, 64};
+  if (!json) {
+    std::printf("\ndecode throughput vs concurrent sequences (real model, %d cached tokens each, "
+                "mean of %d steps):\n",
+                o.sweep_context, o.sweep_steps);
+    std::printf("  %5s  %10s  %16s  %18s  %9s\n", "batch", "step (ms)", "tokens/s (all)",
+                "tokens/s per seq", "vs B=1");
+  }
+  nlohmann::json rows = nlohmann::json::array();
+  double base = 0.0, at16 = 0.0;
+  for (int b : batches) {
+    const DecodeThroughput d =
+        measure_decode_throughput(*m.model, b, o.sweep_context, o.sweep_steps);
+    if (b == 1) base = d.tokens_per_second;
+    if (b == 16) at16 = d.tokens_per_second;
+    rows.push_back({{"batch", b}, {"step_s", d.step_seconds},
+                    {"tokens_per_s", d.tokens_per_second},
+                    {"tokens_per_s_per_sequence", d.tokens_per_second_per_sequence}});
+    if (!json)
+      std::printf("  %5d  %10.3f  %16.1f  %18.1f  %8.1fx\n", b, ms(d.step_seconds),
+                  d.tokens_per_second, d.tokens_per_second_per_sequence,
+                  d.tokens_per_second / base);
+  }
+  if (json) {
+    (*json)["sweep"] = rows;
+    return;
+  }
+  // Chapter 03 on this machine: batch 1 is bound by reading the weights, batch 64 by the
+  // arithmetic; their ratio is the ridge point, and in float32 a linear layer's intensity is
+  // about B / 2 FLOP/byte, so decode turns compute-bound near B = 2 x ridge.
+  const double params = static_cast<double>(m.model->config().n_params());
+  const double bandwidth = params * 4.0 / rows.front()["step_s"].get<double>();
+  const double flops = 2.0 * params * 64 / rows.back()["step_s"].get<double>();
+  std::printf("  16 sequences decode %.1fx as many tokens/s as one.\n", at16 / base);
+  std::printf("  Batch 1 streams the %.0f MB of weights at %.1f GB/s; batch 64 computes at %.1f "
+              "GFLOP/s. Their\n  ratio, %.1f FLOP/byte, is this machine's ridge: in float32 "
+              "decode turns compute-bound near\n  B = %.0f, and beyond it more sequences add "
+              "latency, not throughput.\n",
+              params * 4.0 / 1e6, bandwidth / 1e9, flops / 1e9, flops / bandwidth,
+              2.0 * flops / bandwidth);
+  if (params * 4.0 < 32e6)
+    std::printf("  (%.1f MB of weights fit in the CPU caches, so that bandwidth is the caches' and "
+                "a step costs\n  per token: try --synthetic stories110M --sweep-context 8 for "
+                "the memory-bound regime.)\n",
+                params * 4.0 / 1e6);
+}
+
+int run(Options o) {
+  const GenerationFlags& f = o.gen;
+  if (!f.dump_logits.empty()) throw Error("--dump-logits does not apply to this chapter");
+  if (o.clock != "real" && o.clock != "sim")
+    throw Error(fmt::format("--clock '{}' (expected real or sim)", o.clock));
+  const LoadedModel m = load_model(f);  // validates the sampling flags first
+  const bool sim = o.clock == "sim";
+  std::vector<Policy> policies;
+  if (o.policy == "both") policies = {Policy::static_batching, Policy::continuous};
+  else policies = {parse_policy(o.policy)};
+  const SchedulerConfig base{Policy::continuous, o.max_seqs, o.max_batched_tokens};
+  const Slo slo{o.slo_ttft, o.slo_tpot};
+
+  // --- the workload: one list of requests, served by every policy ---
+  std::vector<Request> requests;
+  std::string workload;
+  if (!o.trace_file.empty()) {
+    requests = load_trace(o.trace_file, f.sampling);
+    workload = fmt::format("{} requests from {}", requests.size(), o.trace_file);
+  } else {
+    WorkloadSpec spec;
+    // Real: 64 requests all at t = 0 (machines differ too much in speed for one arrival rate to
+    // suit all); sim: 400 requests at 40/s, more than static batching can keep up with on an
+    // H100 serving an 8B model with 32 slots, and a load continuous batching absorbs.
+    spec.requests = o.requests > 0 ? o.requests : (sim ? 400 : 64);
+    spec.rate = o.rate >= 0 ? o.rate : (sim ? 40.0 : 0.0);
+    spec.prompt = parse_length_distribution(o.prompt_lens);
+    spec.output = parse_length_distribution(o.output_lens);
+    spec.max_prompt = o.max_prompt;
+    spec.max_output = o.max_output;
+    spec.seed = o.workload_seed;
+    spec.sampling = f.sampling;
+    requests = generate_workload(spec);
+    workload = fmt::format("{} requests, {}, prompt lengths {}, output lengths {} (seed {})",
+                           spec.requests,
+                           spec.rate > 0 ? fmt::format("Poisson arrivals at {:g}/s", spec.rate)
+                                         : "all arriving at t = 0",
+                           spec.prompt.describe(), spec.output.describe(), spec.seed);
+  }
+
+  SimEngine sim_engine;
+  if (sim) {
+    sim_engine.config = named_config(o.config);
+    sim_engine.hardware = hardware_by_name(o.hardware);
+    sim_engine.cost = cost_options_for(sim_engine.hardware);
+    sim_engine.tokenizer = &*m.tokenizer;  // counts the tokens of text prompts
+  }
+  if (!f.json) {
+    if (sim) {
+      std::printf("InferLab chapter 04: continuous batching (simulated)\n");
+      std::printf("clock:     sim: step time = roofline bound of %s (%s) on %s\n",
+                  o.config.c_str(), fmt::format("{:.2f}B params", sim_engine.config.n_params() / 1e9).c_str(),
+                  sim_engine.hardware.description.c_str());
+      std::printf("tokenizer: %s (only to count text prompts)\n\n", m.tokenizer_source.c_str());
+    } else {
+      print_run_header("InferLab chapter 04: continuous batching (real clock)", m, f);
+    }
+    std::printf("workload:  %s\n", workload.c_str());
+    std::printf("scheduler: max %d sequences, max %d batched tokens per step (chunked prefill)\n\n",
+                o.max_seqs, o.max_batched_tokens);
+  }
+
+  std::vector<EngineRun> runs;
+  for (Policy p : policies) {
+    SchedulerConfig config = base;
+    config.policy = p;
+    if (!f.json) {
+      std::fprintf(stderr, "[serving with %s batching...]\n", policy_name(p));
+    }
+    runs.push_back(sim ? run_sim(requests, config, sim_engine)
+                       : run_real(requests, config, {&*m.model, &*m.tokenizer, KVType::f32}));
+  }
+  std::vector<const EngineRun*> views;
+  std::vector<ServingMetrics> metrics;
+  for (const EngineRun& r : runs) {
+    views.push_back(&r);
+    metrics.push_back(run_serving_metrics(r, slo));
+  }
+  // The chapter's agreement check: each request's tokens do not depend on the policy (own RNG,
+  // batch-invariant forward pass).
+  bool same_tokens = true;
+  for (std::size_t i = 0; i < requests.size(); ++i)
+    for (const EngineRun& r : runs) same_tokens = same_tokens && r.requests[i].tokens == runs[0].requests[i].tokens;
+
+  if (!o.perfetto.empty()) write_perfetto_trace(o.perfetto, views);
+  if (!o.plot.empty())
+    gantt_plot(views, fmt::format("Batch slots over time: {} ({} clock)",
+                                  sim ? o.config + " on " + o.hardware : m.model->name(), o.clock))
+        .save(o.plot);
+
+  if (f.json) {
+    nlohmann::json out = {{"chapter", "04_continuous_batching"},
+                          {"model", sim ? o.config : m.model->name()},
+                          {"clock", o.clock},
+                          {"workload", workload},
+                          {"max_seqs", o.max_seqs},
+                          {"max_batched_tokens", o.max_batched_tokens},
+                          {"slo", {{"ttft_s", slo.ttft}, {"tpot_s", slo.tpot}}},
+                          {"same_tokens_across_policies", same_tokens}};
+    if (sim) out["hardware"] = o.hardware;
+    nlohmann::json reqs = nlohmann::json::array();
+    for (std::size_t i = 0; i < requests.size(); ++i) {
+      const RequestResult& r = runs[0].requests[i];
+      nlohmann::json latencies;
+      for (const EngineRun& run : runs)
+        latencies[policy_name(run.scheduler.policy)] = latency_json(run.requests[i]);
+      reqs.push_back({{"id", r.request.id},
+                      {"prompt", r.request.prompt},
+                      {"prompt_tokens", r.prompt_tokens},
+                      {"tokens", r.tokens},
+                      {"generated_tokens", r.generated()},
+                      {"text", r.text},
+                      {"latencies", latencies}});
+    }
+    out["requests"] = reqs;
+    nlohmann::json summary;
+    for (std::size_t i = 0; i < runs.size(); ++i)
+      summary[policy_name(runs[i].scheduler.policy)] = summary_json(runs[i], metrics[i]);
+    out["summary"] = summary;
+    if (o.sweep && !sim) run_sweep(o, m, &out);
+    std::cout << out.dump(1) << '\n';
+    return 0;
+  }
+
+  print_table(views, metrics, slo);
+  if (runs.size() == 2) {
+    std::printf("\ncontinuous vs static on the same %zu requests: %.2fx the throughput, p99 TTFT "
+                "%.1f ms vs %.1f ms, goodput %.2f vs %.2f req/s\n",
+                requests.size(), metrics[1].throughput_tokens / metrics[0].throughput_tokens,
+                ms(metrics[1].ttft.p99), ms(metrics[0].ttft.p99), metrics[1].goodput,
+                metrics[0].goodput);
+  }
+  if (!sim)
+    std::printf("each request's tokens under every policy: %s\n",
+                same_tokens ? "identical (batch-invariant forward, one RNG per request)"
+                            : "DIFFERENT (batch invariance is broken!)");
+  if (!o.perfetto.empty())
+    std::printf("trace written to %s (open it in https://ui.perfetto.dev)\n", o.perfetto.c_str());
+  if (!o.plot.empty()) std::printf("Gantt chart written to %s\n", o.plot.c_str());
+  if (o.sweep) {
+    if (sim) std::printf("\n(--sweep measures the real model; run it with --clock real)\n");
+    else run_sweep(o, m, nullptr);
+  }
+  return same_tokens || sim ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"InferLab chapter 04: continuous batching (static vs iteration-level scheduling)"};
+  Options o;
+  add_generation_flags(app, o.gen);
+  app.add_option("--policy", o.policy, "static, continuous or both (side by side)")
+      ->capture_default_str();
+  app.add_option("--clock", o.clock, "real (run the model) or sim (roofline cost model)")
+      ->capture_default_str();
+  app.add_option("--hardware", o.hardware, "sim: the machine (see chapter 03)")
+      ->capture_default_str();
+  app.add_option("--config", o.config, "sim: the model shape to time")->capture_default_str();
+  app.add_option("--rate", o.rate,
+                 "Poisson arrival rate, requests/s (0: all at once; default: real 0, sim 40)");
+  app.add_option("--requests", o.requests, "requests to generate (default: real 64, sim 400)");
+  app.add_option("--prompt-lens", o.prompt_lens,
+                 "prompt length distribution, BOS included: fixed:N, uniform:LO:HI, "
+                 "lognormal:MEAN[:SIGMA], pareto:MEAN[:ALPHA]")
+      ->capture_default_str();
+  app.add_option("--output-lens", o.output_lens, "output length distribution (same forms)")
+      ->capture_default_str();
+  app.add_option("--max-prompt", o.max_prompt, "cap on generated prompt lengths")
+      ->capture_default_str();
+  app.add_option("--max-output", o.max_output, "cap on generated output lengths")
+      ->capture_default_str();
+  app.add_option("--workload-seed", o.workload_seed, "seed of the workload generator")
+      ->capture_default_str();
+  app.add_option("--trace-file", o.trace_file,
+                 "JSONL requests instead of generating: {\"arrival\": 0.25, \"prompt\": \"...\", "
+                 "\"max_tokens\": 64} or \"prompt_len\": N");
+  app.add_option("--max-batched-tokens", o.max_batched_tokens,
+                 "token budget of one step (chunked prefill)")
+      ->capture_default_str();
+  app.add_option("--max-seqs", o.max_seqs, "batch slots: sequences running at once")
+      ->capture_default_str();
+  app.add_option("--slo-ttft", o.slo_ttft, "SLO on time to first token, seconds (goodput)")
+      ->capture_default_str();
+  app.add_option("--slo-tpot", o.slo_tpot, "SLO on time per output token, seconds (goodput)")
+      ->capture_default_str();
+  app.add_option("--perfetto", o.perfetto, "write a Chrome/Perfetto trace-event JSON here");
+  app.add_option("--plot", o.plot, "write an SVG Gantt chart of the slots here");
+  app.add_flag("--sweep", o.sweep,
+               "real model: decode throughput at 1, 2, 4, ..., 64 concurrent sequences");
+  app.add_option("--sweep-context", o.sweep_context, "sweep: cached tokens per sequence")
+      ->capture_default_str();
+  app.add_option("--sweep-steps", o.sweep_steps, "sweep: decode steps timed per batch")
+      ->capture_default_str();
+  return run_chapter(app, argc, argv, [&] { return run(o); });
+}
