@@ -26,8 +26,16 @@ void attend_row(float* out, const float* q, const KLoad& kl, const VLoad& vl, in
   float max = -INFINITY;
   for (int s = 0; s <= p; ++s) {
     const std::size_t rh = std::size_t(s) * n_kv_heads + kv_head;
-    float dot = 0.0f;
-    for (int i = 0; i < head_size; ++i) dot += q[i] * kl.at(rh, i);
+    // Eight independent partial sums: the compiler vectorises them without reassociating, and
+    // the dot product stops being one long chain of dependent additions (which made long
+    // contexts crawl). The order depends only on head_size, so batch invariance holds.
+    float lanes[8] = {};
+    const int body = head_size - head_size % 8;
+    for (int i = 0; i < body; i += 8)
+      for (int l = 0; l < 8; ++l) lanes[l] += q[i + l] * kl.at(rh, i + l);
+    float dot = ((lanes[0] + lanes[4]) + (lanes[1] + lanes[5])) +
+                ((lanes[2] + lanes[6]) + (lanes[3] + lanes[7]));
+    for (int i = body; i < head_size; ++i) dot += q[i] * kl.at(rh, i);
     // A per-row scale factors out of the dot product: sum(q * s * k8) = s * sum(q * k8).
     scores[s] = dot * kl.scale(rh) * scale;
     max = std::max(max, scores[s]);
