@@ -54,25 +54,75 @@ DeviceBuffer<T> upload_tensor(const T* host, std::size_t count, const char* name
 
 }  // namespace
 
+/// @brief The device state behind CudaTransformer: weights, KV cache, activation buffers and
+/// the stream. C below is `capacity`, the most tokens one forward call has needed so far.
 struct CudaTransformer::Impl {
-  CudaModelDesc d;
-  int head_size = 0, kv_dim = 0;
-  Stream stream;
+  CudaModelDesc d;  ///< dimensions only: the host weight pointers are cleared after the upload
+  /// hs = D / Nh, floats per head.
+  int head_size = 0, kv_dim = 0;  ///< KV = Nkv * hs, floats of one token's keys in one layer
+  Stream stream;  ///< every kernel and copy is enqueued here, in order
   // Weights, shapes as in CudaModelDesc.
+  /// (V, D) embedding table; also the classifier when shared
   DeviceBuffer<float> token_embedding, rms_att, wq, wk, wv, wo, rms_ffn, w1, w2, w3, rms_final,
-      wcls_separate;
-  const float* wcls = nullptr;  // wcls_separate, or token_embedding when shared
-  // KV cache (L, S, KV) each.
-  DeviceBuffer<float> key_cache, value_cache;
-  int length = 0;
+      wcls_separate;  ///< (V, D) a classifier of its own; empty when shared with the embedding
+  /// @var rms_att
+  /// (L, D) attention RMSNorm weights
+  /// @var wq
+  /// (L, D, D) query projections
+  /// @var wk
+  /// (L, KV, D) key projections
+  /// @var wv
+  /// (L, KV, D) value projections
+  /// @var wo
+  /// (L, D, D) attention output projections
+  /// @var rms_ffn
+  /// (L, D) feed-forward RMSNorm weights
+  /// @var w1
+  /// (L, H, D) gate projections
+  /// @var w2
+  /// (L, D, H) down projections
+  /// @var w3
+  /// (L, H, D) up projections
+  /// @var rms_final
+  /// (D) final RMSNorm weights
+  const float* wcls = nullptr;  ///< (V, D) wcls_separate, or token_embedding when shared
+  /// (L, S, KV) keys; layer l, position p is row l * S + p
+  DeviceBuffer<float> key_cache, value_cache;  ///< (L, S, KV) values, same layout as the keys
+  int length = 0;  ///< positions held by the cache (0..S)
   // Activations for up to `capacity` tokens, each (T, width).
-  int capacity = 0;
+  int capacity = 0;  ///< C: tokens the activation buffers hold (grown by reserve())
+  /// (C, D) the residual stream
   DeviceBuffer<float> x, xb, q, att, out, hb, hb2, logits, attention_workspace;
-  DeviceBuffer<int> tokens, pos, next_token;
+  /// @var xb
+  /// (C, D) normalised input of the current block
+  /// @var q
+  /// (C, Nh*hs) queries
+  /// @var att
+  /// (C, Nh*hs) attention output
+  /// @var out
+  /// (C, D) output of wo or w2, added to x
+  /// @var hb
+  /// (C, H) w1 x, then silu(w1 x) * w3 x
+  /// @var hb2
+  /// (C, H) w3 x
+  /// @var logits
+  /// (C, V) logits of the rows asked for
+  /// @var attention_workspace
+  /// attention_cuda scratch for any call of up to C tokens
 
+  /// (C) token ids of the call
+  DeviceBuffer<int> tokens, pos, next_token;  ///< (1) token chosen on the device (greedy, top-p)
+  /// @var pos
+  /// (C) position of each token of the call
+
+  /// @brief Validates @p desc, uploads the weights and allocates the KV cache (see the
+  /// CudaTransformer constructor).
   explicit Impl(const CudaModelDesc& desc);
+  /// @brief Grows the activation buffers to hold @p T tokens (no-op when capacity >= T).
   void reserve(int T);
-  // Runs the layers; leaves the requested rows of logits in `logits`; returns their count.
+  /// @brief Runs the layers over @p T tokens from @p host_tokens at positions start_pos..;
+  /// leaves the requested rows of logits in `logits` (T rows, or the last one unless
+  /// @p all_logits) and returns their count.
   int forward_device(const int* host_tokens, int T, int start_pos, bool all_logits);
 };
 

@@ -44,7 +44,7 @@ std::vector<std::string> hardware_names();
 
 /// @brief One row of the measurement of this machine: both probes at one thread count.
 struct ThreadMeasurement {
-  int threads = 0;
+  int threads = 0;              ///< OpenMP threads both probes ran with
   double read_bandwidth = 0.0;  ///< bytes/s, best of the repetitions
   double gemm_flops = 0.0;      ///< float32 FLOP/s of an n x n x n Eigen GEMM, best of the reps
 };
@@ -54,9 +54,9 @@ struct MeasureOptions {
   /// Thread counts to try; empty = 1, 2, 4, ... and the OpenMP maximum.
   std::vector<int> thread_counts;
   std::size_t bandwidth_bytes = std::size_t{512} << 20;  ///< buffer read (>> last-level cache)
-  int bandwidth_reps = 5;
+  int bandwidth_reps = 5;  ///< timed passes over the buffer; the best one counts
   int gemm_size = 1024;  ///< n of the n x n x n GEMM (2 n^3 FLOPs)
-  int gemm_reps = 5;
+  int gemm_reps = 5;     ///< timed GEMMs (after one warm-up); the best one counts
   /// Called with one line before each measurement (the chapter prints it to stderr).
   std::function<void(const std::string&)> progress;
 };
@@ -67,8 +67,8 @@ MeasureOptions quick_measure_options();
 /// @brief The measurement of this machine: one row per thread count, and the Hardware made of
 /// the best bandwidth and the best GEMM FLOP/s over all of them.
 struct MachineMeasurement {
-  Hardware hardware;
-  std::vector<ThreadMeasurement> per_threads;
+  Hardware hardware;                          ///< "this": best bandwidth, best FLOP/s
+  std::vector<ThreadMeasurement> per_threads;  ///< one row per thread count, in the order tried
 };
 
 /// @brief Measures this machine.

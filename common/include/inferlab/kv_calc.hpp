@@ -54,8 +54,8 @@ double weight_bytes(const ModelConfig& config, DType weights);
 struct ServingBudget {
   double memory_bytes_per_device = 80e9;  ///< e.g. an "80GB" A100: 80e9
   int devices = 1;                        ///< weights and KV are spread over all of them
-  DType weight_dtype = DType::bf16;
-  DType kv_dtype = DType::bf16;
+  DType weight_dtype = DType::bf16;       ///< format the weights are stored in
+  DType kv_dtype = DType::bf16;           ///< format the KV cache is stored in
   std::int64_t context_tokens = 4096;     ///< tokens each sequence may hold (prompt + output)
   /// Share of the memory set aside for activations, the runtime and fragmentation (vLLM's
   /// gpu_memory_utilization = 0.9 sets aside 0.1). 0 = count every byte.

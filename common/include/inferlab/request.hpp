@@ -55,7 +55,7 @@ struct Sequence {
   int prompt_tokens = 0;    ///< P: BOS + prompt
   int max_new_tokens = 0;   ///< request.max_tokens clamped so every position fits the context
   int computed = 0;         ///< positions already forwarded into the KV cache (0..tokens.size())
-  SequenceStatus status = SequenceStatus::waiting;
+  SequenceStatus status = SequenceStatus::waiting;  ///< where it is in its life
   int slot = -1;               ///< batch slot while running (a track in the trace), else -1
   double admitted_at = -1.0;   ///< when the scheduler first gave it work, seconds (-1: never)
   RequestTimeline timeline;    ///< arrival and one time per generated token
@@ -68,12 +68,17 @@ struct Sequence {
   bool prefilling() const { return computed < prompt_tokens; }
   /// @brief Tokens known but not yet forwarded: the rest of the prompt, or the 1 newest token.
   int uncomputed() const { return static_cast<int>(tokens.size()) - computed; }
+  /// @brief True once it has stopped generating and released its slot.
   bool finished() const { return status == SequenceStatus::finished; }
 };
 
 /// @brief Builds the sequence of @p request: encodes its prompt (or makes a synthetic one),
 /// clamps max_tokens so the positions forwarded, P + max_new_tokens - 1, fit in @p context.
+/// @param request the prompt (text or length), max_tokens and sampling parameters
 /// @param tokenizer used for text prompts; may be null when every prompt is given by length
+/// @param vocab_size V, the id range of a synthetic prompt
+/// @param context S, positions the sequence's KV cache may hold
+/// @return a waiting sequence: tokens = BOS + prompt, nothing computed, no slot
 /// @throws inferlab::Error if the prompt is text but no tokenizer is given, the prompt does not
 /// fit in @p context, max_tokens < 1, or the sampling parameters are invalid.
 Sequence make_sequence(const Request& request, const Tokenizer* tokenizer, int vocab_size,

@@ -50,9 +50,9 @@ namespace inferlab {
 
 /// @brief Number formats and efficiencies the cost model assumes.
 struct CostOptions {
-  DType weight_dtype = DType::bf16;
-  DType kv_dtype = DType::bf16;
-  DType activation_dtype = DType::bf16;
+  DType weight_dtype = DType::bf16;      ///< format of the weights read each step
+  DType kv_dtype = DType::bf16;          ///< format of the KV cache read each step
+  DType activation_dtype = DType::bf16;  ///< format of the activations each layer reads and writes
   double flops_utilisation = 1.0;      ///< share of peak FLOP/s reached (prefill: ~0.4-0.6)
   double bandwidth_utilisation = 1.0;  ///< share of peak bandwidth reached (~0.7-0.85)
   /// The worked example's simplifications: every parameter (the embedding table too) is read
@@ -66,9 +66,9 @@ CostOptions cost_options_for(const Hardware& hardware);
 
 /// @brief FLOPs and bytes moved of one operation.
 struct OpCost {
-  std::string name;
-  double flops = 0.0;
-  double bytes = 0.0;
+  std::string name;    ///< what the operation is (e.g. "wq", "attention")
+  double flops = 0.0;  ///< FLOPs (a multiply-add counts 2)
+  double bytes = 0.0;  ///< bytes moved from main memory, every operand read once
   /// @brief Arithmetic intensity, FLOP per byte (0 when nothing is moved).
   double intensity() const { return bytes > 0.0 ? flops / bytes : 0.0; }
 };
@@ -119,6 +119,7 @@ struct StepShape {
   StepShape& add_decode(std::int64_t context);
   /// @brief Adds a prompt chunk of @p chunk tokens after @p prefix tokens already cached.
   StepShape& add_prefill(std::int64_t chunk, std::int64_t prefix = 0);
+  /// @brief Tokens the step forwards: decode_tokens + prefill_tokens (T of the step).
   int tokens() const { return decode_tokens + prefill_tokens; }
 };
 
@@ -127,11 +128,14 @@ struct StepCost {
   double flops = 0.0;         ///< matrix FLOPs + attention FLOPs
   double weight_bytes = 0.0;  ///< weights read once for the whole step
   double kv_bytes = 0.0;      ///< context_tokens x KV bytes per token
-  double activation_bytes = 0.0;
+  double activation_bytes = 0.0;  ///< T x activations read and written per token, all layers
   double compute_seconds = 0.0;  ///< flops / (peak x flops_utilisation)
   double memory_seconds = 0.0;   ///< bytes / (bandwidth x bandwidth_utilisation)
+  /// @brief All bytes the step moves: weights + KV + activations.
   double bytes() const { return weight_bytes + kv_bytes + activation_bytes; }
+  /// @brief The step's time bound in seconds: max(compute_seconds, memory_seconds).
   double seconds() const { return compute_seconds > memory_seconds ? compute_seconds : memory_seconds; }
+  /// @brief True when memory traffic, not arithmetic, sets the step time (ties count as memory).
   bool memory_bound() const { return memory_seconds >= compute_seconds; }
 };
 
@@ -151,11 +155,20 @@ double step_time_seconds(const ModelConfig& config, const Hardware& hardware,
 
 /// @brief The decode bound for @p batch sequences each holding @p context tokens.
 struct DecodeBound {
-  StepCost step;
+  StepCost step;                                ///< the account of one decode step of the batch
   double seconds = 0.0;                         ///< per step
   double tokens_per_second = 0.0;               ///< all sequences together
   double tokens_per_second_per_sequence = 0.0;  ///< what one user sees: 1 / seconds
 };
+/// @brief The roofline bound on decode: one step of @p batch decode tokens, each over
+/// @p context cached positions (see step_time_seconds()).
+/// @param config the model
+/// @param hardware the machine's peak FLOP/s and bandwidth
+/// @param batch sequences decoding together (B >= 1)
+/// @param context tokens each sequence holds, the new one included
+/// @param options number formats and efficiencies
+/// @return the step's cost and time, and tokens/s overall and per sequence
+/// @throws inferlab::Error if @p batch < 1.
 DecodeBound decode_bound(const ModelConfig& config, const Hardware& hardware, int batch,
                          std::int64_t context, const CostOptions& options = {});
 
@@ -187,12 +200,15 @@ double linear_critical_batch(int n_in, int d_out, const Hardware& hardware, DTyp
 /// @brief One timed kernel: its FLOPs and bytes (counted as the model counts them) and the best
 /// time of the repetitions.
 struct MeasuredPoint {
-  std::string name;
-  double flops = 0.0;
-  double bytes = 0.0;
-  double seconds = 0.0;
+  std::string name;      ///< label of the kernel and its sizes
+  double flops = 0.0;    ///< FLOPs of one call, as the cost model counts them
+  double bytes = 0.0;    ///< bytes of one call, every operand read once
+  double seconds = 0.0;  ///< best time of one call over the repetitions
+  /// @brief Arithmetic intensity, FLOP per byte (0 when nothing is moved).
   double intensity() const { return bytes > 0.0 ? flops / bytes : 0.0; }
+  /// @brief Achieved FLOP/s (0 if the time is 0).
   double flops_per_second() const { return seconds > 0.0 ? flops / seconds : 0.0; }
+  /// @brief Achieved bytes/s (0 if the time is 0).
   double bytes_per_second() const { return seconds > 0.0 ? bytes / seconds : 0.0; }
 };
 
@@ -208,12 +224,13 @@ MeasuredPoint measure_decode_attention_point(int context, int n_heads, int n_kv_
 
 /// @brief A batch sweep of one linear layer, and the critical batch read off it.
 struct EmpiricalCriticalBatch {
+  /// @brief The timing at one batch size.
   struct Row {
-    int batch = 0;
+    int batch = 0;                   ///< tokens in the step (the B of x (B, n))
     double seconds = 0.0;            ///< best time of one step of this batch
     double tokens_per_second = 0.0;  ///< batch / seconds
   };
-  std::vector<Row> rows;
+  std::vector<Row> rows;  ///< one per batch measured, in the order asked (ascending)
   /// Where the two asymptotes of the step time meet, the roofline's own construction: the flat
   /// part (t(1), memory-bound) and the line through the origin with the largest batch's time per
   /// token (compute-bound): B* = t(1) / (t(Bmax) / Bmax). Above it an extra sequence adds
@@ -233,7 +250,7 @@ EmpiricalCriticalBatch measure_critical_batch(int n_in, int d_out, const std::ve
 
 /// @brief A point to put on a roofline plot.
 struct RooflinePoint {
-  std::string label;
+  std::string label;              ///< text drawn next to the point
   double intensity = 0.0;         ///< FLOP/byte
   double flops_per_second = 0.0;  ///< achieved (measured) or attainable (analytic)
   bool measured = false;          ///< measured points and analytic ones are drawn differently

@@ -39,7 +39,7 @@ Policy parse_policy(const std::string& name);
 
 /// @brief The scheduler's limits.
 struct SchedulerConfig {
-  Policy policy = Policy::continuous;
+  Policy policy = Policy::continuous;  ///< static or continuous batching
   int max_seqs = 32;             ///< slots: sequences running at once (>= 1)
   /// Tokens forwarded per step, all sequences together (>= 1). Keep it >= max_seqs: below that,
   /// the oldest running sequences take the budget's decode tokens and later ones wait.
@@ -48,7 +48,7 @@ struct SchedulerConfig {
 
 /// @brief One sequence's share of a step: forward tokens[start, start + count).
 struct ScheduledChunk {
-  Sequence* seq = nullptr;
+  Sequence* seq = nullptr;  ///< the sequence forwarded (owned by the engine, not the plan)
   int start = 0;         ///< == seq->computed when scheduled
   int count = 0;         ///< >= 1
   bool prefill = false;  ///< part of the prompt (true) or one decode token (false)
@@ -61,7 +61,9 @@ struct StepPlan {
   std::vector<ScheduledChunk> chunks;  ///< decodes first, then prompt chunks
   int decode_tokens = 0;   ///< number of decode chunks (one token each)
   int prefill_tokens = 0;  ///< prompt tokens over all chunks
+  /// @brief Tokens the step forwards: decode_tokens + prefill_tokens.
   int tokens() const { return decode_tokens + prefill_tokens; }
+  /// @brief True when there is nothing to run this step.
   bool empty() const { return chunks.empty(); }
 };
 
@@ -93,7 +95,7 @@ class Scheduler {
   bool has_work() const { return !waiting_.empty() || !running_.empty(); }  ///< anything left
   const std::deque<Sequence*>& waiting() const { return waiting_; }  ///< FCFS order
   const std::vector<Sequence*>& running() const { return running_; }  ///< admission order
-  const SchedulerConfig& config() const { return config_; }
+  const SchedulerConfig& config() const { return config_; }  ///< the limits it was built with
 
  private:
   SchedulerConfig config_;

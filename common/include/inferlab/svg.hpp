@@ -68,7 +68,9 @@ class SvgPlot {
   /// @brief Replace the automatic ticks of an axis by these positions and labels (a Gantt chart
   /// names its rows "seq 0", "seq 1", ...). @p labels empty = format the values.
   void set_x_ticks(std::vector<double> values, std::vector<std::string> labels = {});
+  /// @brief The same for the vertical axis.
   void set_y_ticks(std::vector<double> values, std::vector<std::string> labels = {});
+  /// @brief Where the legend box goes (default top_left); LegendPosition::none hides it.
   void set_legend(LegendPosition position) { legend_ = position; }
 
   /// @brief A polyline through (x[i], y[i]) in the given order, with a legend entry.

@@ -29,9 +29,10 @@ enum class LengthKind {
 /// "fixed:128", "uniform:16:256", "lognormal:128:0.8" (mean, sigma), "pareto:128:1.5"
 /// (mean, alpha). Samples are rounded and clamped to [1, the generator's cap].
 struct LengthDistribution {
-  LengthKind kind = LengthKind::fixed;
+  LengthKind kind = LengthKind::fixed;  ///< which family; selects the fields used below
   double mean = 128.0;  ///< fixed value, or the mean of lognormal / Pareto
-  int lo = 1, hi = 1;   ///< uniform bounds (inclusive)
+  /// Uniform: lower bound (inclusive), tokens.
+  int lo = 1, hi = 1;   ///< uniform: upper bound (inclusive), tokens
   double sigma = 0.8;   ///< lognormal: standard deviation of the underlying normal
   double alpha = 1.5;   ///< Pareto shape (> 1 so the mean exists)
 
@@ -71,7 +72,10 @@ std::vector<Request> generate_workload(const WorkloadSpec& spec);
 /// presence_penalty, seed) and ignore_eos; missing ones take @p defaults (seed: defaults.seed +
 /// request id). Blank lines and lines starting with '#' are skipped. Requests are numbered in
 /// line order and returned sorted by arrival (stable).
+/// @param in the JSONL text, read to its end
 /// @param source name used in error messages (the file name)
+/// @param defaults sampling settings for the fields a line leaves out
+/// @return the requests, sorted by arrival, ids 0, 1, ... in line order
 /// @throws inferlab::Error "source:LINE: what is wrong" for invalid JSON, an unknown key, a
 /// missing or ill-typed field, a negative arrival, max_tokens < 1, both or neither of prompt
 /// and prompt_len, or invalid sampling values.

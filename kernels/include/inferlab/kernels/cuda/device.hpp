@@ -22,6 +22,9 @@ using StreamHandle = CUstream_st*;
 
 /// @brief Throws std::runtime_error "CUDA error at FILE:LINE: EXPR: cudaErrorName (message)".
 /// @param code a cudaError_t as int (non-zero)
+/// @param expr the failed call as source text (`#expr` of INFERLAB_CUDA_CHECK)
+/// @param file source file of the call (`__FILE__`)
+/// @param line source line of the call (`__LINE__`)
 [[noreturn]] void throw_cuda_error(int code, const char* expr, const char* file, int line);
 
 /// @brief Evaluates @p expr (a CUDA runtime call returning cudaError_t) and throws
@@ -43,20 +46,24 @@ void require_cuda_device();
 
 /// @brief What the benchmarks need to know about device 0.
 struct DeviceInfo {
-  std::string name;
-  int sm_count = 0;
-  int cc_major = 0, cc_minor = 0;  ///< compute capability
+  std::string name;  ///< e.g. "NVIDIA H100 80GB HBM3"
+  int sm_count = 0;  ///< streaming multiprocessors
+  /// Compute capability, major part (8 for sm_80 / sm_86, 9 for sm_90).
+  int cc_major = 0, cc_minor = 0;  ///< compute capability, minor part
   double sm_clock_ghz = 0.0;       ///< peak SM clock
   double peak_bandwidth_gbs = 0.0;  ///< memory clock * bus width * 2 (DDR) / 8
   double peak_fp32_tflops = 0.0;    ///< SMs * clock * FP32 lanes per SM * 2 (FMA)
   int fp32_lanes_per_sm = 0;        ///< from a table by compute capability (64 or 128)
-  std::size_t global_memory_bytes = 0;
+  std::size_t global_memory_bytes = 0;  ///< total device memory, bytes
 };
 /// @brief Queries device 0 (throws if there is none).
 DeviceInfo device_info();
 
 /// @name Raw device memory (used by DeviceBuffer; chapters use DeviceBuffer, never these)
 /// @{
+
+/// @brief Allocates @p bytes of device memory (uninitialised); throws std::runtime_error when
+/// the allocation fails.
 void* device_alloc(std::size_t bytes);
 void device_free(void* ptr) noexcept;  ///< errors (e.g. at process exit) are ignored
 /// @brief Host -> device copy. With a stream it is enqueued there and waited for, so the host
@@ -86,8 +93,10 @@ class DeviceBuffer {
   }
   DeviceBuffer(const DeviceBuffer&) = delete;
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  /// @brief Takes @p other's memory; @p other is left empty.
   DeviceBuffer(DeviceBuffer&& other) noexcept
       : data_(std::exchange(other.data_, nullptr)), size_(std::exchange(other.size_, 0)) {}
+  /// @brief Frees this buffer's memory, then takes @p other's; @p other is left empty.
   DeviceBuffer& operator=(DeviceBuffer&& other) noexcept {
     if (this != &other) {
       device_free(data_);
@@ -98,11 +107,11 @@ class DeviceBuffer {
   }
   ~DeviceBuffer() { device_free(data_); }
 
-  T* data() { return data_; }
-  const T* data() const { return data_; }
-  std::size_t size() const { return size_; }
-  std::size_t bytes() const { return size_ * sizeof(T); }
-  bool empty() const { return size_ == 0; }
+  T* data() { return data_; }                ///< device pointer (nullptr when empty)
+  const T* data() const { return data_; }    ///< device pointer (nullptr when empty)
+  std::size_t size() const { return size_; }  ///< number of elements
+  std::size_t bytes() const { return size_ * sizeof(T); }  ///< size() * sizeof(T)
+  bool empty() const { return size_ == 0; }  ///< true when no memory is held
 
   /// @brief Copies @p count host elements into elements [offset, offset + count).
   /// @throws std::out_of_range if that range exceeds size().
@@ -111,6 +120,8 @@ class DeviceBuffer {
     check_range(count, offset, "upload");
     if (count) copy_to_device(data_ + offset, host, count * sizeof(T), stream);
   }
+  /// @brief Copies all of @p host into elements [0, host.size()).
+  /// @throws std::out_of_range if the buffer is smaller than @p host.
   void upload(const std::vector<T>& host, StreamHandle stream = nullptr) {
     upload(host.data(), host.size(), 0, stream);
   }
@@ -126,6 +137,7 @@ class DeviceBuffer {
     download(out.data(), size_, 0, stream);
     return out;
   }
+  /// @brief Sets every byte to zero, enqueued on @p stream (not waited for).
   void zero(StreamHandle stream = nullptr) {
     if (size_) device_memset_zero(data_, bytes(), stream);
   }
@@ -150,8 +162,11 @@ class Stream {
   ~Stream();
   Stream(const Stream&) = delete;
   Stream& operator=(const Stream&) = delete;
+  /// @brief Takes @p other's stream; @p other is left holding none.
   Stream(Stream&& other) noexcept : handle_(std::exchange(other.handle_, nullptr)) {}
+  /// @brief Destroys this stream, then takes @p other's; @p other is left holding none.
   Stream& operator=(Stream&& other) noexcept;
+  /// @brief The raw handle, to pass to kernels and copies (owned by this object).
   StreamHandle get() const { return handle_; }
   /// @brief Waits for the work enqueued so far; rethrows asynchronous errors.
   void synchronize() const;
@@ -163,10 +178,12 @@ class Stream {
 /// @brief Times GPU work with a pair of CUDA events on one stream (for the benchmarks).
 class EventTimer {
  public:
+  /// @brief Creates the two events; they are recorded on @p stream (nullptr: default stream).
   explicit EventTimer(StreamHandle stream = nullptr);
   ~EventTimer();
   EventTimer(const EventTimer&) = delete;
   EventTimer& operator=(const EventTimer&) = delete;
+  /// @brief Records the start event on the stream (does not wait).
   void start();
   /// @brief Records the stop event, waits for it and returns the milliseconds since start().
   float stop_ms();

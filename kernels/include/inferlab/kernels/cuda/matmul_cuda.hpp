@@ -19,6 +19,9 @@ int matmul_cuda_versions();
 /// @param y (T, d) device pointer, output
 /// @param x (T, n) device pointer
 /// @param w (d, n) device pointer, row-major (out, in)
+/// @param T rows of x and y (tokens)
+/// @param n input features (columns of x and w)
+/// @param d output features (columns of y, rows of w)
 /// @param stream the stream to enqueue on (nullptr: default stream); the call does not wait
 /// @throws std::invalid_argument for a bad version or a non-positive dimension,
 ///         std::runtime_error if the launch fails.

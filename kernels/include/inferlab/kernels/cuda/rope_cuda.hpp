@@ -8,6 +8,7 @@ namespace inferlab::kernels {
 
 /// @brief Versions: 1 one thread per rotated pair (q and k in one launch).
 constexpr int kRopeBestVersion = 1;
+/// @brief Number of versions (valid versions are 1..rope_cuda_versions()).
 int rope_cuda_versions();
 
 /// @brief Rotates q (T, Nh*hs) and k (T, Nkv*hs) in place; pos (T) on the device.

@@ -8,6 +8,7 @@ namespace inferlab::kernels {
 
 /// @brief Versions: 1 one thread per row (three serial passes), 2 one block per row.
 constexpr int kSoftmaxBestVersion = 2;
+/// @brief Number of versions (valid versions are 1..softmax_cuda_versions()).
 int softmax_cuda_versions();
 
 /// @brief Softmax of each row of x (rows, n), in place, device pointer.

@@ -8,6 +8,7 @@ namespace inferlab::kernels {
 
 /// @brief Versions: 1 one thread per element (grid-stride loop).
 constexpr int kSwigluBestVersion = 1;
+/// @brief Number of versions (valid versions are 1..swiglu_cuda_versions()).
 int swiglu_cuda_versions();
 
 /// @brief out = silu(gate) * up elementwise over n values; out may alias gate; device pointers.

@@ -23,8 +23,8 @@ struct CudaModelDesc {
   int n_kv_heads = 0;  ///< Nkv
   int vocab_size = 0;  ///< V
   int seq_len = 0;     ///< S: the capacity of the device KV cache
-  float rope_theta = 10000.0f;
-  float norm_eps = 1e-5f;
+  float rope_theta = 10000.0f;  ///< RoPE base
+  float norm_eps = 1e-5f;       ///< RMSNorm epsilon
   const float* token_embedding = nullptr;  ///< (V, D)
   const float* rms_att = nullptr;          ///< (L, D)
   const float* wq = nullptr;               ///< (L, D, D)
@@ -48,11 +48,15 @@ class CudaTransformer {
   ///         std::runtime_error when there is no CUDA device or memory runs out.
   explicit CudaTransformer(const CudaModelDesc& desc);
   ~CudaTransformer();
+  /// @brief Takes over the other model's device memory and cache; the source is left unusable.
   CudaTransformer(CudaTransformer&&) noexcept;
+  /// @brief Frees this model's device memory, then takes over the other's.
   CudaTransformer& operator=(CudaTransformer&&) noexcept;
 
   /// @brief Forwards @p tokens (host array of T ids) at positions start_pos.., appending their
   /// keys and values to the device cache, and copies logits back to the host.
+  /// @param tokens (T) host token ids, each in [0, V)
+  /// @param T number of tokens (>= 1; start_pos + T <= S)
   /// @param start_pos must equal length()
   /// @param all_logits true: T rows of logits, false: only the last token's
   /// @param host_logits (T, V) or (1, V) host floats, written
