@@ -1,10 +1,18 @@
 # Shared build settings and the functions every chapter, exercise and test goes through.
 
 # Warnings and sanitizers for project code only (never for the dependencies).
+# Warnings are always shown; they are errors only with INFERLAB_WERROR=ON (the `ci` presets): a
+# new compiler's or a dependency's new warning must never stop a learner's build.
 add_library(inferlab_flags INTERFACE)
-target_compile_options(inferlab_flags INTERFACE
-  $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Werror>)
-if(INFERLAB_NATIVE)
+target_compile_options(inferlab_flags INTERFACE $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra>)
+if(INFERLAB_WERROR)
+  target_compile_options(inferlab_flags INTERFACE $<$<COMPILE_LANGUAGE:CXX>:-Werror>)
+endif()
+# The CPU the code is compiled for: INFERLAB_MARCH when set (CI compiles for x86-64-v2 and
+# x86-64-v4 so that every vector code path is compiled on every run), else this machine's CPU.
+if(INFERLAB_MARCH)
+  target_compile_options(inferlab_flags INTERFACE $<$<COMPILE_LANGUAGE:CXX>:-march=${INFERLAB_MARCH}>)
+elseif(INFERLAB_NATIVE)
   target_compile_options(inferlab_flags INTERFACE $<$<COMPILE_LANGUAGE:CXX>:-march=native>)
 endif()
 if(INFERLAB_SANITIZE)
