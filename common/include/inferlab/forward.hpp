@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "inferlab/kv_cache.hpp"
+#include "inferlab/kv_sequence.hpp"
 #include "inferlab/model.hpp"
 
 namespace inferlab {
@@ -28,7 +29,9 @@ enum class LogitsMode {
 struct BatchEntry {
   std::span<const int> tokens;  ///< (n) token ids, n >= 1
   int start_pos = 0;            ///< position of tokens[0]; must equal cache->length()
-  KVCache* cache = nullptr;     ///< this sequence's cache (distinct for every entry)
+  /// This sequence's KV (distinct for every entry): a contiguous KVCache or a paged sequence,
+  /// in host memory.
+  KVSequence* cache = nullptr;
 };
 
 /// @brief Runs a Model; owns the activation buffers, so reuse one per thread of work.
@@ -48,7 +51,7 @@ class ForwardPass {
   /// @throws inferlab::Error on an empty input, a token outside [0, V), a cache length other
   /// than start_pos, or positions beyond the cache capacity.
   /// @note Cost: about 2 * n_params * T FLOPs for the linear layers plus attention.
-  void forward(std::span<const int> tokens, int start_pos, KVCache& cache, LogitsMode mode,
+  void forward(std::span<const int> tokens, int start_pos, KVSequence& cache, LogitsMode mode,
                std::vector<float>& logits);
 
   /// @brief A ragged batch step: several sequences at once, each contributing a chunk of
