@@ -42,8 +42,9 @@ void ForwardPass::forward(std::span<const int> tokens, int start_pos, KVSequence
   run(std::span<const BatchEntry>(&entry, 1), mode == LogitsMode::all, logits);
 }
 
-void ForwardPass::forward_batch(std::span<const BatchEntry> batch, std::vector<float>& logits) {
-  run(batch, /*all_rows=*/false, logits);
+void ForwardPass::forward_batch(std::span<const BatchEntry> batch, std::vector<float>& logits,
+                                LogitsMode mode) {
+  run(batch, mode == LogitsMode::all, logits);
 }
 
 void ForwardPass::run(std::span<const BatchEntry> batch, bool all_rows, std::vector<float>& logits) {

@@ -24,7 +24,7 @@ const char* kv_type_name(KVType type) {
 }
 
 namespace {
-std::unique_ptr<HostKVPool> one_block_pool(const ModelConfig& config, int capacity, KVType type) {
+std::unique_ptr<KVPool> one_block_pool(const ModelConfig& config, int capacity, KVType type) {
   const int S = capacity == 0 ? config.seq_len : capacity;
   if (S <= 0 || S > config.seq_len)
     throw Error(fmt::format("KV cache capacity {} outside [1, seq_len = {}]", S, config.seq_len));
@@ -35,7 +35,16 @@ std::unique_ptr<HostKVPool> one_block_pool(const ModelConfig& config, int capaci
 KVCache::KVCache(const ModelConfig& config, int capacity, KVType type)
     : KVCache(one_block_pool(config, capacity, type)) {}
 
-KVCache::KVCache(std::unique_ptr<HostKVPool> pool) : KVSequence(*pool), own_(std::move(pool)) {
+namespace {
+KVPool& checked_one_block(const std::unique_ptr<KVPool>& pool) {
+  if (!pool || pool->num_blocks() != 1)
+    throw Error("KVCache: a contiguous cache needs a pool of exactly one block");
+  return *pool;
+}
+}  // namespace
+
+KVCache::KVCache(std::unique_ptr<KVPool> one_block_pool)
+    : KVSequence(checked_one_block(one_block_pool)), own_(std::move(one_block_pool)) {
   append_block(0);
 }
 

@@ -53,8 +53,19 @@ Sequence make_sequence(const Request& request, const Tokenizer* tokenizer, int v
   // The last generated token is never forwarded, so P + n - 1 positions must fit: as generate()
   // with steps = context.
   s.max_new_tokens = std::min(request.max_tokens, context - s.prompt_tokens + 1);
+  s.prefill_target = s.prompt_tokens;
   s.timeline.arrival = request.arrival;
   return s;
+}
+
+const char* stop_reason_name(StopReason reason) {
+  switch (reason) {
+    case StopReason::none: return "none";
+    case StopReason::eos: return "eos";
+    case StopReason::max_tokens: return "max_tokens";
+    case StopReason::context: return "context";
+  }
+  return "?";
 }
 
 }  // namespace inferlab

@@ -59,11 +59,14 @@ class ForwardPass {
   /// attention runs per sequence over its own cache.
   /// @param batch the entries (each cache extended by its tokens)
   /// @param logits resized to (entries, V): the last token's logits of each entry, in order
+  ///        (LogitsMode::last), or (T, V): every token's, entry after entry (LogitsMode::all)
+  /// @param mode which rows of logits to compute
   /// @throws inferlab::Error (before any cache is touched) on an empty batch, an empty entry,
   /// two entries sharing a cache, or any of forward()'s conditions.
   /// @note Batch invariance: every kernel's reduction order is independent of the batch, so
   /// each entry's logits have the same bits as when it runs alone.
-  void forward_batch(std::span<const BatchEntry> batch, std::vector<float>& logits);
+  void forward_batch(std::span<const BatchEntry> batch, std::vector<float>& logits,
+                     LogitsMode mode = LogitsMode::last);
 
   const Model& model() const { return *model_; }  ///< the model this pass runs
 

@@ -98,4 +98,20 @@ class HostKVPool final : public KVPool {
   std::vector<float> key_scales_, value_scales_;  // (L, rows, Nkv), int8 only
 };
 
+/// @brief A pool that has sizes but no storage: the simulated clock's memory (chapters 04-05
+/// simulate Llama-3-8B on an H100 without 16 GB of RAM). Block operations only check ids.
+class VirtualKVPool final : public KVPool {
+ public:
+  /// @brief A pool of the given shape that stores nothing.
+  VirtualKVPool(const ModelConfig& config, int num_blocks, int block_size, KVType type)
+      : KVPool(config, num_blocks, block_size, type) {}
+  Device device() const override { return Device::cpu; }  ///< nominally the host
+  void copy_block(int src, int dst) override {
+    check_block(src, "copy_block");
+    check_block(dst, "copy_block");
+  }
+  void read_block(int id, std::span<std::uint8_t>) const override { check_block(id, "read_block"); }
+  void write_block(int id, std::span<const std::uint8_t>) override { check_block(id, "write_block"); }
+};
+
 }  // namespace inferlab
