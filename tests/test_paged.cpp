@@ -15,6 +15,7 @@
 #include "inferlab/kernels/kv_quant.hpp"
 #include "inferlab/kernels/paged_attention.hpp"
 #include "inferlab/kv_manager.hpp"
+#include "inferlab/paging.hpp"
 #include "inferlab/runner.hpp"
 #include "inferlab/workload.hpp"
 #include "test_support.hpp"
@@ -159,7 +160,10 @@ TEST_CASE("block manager: reference counts, copy-on-write and fork on random ope
       child->tokens = parent.tokens;
       child->computed = parent.computed;
       kv.fork(parent, *child);
-      CHECK(child->kv->blocks() == parent.kv->blocks());
+      // The child shares the blocks that hold the parent's positions, no more.
+      const auto& pb = parent.kv->blocks();
+      const std::size_t shared = std::size_t((parent.kv->length() + B - 1) / B);
+      CHECK(child->kv->blocks() == std::vector<int>(pb.begin(), pb.begin() + std::ptrdiff_t(shared)));
       live.push_back(std::move(child));
     } else if (what == 3 && !live.empty()) {  // finish one
       const std::size_t i = rng() % live.size();
@@ -272,4 +276,46 @@ TEST_CASE("memory: a request that cannot fit is an error naming the numbers", "[
   CHECK_THROWS_WITH(run_real({r}, {}, e), Catch::Contains("less than one block"));
   e.memory.block_size = 0;
   CHECK_THROWS_WITH(run_real({r}, {}, e), Catch::Contains("block size 0"));
+}
+
+TEST_CASE("parallel sampling: each branch equals its solo run, and paging stores the prompt once",
+          "[paged][engine]") {
+  const Model model = make_synthetic_model("stories260K");
+  const Tokenizer tok = Tokenizer::synthetic(model.config().vocab_size);
+  Request r;
+  r.prompt_len = 45;  // the last prompt block is partly full: the branches copy it on write
+  r.max_tokens = 20;
+  r.n = 3;
+  r.ignore_eos = true;
+  r.sampling.temperature = 0.8f;
+  r.sampling.seed = 5;
+  const std::size_t per_token = kv_bytes_per_token(model.config(), KVType::f32);
+  std::map<std::string, EngineRun> runs;
+  for (Allocator a : {Allocator::contiguous, Allocator::paged}) {
+    RealEngine e{&model, &tok, KVType::f32};
+    e.memory.allocator = a;
+    e.memory.block_size = 8;
+    e.memory.budget_bytes = per_token * 8 * 64;
+    runs[allocator_name(a)] = run_real({r}, {Policy::continuous, 4, 64}, e);
+  }
+  for (const auto& [name, run] : runs) {
+    INFO(name);
+    REQUIRE(run.requests.size() == 3);
+    for (int b = 0; b < 3; ++b) {
+      // The same request alone, with the branch's seed and n = 1.
+      Request solo = r;
+      solo.n = 1;
+      solo.sampling.seed = r.sampling.seed + 7919u * std::uint64_t(b);
+      const EngineRun alone = run_real({solo}, {Policy::continuous, 4, 64}, {&model, &tok, KVType::f32});
+      CHECK(run.requests[std::size_t(b)].branch == b);
+      CHECK(run.requests[std::size_t(b)].tokens == alone.requests[0].tokens);
+    }
+    CHECK(run.requests[1].tokens != run.requests[2].tokens);  // different seeds, different text
+  }
+  const MemorySummary paged = memory_summary(runs["paged"]);
+  const MemorySummary contiguous = memory_summary(runs["contiguous"]);
+  // Paged: the 44 shared prompt positions are stored once, not three times.
+  CHECK(paged.peak_bytes_saved_by_sharing >= 2 * 40 * per_token);
+  CHECK(contiguous.peak_bytes_saved_by_sharing == 0);
+  CHECK(paged.peak_kv_bytes_reserved < contiguous.peak_kv_bytes_reserved);
 }

@@ -81,8 +81,10 @@ EngineRun serve(std::vector<Sequence>& seqs, const SchedulerConfig& config, KVMa
   const int block_size = paged ? paged->block_size() : 0;
   check_fits(seqs, kv, block_size);
   Scheduler scheduler(config, &kv);
-  std::vector<std::size_t> order(seqs.size());
-  std::iota(order.begin(), order.end(), std::size_t{0});
+  // Arrivals: every request's first sequence (parallel branches start when it forks them).
+  std::vector<std::size_t> order;
+  for (std::size_t i = 0; i < seqs.size(); ++i)
+    if (seqs[i].branch == 0) order.push_back(i);
   std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
     return seqs[a].request.arrival < seqs[b].request.arrival;
   });
@@ -91,6 +93,7 @@ EngineRun serve(std::vector<Sequence>& seqs, const SchedulerConfig& config, KVMa
   run.clock = clock_name;
   run.scheduler = config;
   std::size_t next = 0;  // next arrival in `order`
+  std::size_t peak_reserved = 0;
   while (next < order.size() || scheduler.has_work()) {
     const double now = clock.now();
     while (next < order.size() && seqs[order[next]].request.arrival <= now)
@@ -110,6 +113,16 @@ EngineRun serve(std::vector<Sequence>& seqs, const SchedulerConfig& config, KVMa
     step.waiting = static_cast<int>(scheduler.waiting().size() + scheduler.swapped().size());
     step.kv_used = kv.used_tokens();
     step.kv_reserved = kv.reserved_tokens();
+    step.kv_logical = kv.logical_tokens();
+    if (paged && (run.steps.empty() || step.kv_reserved > peak_reserved)) {
+      peak_reserved = step.kv_reserved;
+      run.peak_tables = {now, {}, {}};
+      for (const Sequence* s : scheduler.running()) {
+        if (!s->kv) continue;
+        run.peak_tables.requests.push_back(s->request.id);
+        run.peak_tables.tables.push_back(s->kv->blocks());
+      }
+    }
     for (const ScheduledChunk& c : plan.chunks) {
       if (c.seq->admitted_at < 0) c.seq->admitted_at = now;
     }
@@ -132,14 +145,16 @@ EngineRun serve(std::vector<Sequence>& seqs, const SchedulerConfig& config, KVMa
     r.slot = s.slot;
     r.admitted_at = s.admitted_at;
     r.stop_reason = s.stop_reason;
+    r.branch = s.branch;
     r.preemptions = s.preemptions;
     r.timeline = s.timeline;
     r.metrics = request_metrics(s.timeline);
     metrics.push_back(r.metrics);
     run.requests.push_back(std::move(r));
   }
-  std::sort(run.requests.begin(), run.requests.end(),
-            [](const RequestResult& a, const RequestResult& b) { return a.request.id < b.request.id; });
+  std::sort(run.requests.begin(), run.requests.end(), [](const RequestResult& a, const RequestResult& b) {
+    return std::pair(a.request.id, a.branch) < std::pair(b.request.id, b.branch);
+  });
   double last = 0.0;
   for (const RequestResult& r : run.requests) last = std::max(last, r.timeline.token_times.back());
   run.metrics = serving_metrics(metrics, last > 0.0 ? last : 1e-9);
@@ -208,16 +223,32 @@ std::unique_ptr<KVManager> make_kv_manager(const MemoryConfig& memory, PoolFacto
                                           memory.block_size, memory.swap_bytes);
 }
 
+namespace {
+// Every request's sequence, followed by its parallel branches (Request::n), each branch listed
+// in its parent's forks. The scheduler keeps pointers: the vector never reallocates after this.
+std::vector<Sequence> make_sequences(const std::vector<Request>& requests, const Tokenizer* tok,
+                                     const ModelConfig& c, bool samplers) {
+  std::size_t total = 0;
+  for (const Request& r : requests) total += std::size_t(std::max(r.n, 1));
+  std::vector<Sequence> seqs;
+  seqs.reserve(total);
+  for (const Request& r : requests) {
+    seqs.push_back(make_sequence(r, tok, c.vocab_size, c.seq_len));
+    const std::size_t parent = seqs.size() - 1;
+    for (int b = 1; b < r.n; ++b) seqs.push_back(make_branch(seqs[parent], b));
+    for (int b = 1; b < r.n; ++b) seqs[parent].forks.push_back(&seqs[parent + std::size_t(b)]);
+  }
+  if (samplers)
+    for (Sequence& s : seqs) s.sampler.emplace(s.request.sampling, c.vocab_size);
+  return seqs;
+}
+}  // namespace
+
 EngineRun run_real(const std::vector<Request>& requests, const SchedulerConfig& config,
                    const RealEngine& engine) {
   if (!engine.model || !engine.tokenizer) throw Error("run_real: model and tokenizer are required");
   const ModelConfig& c = engine.model->config();
-  std::vector<Sequence> seqs;
-  seqs.reserve(requests.size());  // the scheduler keeps pointers: no reallocation after this
-  for (const Request& r : requests) {
-    seqs.push_back(make_sequence(r, engine.tokenizer, c.vocab_size, c.seq_len));
-    seqs.back().sampler.emplace(r.sampling, c.vocab_size);
-  }
+  std::vector<Sequence> seqs = make_sequences(requests, engine.tokenizer, c, /*samplers=*/true);
   std::unique_ptr<ModelRunner> runner = make_runner(*engine.model, engine.device);
   std::unique_ptr<KVManager> kv =
       make_kv_manager(engine.memory, runner_pools(*runner, engine.kv_type), c, engine.kv_type);
@@ -250,11 +281,8 @@ EngineRun run_real(const std::vector<Request>& requests, const SchedulerConfig& 
 
 EngineRun run_sim(const std::vector<Request>& requests, const SchedulerConfig& config,
                   const SimEngine& engine) {
-  std::vector<Sequence> seqs;
-  seqs.reserve(requests.size());
-  for (const Request& r : requests)
-    seqs.push_back(make_sequence(r, engine.tokenizer, engine.config.vocab_size,
-                                 engine.config.seq_len));
+  std::vector<Sequence> seqs =
+      make_sequences(requests, engine.tokenizer, engine.config, /*samplers=*/false);
   std::unique_ptr<KVManager> kv = make_kv_manager(
       engine.memory, virtual_pools(engine.config, engine.kv_type), engine.config, engine.kv_type);
   SimClock clock;

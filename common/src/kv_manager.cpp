@@ -45,7 +45,9 @@ int ContiguousKVManager::reservation(const Sequence& seq) const {
 }
 
 bool ContiguousKVManager::can_allocate(const Sequence& seq) const {
-  return budget_ == 0 || reserved_ + std::size_t(reservation(seq)) <= budget_;
+  // A request with parallel samples needs a reservation for every branch.
+  const std::size_t n = 1 + seq.forks.size();
+  return budget_ == 0 || reserved_ + n * std::size_t(reservation(seq)) <= budget_;
 }
 
 void ContiguousKVManager::allocate(Sequence& seq) {
@@ -55,7 +57,8 @@ void ContiguousKVManager::allocate(Sequence& seq) {
                             seq.request.id, reservation(seq), budget_ - reserved_, budget_));
   }
   seq.kv = std::make_unique<KVCache>(pools_(1, reservation(seq)));
-  reserved_ += std::size_t(reservation(seq));
+  // The parallel branches' reservations are taken now too, so their fork cannot fail later.
+  reserved_ += (1 + seq.forks.size()) * std::size_t(reservation(seq));
   live_.push_back(&seq);
 }
 
@@ -73,9 +76,22 @@ void ContiguousKVManager::append(Sequence& seq, int n) {
 
 void ContiguousKVManager::free(Sequence& seq) {
   if (!seq.kv) return;
-  reserved_ -= std::size_t(seq.kv->capacity());
+  // Its own reservation and those of branches it has not forked yet.
+  reserved_ -= std::size_t(seq.kv->capacity()) * (1 + seq.forks.size());
   seq.kv.reset();
   std::erase(live_, &seq);
+}
+
+void ContiguousKVManager::fork(const Sequence& parent, Sequence& child, int length) {
+  if (!parent.kv || child.kv) throw Error("fork: the parent must hold memory, the child none");
+  // Without paging a branch cannot share: it gets its own reservation (counted when the parent
+  // was admitted) and a copy of the prefix.
+  child.kv = std::make_unique<KVCache>(pools_(1, reservation(child)));
+  std::vector<std::uint8_t> bytes(parent.kv->pool().bytes_per_block());
+  parent.kv->pool().read_block(0, bytes);
+  child.kv->pool().write_block(0, bytes);
+  child.kv->set_length(length);
+  live_.push_back(&child);
 }
 
 std::size_t ContiguousKVManager::used_tokens() const {
@@ -118,8 +134,10 @@ std::size_t PagedKVManager::used_tokens() const {
 
 bool PagedKVManager::can_allocate(const Sequence& seq) const {
   // The prompt's blocks (prefill runs chunk by chunk, but holding the whole prompt avoids two
-  // half-prefilled requests blocking each other) plus room for the first generated token.
-  return ceil_div(long(seq.tokens.size()) + 1, block_size_) <= alloc_.num_free();
+  // half-prefilled requests blocking each other) plus room for the first generated token, and
+  // one block per parallel branch (its copy of the shared last block, or its next block).
+  return ceil_div(long(seq.tokens.size()) + 1, block_size_) + long(seq.forks.size()) <=
+         alloc_.num_free();
 }
 
 void PagedKVManager::allocate(Sequence& seq) {
@@ -175,16 +193,26 @@ void PagedKVManager::free(Sequence& seq) {
   std::erase(live_, &seq);
 }
 
-void PagedKVManager::fork(const Sequence& parent, Sequence& child) {
+void PagedKVManager::fork(const Sequence& parent, Sequence& child, int length) {
   if (!parent.kv) throw Error("fork: the parent holds no KV memory");
   if (child.kv) throw Error("fork: the child already holds KV memory");
+  if (length < 0 || length > parent.kv->length())
+    throw Error(fmt::format("fork: {} positions asked, the parent has {}", length, parent.kv->length()));
   child.kv = std::make_unique<KVSequence>(*pool_);
-  for (int id : parent.kv->blocks()) {
+  const int blocks = ceil_div(length, block_size_);
+  for (int i = 0; i < blocks; ++i) {
+    const int id = parent.kv->blocks()[std::size_t(i)];
     alloc_.retain(id);
     child.kv->append_block(id);
   }
-  child.kv->set_length(parent.kv->length());
+  child.kv->set_length(length);
   live_.push_back(&child);
+}
+
+std::size_t PagedKVManager::logical_tokens() const {
+  std::size_t n = 0;
+  for (const Sequence* s : live_) n += std::size_t(s->kv->length());
+  return n;
 }
 
 bool PagedKVManager::can_swap_out(const Sequence& seq) const {

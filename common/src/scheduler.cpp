@@ -49,7 +49,10 @@ Sequence* Scheduler::next_admission() const {
 
 bool Scheduler::can_admit() const {
   const Sequence* next = next_admission();
-  if (next == nullptr || static_cast<int>(running_.size()) >= config_.max_seqs) return false;
+  // A request with parallel samples needs a slot for each of its branches.
+  if (next == nullptr || static_cast<int>(running_.size()) + reserved_slots_ +
+                                 1 + static_cast<int>(next->forks.size()) > config_.max_seqs)
+    return false;
   // Static batching admits only while forming a batch, i.e. in a step that began with nothing
   // running: a batch in flight is closed until its last member finishes.
   if (config_.policy == Policy::static_batching && !forming_batch_) return false;
@@ -68,16 +71,39 @@ void Scheduler::admit() {
     waiting_.pop_front();
     if (kv_) kv_->allocate(*seq);
   }
-  const auto free = std::find(slot_used_.begin(), slot_used_.end(), false);
-  seq->slot = static_cast<int>(free - slot_used_.begin());
-  *free = true;
+  seq->slot = take_slot();
+  reserved_slots_ += static_cast<int>(seq->forks.size());
   seq->status = SequenceStatus::running;
   running_.push_back(seq);
+}
+
+int Scheduler::take_slot() {
+  const auto free = std::find(slot_used_.begin(), slot_used_.end(), false);
+  if (free == slot_used_.end()) throw Error("Scheduler: no free slot");
+  *free = true;
+  return static_cast<int>(free - slot_used_.begin());
+}
+
+void Scheduler::fork_branches(Sequence& parent) {
+  for (Sequence* child : parent.forks) {
+    // The child shares positions 0..P-2 and forwards the last prompt token itself, so that it
+    // draws its first token from its own logits with its own RNG; writing that position into
+    // the shared last block is what triggers copy-on-write.
+    const int shared = parent.prompt_tokens - 1;
+    kv_->fork(parent, *child, shared);
+    child->computed = shared;
+    child->slot = take_slot();
+    child->status = SequenceStatus::running;
+    running_.push_back(child);
+  }
+  reserved_slots_ -= static_cast<int>(parent.forks.size());
+  parent.forks.clear();
 }
 
 void Scheduler::preempt(Sequence* victim) {
   std::erase(running_, victim);
   slot_used_[static_cast<std::size_t>(victim->slot)] = false;
+  reserved_slots_ -= static_cast<int>(victim->forks.size());  // re-reserved when re-admitted
   ++preemptions_;
   ++victim->preemptions;
   if (config_.preempt == Preempt::swap && kv_->can_swap_out(*victim)) {
@@ -149,6 +175,10 @@ void Scheduler::postprocess(const StepPlan& plan) {
   for (const ScheduledChunk& c : plan.chunks) {
     Sequence& s = *c.seq;
     s.computed += c.count;
+    if (!s.forks.empty() && s.computed >= s.prompt_tokens) {
+      if (kv_ == nullptr) throw Error("Scheduler: parallel samples need a KV manager");
+      fork_branches(s);
+    }
     if (!c.samples) continue;
     // The finish rule: end of text, the request's max_tokens, or the context (max_new_tokens
     // was clamped to what fits).

@@ -50,6 +50,9 @@ struct EngineStep {
   int waiting = 0;  ///< arrived requests still queued
   std::size_t kv_used = 0;      ///< KV positions holding valid entries during the step
   std::size_t kv_reserved = 0;  ///< KV positions reserved (allocated) during the step
+  /// KV positions the sequences see, shared ones once per sequence (>= kv_used; the
+  /// difference is what sharing saves).
+  std::size_t kv_logical = 0;
   std::vector<StepChunk> chunks;  ///< what each active sequence forwarded, one entry each
   /// @brief Tokens forwarded in the step: decode_tokens + prefill_tokens.
   int tokens() const { return decode_tokens + prefill_tokens; }
@@ -65,17 +68,25 @@ struct RequestResult {
   double admitted_at = 0.0;     ///< when it first forwarded tokens, seconds
   StopReason stop_reason = StopReason::none;  ///< why it stopped: eos, max_tokens or context
   int preemptions = 0;          ///< times it was preempted (chapter 05)
+  int branch = 0;               ///< which of the request's parallel samples (0 .. n-1)
   RequestTimeline timeline;     ///< arrival and token times, seconds since the run began
   RequestMetrics metrics;       ///< TTFT, TPOT, ITL, E2E
   /// @brief Tokens generated: tokens.size() - prompt_tokens.size().
   int generated() const { return static_cast<int>(tokens.size() - prompt_tokens.size()); }
 };
 
+/// @brief The block tables of the running sequences at one moment (paged runs).
+struct BlockTableSnapshot {
+  double time = 0.0;                     ///< seconds since the run began
+  std::vector<int> requests;             ///< Request::id of each running sequence
+  std::vector<std::vector<int>> tables;  ///< its physical blocks, logical order
+};
+
 /// @brief A whole run: per request, per step, and the aggregate numbers.
 struct EngineRun {
   std::string clock;      ///< "real" or "sim"
   SchedulerConfig scheduler;            ///< the policy and limits the run used
-  std::vector<RequestResult> requests;  ///< in Request::id order
+  std::vector<RequestResult> requests;  ///< in (Request::id, branch) order
   std::vector<EngineStep> steps;        ///< in the order they ran
   ServingMetrics metrics;  ///< over [0, last token]
   /// Mean over steps of running / max_seqs: how full the batch slots were.
@@ -89,6 +100,7 @@ struct EngineRun {
   int block_size = 0;               ///< positions per block (paged), else 0
   int preemptions = 0;              ///< sequences preempted during the run
   std::size_t swapped_bytes = 0;    ///< bytes copied to and from the swap area
+  BlockTableSnapshot peak_tables;   ///< paged: the tables when the most blocks were in use
 };
 
 /// @brief How KV memory is managed (chapter 05).

@@ -54,6 +54,9 @@ class KVManager {
   virtual void append(Sequence& seq, int n) = 0;
   /// @brief Returns all of @p seq's memory (seq.kv is reset).
   virtual void free(Sequence& seq) = 0;
+  /// @brief Gives @p child (holding no memory) the first @p length positions of @p parent's
+  /// keys and values: shared blocks (paged) or a copy in its own reservation (contiguous).
+  virtual void fork(const Sequence& parent, Sequence& child, int length) = 0;
 
   /// @brief True if @p seq's blocks fit in the swap area (paged only).
   virtual bool can_swap_out(const Sequence& seq) const { (void)seq; return false; }
@@ -70,6 +73,8 @@ class KVManager {
   virtual std::size_t reserved_tokens() const = 0;
   /// @brief Positions holding a valid key/value right now (each stored position once).
   virtual std::size_t used_tokens() const = 0;
+  /// @brief Positions the sequences see, a shared one counted once per sequence (>= used).
+  virtual std::size_t logical_tokens() const = 0;
   /// @brief Bytes one position takes.
   virtual std::size_t bytes_per_token() const = 0;
   /// @brief Bytes copied to and from the swap area so far.
@@ -98,9 +103,11 @@ class ContiguousKVManager final : public KVManager {
   bool can_append(const Sequence& seq, int n) const override;
   void append(Sequence& seq, int n) override;
   void free(Sequence& seq) override;
+  void fork(const Sequence& parent, Sequence& child, int length) override;
   std::size_t capacity_tokens() const override { return budget_; }
   std::size_t reserved_tokens() const override { return reserved_; }
   std::size_t used_tokens() const override;
+  std::size_t logical_tokens() const override { return used_tokens(); }
   std::size_t bytes_per_token() const override { return kv_bytes_per_token(config_, type_); }
   /// @brief Positions a reservation for @p seq takes.
   int reservation(const Sequence& seq) const;
@@ -137,12 +144,15 @@ class PagedKVManager final : public KVManager {
   std::size_t capacity_tokens() const override;
   std::size_t reserved_tokens() const override;
   std::size_t used_tokens() const override;
+  std::size_t logical_tokens() const override;
   std::size_t bytes_per_token() const override { return pool_->bytes_per_token(); }
   std::size_t swapped_bytes() const override { return swapped_bytes_; }
 
-  /// @brief @p child shares every block of @p parent (reference counts + 1) and its length:
-  /// parallel sampling stores the prompt once. @p child must hold no memory.
-  void fork(const Sequence& parent, Sequence& child);
+  /// @brief @p child shares the blocks of @p parent's first @p length positions (reference
+  /// counts + 1): parallel sampling stores the prompt once. @p child must hold no memory.
+  void fork(const Sequence& parent, Sequence& child, int length) override;
+  /// @brief fork() of all of @p parent's positions.
+  void fork(const Sequence& parent, Sequence& child) { fork(parent, child, parent.kv->length()); }
   /// @brief Blocks that @p n more tokens of @p seq need: new blocks plus copies of shared
   /// blocks it would write into.
   int blocks_needed(const Sequence& seq, int n) const;

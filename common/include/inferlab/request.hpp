@@ -36,6 +36,9 @@ struct Request {
   /// Keep generating when the model emits its end-of-text token (BOS), so the output length is
   /// exactly max_tokens, as serving benchmarks do to control output lengths.
   bool ignore_eos = false;
+  /// Parallel samples: after the prompt, n sequences continue from it (branch b samples with
+  /// seed sampling.seed + 7919 * b), sharing the prompt's KV blocks (chapter 05).
+  int n = 1;
 };
 
 /// @brief The made-up prompt of @p length tokens (BOS first) used for Request::prompt_len:
@@ -77,6 +80,9 @@ struct Sequence {
   std::unique_ptr<KVSequence> kv;  ///< its KV memory while admitted (from the KVManager)
   StopReason stop_reason = StopReason::none;  ///< set when it finishes
   int preemptions = 0;                        ///< times it was preempted (chapter 05)
+  int branch = 0;  ///< 0 for the request's first sequence, b for its b-th parallel sample
+  /// Parallel samples still to be forked from this sequence when its prompt is in the cache.
+  std::vector<Sequence*> forks;
   std::optional<Sampler> sampler;  ///< the real engine's sampler (own RNG per request)
 
   /// @brief Tokens generated so far.
@@ -100,5 +106,9 @@ struct Sequence {
 /// fit in @p context, max_tokens < 1, or the sampling parameters are invalid.
 Sequence make_sequence(const Request& request, const Tokenizer* tokenizer, int vocab_size,
                        int context);
+
+/// @brief Branch @p branch (>= 1) of @p parent's request: the same prompt and limits, its own
+/// seed (sampling.seed + 7919 * branch). It starts when the scheduler forks it from the parent.
+Sequence make_branch(const Sequence& parent, int branch);
 
 }  // namespace inferlab

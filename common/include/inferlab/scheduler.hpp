@@ -114,7 +114,9 @@ class Scheduler {
   /// @brief Records what the step did (the engine has appended one token to every chunk that
   /// samples): each chunk's sequence has `count` more computed positions; a sequence that
   /// sampled end of text (unless it ignores it), reached max_new_tokens or filled the context
-  /// finishes, gets its stop_reason, and releases its slot and memory.
+  /// finishes, gets its stop_reason, and releases its slot and memory. A sequence whose prompt
+  /// is now in the cache forks its parallel branches (Sequence::forks): each shares the prompt's
+  /// KV but the last position, which it forwards itself to draw its own first token.
   void postprocess(const StepPlan& plan);
 
   /// @brief Anything left: waiting, swapped or running sequences.
@@ -127,6 +129,9 @@ class Scheduler {
 
  private:
   void preempt(Sequence* victim);
+  void fork_branches(Sequence& parent);
+  int take_slot();
+  int reserved_slots_ = 0;  // slots held for parallel branches not yet forked
   Sequence* next_admission() const;
   SchedulerConfig config_;
   KVManager* kv_;
