@@ -58,7 +58,9 @@ std::string streamed_text(const Tokenizer& tokenizer, const std::vector<int>& to
 // Every request must fit the memory on its own, or it could never run: said before the run.
 void check_fits(const std::vector<Sequence>& seqs, const KVManager& kv, int block_size) {
   for (const Sequence& s : seqs) {
-    const long positions = s.prompt_tokens + s.max_new_tokens;  // + the next token's room
+    long positions = s.prompt_tokens + s.max_new_tokens;  // + the next token's room
+    // Without paging, parallel branches each hold a whole reservation from the start.
+    if (block_size == 0) positions *= long(1 + s.forks.size());
     if (kv.capacity_tokens() == 0 || std::size_t(positions) <= kv.capacity_tokens()) continue;
     if (block_size > 0) {
       throw Error(fmt::format("request {} needs {} blocks of {} positions ({} tokens); the pool "
@@ -111,9 +113,6 @@ EngineRun serve(std::vector<Sequence>& seqs, const SchedulerConfig& config, KVMa
     step.running = static_cast<int>(scheduler.running().size());
     step.active = static_cast<int>(plan.chunks.size());
     step.waiting = static_cast<int>(scheduler.waiting().size() + scheduler.swapped().size());
-    step.kv_used = kv.used_tokens();
-    step.kv_reserved = kv.reserved_tokens();
-    step.kv_logical = kv.logical_tokens();
     if (paged && (run.steps.empty() || step.kv_reserved > peak_reserved)) {
       peak_reserved = step.kv_reserved;
       run.peak_tables = {now, {}, {}};
@@ -127,6 +126,10 @@ EngineRun serve(std::vector<Sequence>& seqs, const SchedulerConfig& config, KVMa
       if (c.seq->admitted_at < 0) c.seq->admitted_at = now;
     }
     step.end = run_step(plan);
+    // Memory during the step: what was reserved for it, and what it had written by its end.
+    step.kv_used = kv.used_tokens();
+    step.kv_reserved = kv.reserved_tokens();
+    step.kv_logical = kv.logical_tokens();
     for (const ScheduledChunk& c : plan.chunks) {
       Sequence& s = *c.seq;
       step.chunks.push_back({s.request.id, s.slot, c.start, c.count, c.prefill, c.samples});
@@ -293,6 +296,7 @@ EngineRun run_sim(const std::vector<Request>& requests, const SchedulerConfig& c
       chunks.push_back({ch.seq->request.id, ch.seq->slot, ch.start, ch.count, ch.prefill,
                         ch.samples});
       if (ch.samples) ch.seq->tokens.push_back(kUnkToken);  // a placeholder: no model runs
+      if (ch.seq->kv) ch.seq->kv->set_length(ch.start + ch.count);  // as a forward would
     }
     clock.advance(step_time_seconds(engine.config, engine.hardware, step_shape(chunks),
                                     engine.cost));

@@ -136,7 +136,11 @@ bool PagedKVManager::can_allocate(const Sequence& seq) const {
   // The prompt's blocks (prefill runs chunk by chunk, but holding the whole prompt avoids two
   // half-prefilled requests blocking each other) plus room for the first generated token, and
   // one block per parallel branch (its copy of the shared last block, or its next block).
-  return ceil_div(long(seq.tokens.size()) + 1, block_size_) + long(seq.forks.size()) <=
+  // A watermark keeps one free block per sequence already holding memory: each of them will
+  // soon need its next block, and admitting into that headroom only makes someone a victim of
+  // preemption a few steps later.
+  return ceil_div(long(seq.tokens.size()) + 1, block_size_) + long(seq.forks.size()) +
+             long(live_.size()) <=
          alloc_.num_free();
 }
 

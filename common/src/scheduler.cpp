@@ -148,6 +148,7 @@ StepPlan Scheduler::schedule() {
   }
   // Decodes first: one token per running sequence, so a long prompt never stalls them. A decode
   // that finds no memory preempts the most recently admitted sequence (itself if it is that one).
+  const int preempted_before = preemptions_;
   for (std::size_t i = 0; i < running_.size() && budget > 0; ++i) {
     Sequence* seq = running_[i];
     if (seq->prefilling()) continue;
@@ -161,8 +162,10 @@ StepPlan Scheduler::schedule() {
   // Then the prompts already admitted, oldest first (one without memory for its chunk waits).
   for (Sequence* seq : running_)
     if (budget > 0 && seq->prefilling()) take(seq);
-  // Continuous batching fills free slots now, as long as the newcomer gets some of the budget.
-  if (config_.policy == Policy::continuous) {
+  // Continuous batching fills free slots now, as long as the newcomer gets some of the budget,
+  // but not in a step that had to preempt: memory is short, and a newcomer would only be the
+  // next victim (admitting it anyway makes sequences thrash in and out).
+  if (config_.policy == Policy::continuous && preemptions_ == preempted_before) {
     while (budget > 0 && can_admit()) {
       admit();
       take(running_.back());
@@ -182,7 +185,8 @@ void Scheduler::postprocess(const StepPlan& plan) {
     if (!c.samples) continue;
     // The finish rule: end of text, the request's max_tokens, or the context (max_new_tokens
     // was clamped to what fits).
-    if (!s.request.ignore_eos && s.tokens.back() == kBosToken) {
+    const bool client_stop = s.request.output_len > 0 && s.generated() >= s.request.output_len;
+    if (client_stop || (!s.request.ignore_eos && s.tokens.back() == kBosToken)) {
       s.stop_reason = StopReason::eos;
     } else if (s.generated() >= s.max_new_tokens) {
       s.stop_reason = s.max_new_tokens < s.request.max_tokens ? StopReason::context

@@ -36,6 +36,11 @@ void add_serving_flags(CLI::App& app, ServingFlags& f) {
   app.add_option("--max-output", f.max_output, "cap on generated output lengths")
       ->check(CLI::Range(1, 1 << 20))
       ->capture_default_str();
+  app.add_option("--max-tokens", f.max_tokens,
+                 "every request asks for this max_tokens and stops at its sampled output length "
+                 "(0: max_tokens is the sampled length)")
+      ->check(CLI::Range(0, 1 << 20))
+      ->capture_default_str();
   app.add_option("--workload-seed", f.workload_seed, "seed of the workload generator")
       ->capture_default_str();
   app.add_option("--workload-file,--trace-file", f.workload_file,
@@ -71,14 +76,19 @@ Workload make_workload(const ServingFlags& f, const SamplingParams& sampling) {
   spec.output = parse_length_distribution(f.output_lens);
   spec.max_prompt = f.max_prompt;
   spec.max_output = f.max_output;
+  spec.max_tokens = f.max_tokens;
   spec.seed = f.workload_seed;
   spec.sampling = sampling;
   w.requests = generate_workload(spec);
-  w.description = fmt::format("{} requests, {}, prompt lengths {}, output lengths {} (seed {})",
+  w.description = fmt::format("{} requests, {}, prompt lengths {}, output lengths {}{} (seed {})",
                               spec.requests,
                               spec.rate > 0 ? fmt::format("Poisson arrivals at {:g}/s", spec.rate)
                                             : "all arriving at t = 0",
-                              spec.prompt.describe(), spec.output.describe(), spec.seed);
+                              spec.prompt.describe(), spec.output.describe(),
+                              spec.max_tokens > 0
+                                  ? fmt::format(" under max_tokens {}", spec.max_tokens)
+                                  : "",
+                              spec.seed);
   return w;
 }
 

@@ -126,6 +126,10 @@ std::vector<Request> generate_workload(const WorkloadSpec& spec) {
     r.arrival = spec.rate > 0.0 ? t : 0.0;
     r.prompt_len = clamp_length(spec.prompt.sample(prompts), spec.max_prompt);
     r.max_tokens = clamp_length(spec.output.sample(outputs), spec.max_output);
+    if (spec.max_tokens > 0) {
+      r.output_len = std::min(r.max_tokens, spec.max_tokens);
+      r.max_tokens = spec.max_tokens;
+    }
     r.sampling = spec.sampling;
     r.sampling.seed = spec.sampling.seed + static_cast<std::uint64_t>(i);
     r.ignore_eos = true;

@@ -36,6 +36,10 @@ struct Request {
   /// Keep generating when the model emits its end-of-text token (BOS), so the output length is
   /// exactly max_tokens, as serving benchmarks do to control output lengths.
   bool ignore_eos = false;
+  /// The length at which this request really stops (its end of text), unknown to the engine
+  /// until it happens; 0 = none (the model's own end of text, or max_tokens). Synthetic
+  /// workloads use it to model clients that ask for a large max_tokens and stop earlier.
+  int output_len = 0;
   /// Parallel samples: after the prompt, n sequences continue from it (branch b samples with
   /// seed sampling.seed + 7919 * b), sharing the prompt's KV blocks (chapter 05).
   int n = 1;

@@ -24,6 +24,7 @@ struct ServingFlags {
   std::string output_lens = "lognormal:128:0.8";  ///< --output-lens
   int max_prompt = 256;               ///< --max-prompt
   int max_output = 400;               ///< --max-output
+  int max_tokens = 0;                 ///< --max-tokens: 0 = each request's output length
   std::uint64_t workload_seed = 1;    ///< --workload-seed
   std::string workload_file;          ///< --workload-file (alias --trace-file): JSONL requests
   int max_batched_tokens = 1024;      ///< --max-batched-tokens

@@ -55,6 +55,10 @@ struct WorkloadSpec {
   LengthDistribution output{LengthKind::lognormal, 128.0, 1, 1, 0.8, 1.5};  ///< max_tokens
   int max_prompt = 256;     ///< cap on prompt lengths
   int max_output = 1024;    ///< cap on output lengths
+  /// 0: each request's max_tokens is its sampled output length (it generates exactly that).
+  /// N > 0: every request asks for max_tokens = N and stops at its sampled length
+  /// (Request::output_len), as clients that set a generous limit do.
+  int max_tokens = 0;
   std::uint64_t seed = 1;   ///< same seed, same workload
   SamplingParams sampling;  ///< every request's settings; request i gets seed sampling.seed + i
 };

@@ -1,0 +1,300 @@
+// Chapter 05: PagedAttention.
+//
+// Serves one workload twice on the same KV memory budget: once with contiguous reservations
+// (each request reserves prompt + max_tokens positions at admission, as engines did before
+// paging) and once with paged blocks (a block is taken only when a sequence's last block is
+// full). Prints how much reserved memory sat unused, how many sequences fit at once and what
+// that did to throughput; --plot draws memory over time and the block tables.
+#include <cstdio>
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "inferlab/chapter_cli.hpp"
+#include "inferlab/error.hpp"
+#include "inferlab/paging.hpp"
+#include "inferlab/serving_cli.hpp"
+
+using namespace inferlab;
+
+namespace {
+
+struct Options {
+  GenerationFlags gen;
+  ServingFlags serving;
+  std::string allocator = "both";
+  std::string reserve = "max-tokens";
+  int block_size = 16;
+  double kv_memory_mib = 0.0;  // 0: room for 2048 positions of the model
+  std::string preempt = "recompute";
+  double swap_memory_mib = 64.0;
+  int n = 1;
+  std::string plot;
+  bool sweep_block_size = false;
+  std::string kv_dtype = "f32";
+};
+
+constexpr double kMiB = 1024.0 * 1024.0;
+
+nlohmann::json summary_json(const MemorySummary& s, const EngineRun& run, const Slo& slo) {
+  const ServingMetrics m = run_serving_metrics(run, slo);
+  nlohmann::json j = {{"kv_bytes_budget", s.kv_bytes_budget},
+                      {"peak_kv_bytes_used", s.peak_kv_bytes_used},
+                      {"peak_kv_bytes_reserved", s.peak_kv_bytes_reserved},
+                      {"waste_fraction", s.waste_fraction},
+                      {"max_concurrent_sequences", s.max_concurrent_sequences},
+                      {"preemptions", s.preemptions},
+                      {"swapped_bytes", s.swapped_bytes},
+                      {"throughput_tokens_per_s", s.throughput_tokens_per_s},
+                      {"block_size", s.block_size},
+                      {"blocks_total", s.blocks_total},
+                      {"duration_s", m.duration},
+                      {"ttft_p50_s", m.ttft.p50},
+                      {"ttft_p99_s", m.ttft.p99}};
+  j["bytes_saved_by_sharing"] = s.peak_bytes_saved_by_sharing;
+  return j;
+}
+
+nlohmann::json requests_json(const EngineRun& run) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const RequestResult& r : run.requests) {
+    out.push_back({{"id", r.request.id},
+                   {"branch", r.branch},
+                   {"prompt_tokens", r.prompt_tokens},
+                   {"tokens", r.tokens},
+                   {"generated_tokens", r.generated()},
+                   {"stop_reason", stop_reason_name(r.stop_reason)},
+                   {"text", r.text},
+                   {"preemptions", r.preemptions},
+                   {"ttft_s", r.metrics.ttft},
+                   {"tpot_s", r.metrics.tpot},
+                   {"e2e_s", r.metrics.e2e}});
+  }
+  return out;
+}
+
+void print_summaries(const std::vector<MemorySummary>& s) {
+  std::printf("%-40s", "");
+  for (const MemorySummary& x : s) std::printf("  %18s", x.allocator.c_str());
+  std::printf("\n");
+  auto row = [&](const char* label, auto&& cell) {
+    std::printf("%-40s", label);
+    for (const MemorySummary& x : s) std::printf("  %18s", cell(x).c_str());
+    std::printf("\n");
+  };
+  row("KV budget (MiB)", [](const MemorySummary& x) { return fmt::format("{:.2f}", x.kv_bytes_budget / kMiB); });
+  row("peak reserved (MiB)", [](const MemorySummary& x) { return fmt::format("{:.2f}", x.peak_kv_bytes_reserved / kMiB); });
+  row("peak used (MiB)", [](const MemorySummary& x) { return fmt::format("{:.2f}", x.peak_kv_bytes_used / kMiB); });
+  row("waste: reserved but unused (time avg)", [](const MemorySummary& x) { return fmt::format("{:.1f}%", 100 * x.waste_fraction); });
+  row("max concurrent sequences", [](const MemorySummary& x) { return std::to_string(x.max_concurrent_sequences); });
+  row("preemptions", [](const MemorySummary& x) { return std::to_string(x.preemptions); });
+  row("swapped (MiB)", [](const MemorySummary& x) { return fmt::format("{:.2f}", x.swapped_bytes / kMiB); });
+  row("throughput (tokens/s)", [](const MemorySummary& x) { return fmt::format("{:.1f}", x.throughput_tokens_per_s); });
+  row("saved by sharing, peak (MiB)", [](const MemorySummary& x) { return fmt::format("{:.2f}", x.peak_bytes_saved_by_sharing / kMiB); });
+}
+
+int run(Options o) {
+  const GenerationFlags& f = o.gen;
+  if (!f.dump_logits.empty()) throw Error("--dump-logits does not apply to this chapter");
+  const bool sim = sim_clock(o.serving);
+  const LoadedModel m = load_model(f);
+  std::vector<Allocator> allocators;
+  if (o.allocator == "both") allocators = {Allocator::contiguous, Allocator::paged};
+  else allocators = {parse_allocator(o.allocator)};
+  const Preempt preempt = parse_preempt(o.preempt);
+  const KVType kv_type = parse_kv_type(o.kv_dtype);
+  const Workload w = make_workload(o.serving, f.sampling);
+  std::vector<Request> requests = w.requests;
+  for (Request& r : requests) r.n = o.n;
+
+  SimEngine sim_engine;
+  if (sim) sim_engine = make_sim_engine(o.serving, m);
+  const ModelConfig& config = sim ? sim_engine.config : m.model->config();
+  const std::size_t per_token = kv_bytes_per_token(config, kv_type);
+  MemoryConfig memory;
+  memory.block_size = o.block_size;
+  memory.reserve = o.reserve == "context" ? Reserve::context : Reserve::max_tokens;
+  memory.budget_bytes = o.kv_memory_mib > 0 ? std::size_t(o.kv_memory_mib * kMiB)
+                                            : per_token * 2048;
+  memory.swap_bytes = preempt == Preempt::swap ? std::size_t(o.swap_memory_mib * kMiB) : 0;
+  SchedulerConfig sc = scheduler_config(o.serving, Policy::continuous);
+  sc.preempt = preempt;
+
+  if (!f.json) {
+    if (sim) {
+      std::printf("InferLab chapter 05: PagedAttention (simulated: %s on %s)\n",
+                  o.serving.config.c_str(), sim_engine.hardware.description.c_str());
+    } else {
+      print_run_header("InferLab chapter 05: PagedAttention (real clock)", m, f);
+    }
+    std::printf("workload:  %s%s\n", w.description.c_str(),
+                o.n > 1 ? fmt::format(", {} parallel samples each", o.n).c_str() : "");
+    std::printf("memory:    %.2f MiB of KV (%zu bytes per position in %s = %zu positions); "
+                "blocks of %d; contiguous reserves %s; preemption: %s\n\n",
+                memory.budget_bytes / kMiB, per_token, kv_type_name(kv_type),
+                memory.budget_bytes / per_token, o.block_size,
+                o.reserve == "context" ? "the whole context" : "prompt + max_tokens",
+                preempt_name(preempt));
+  }
+
+  std::vector<EngineRun> runs;
+  for (Allocator a : allocators) {
+    memory.allocator = a;
+    if (!f.json) std::fprintf(stderr, "[serving with %s KV memory...]\n", allocator_name(a));
+    if (sim) {
+      SimEngine e = sim_engine;
+      e.kv_type = kv_type;
+      e.memory = memory;
+      runs.push_back(run_sim(requests, sc, e));
+    } else {
+      RealEngine e{&*m.model, &*m.tokenizer, kv_type, parse_device(f.device), memory};
+      runs.push_back(run_real(requests, sc, e));
+    }
+  }
+  std::vector<MemorySummary> summaries;
+  std::vector<const EngineRun*> views;
+  for (const EngineRun& r : runs) {
+    summaries.push_back(memory_summary(r));
+    views.push_back(&r);
+  }
+  // The chapter's agreement check: paging changes where keys and values live, never a token.
+  bool same_tokens = true;
+  for (const EngineRun& r : runs)
+    for (std::size_t i = 0; i < r.requests.size(); ++i)
+      same_tokens = same_tokens && r.requests[i].tokens == runs[0].requests[i].tokens;
+
+  if (!o.plot.empty()) {
+    const SvgPlot mem = kv_memory_plot(
+        views, fmt::format("KV memory over time: {} ({} clock)",
+                           sim ? o.serving.config : m.model->name(), o.serving.clock));
+    std::vector<const SvgPlot*> plots = {&mem};
+    std::optional<SvgPlot> tables;
+    for (const EngineRun& r : runs)
+      if (r.block_size > 0 && !r.peak_tables.tables.empty())
+        tables.emplace(block_table_plot(r.peak_tables, r.block_size));
+    if (tables) plots.push_back(&*tables);
+    save_stacked(o.plot, plots);
+  }
+
+  const Slo slo{};
+  if (f.json) {
+    nlohmann::json out = {{"chapter", "05_paged_attention"},
+                          {"model", sim ? o.serving.config : m.model->name()},
+                          {"clock", o.serving.clock},
+                          {"workload", w.description},
+                          {"n", o.n},
+                          {"kv_dtype", kv_type_name(kv_type)},
+                          {"preempt", preempt_name(preempt)},
+                          {"same_tokens_across_allocators", same_tokens}};
+    nlohmann::json names = nlohmann::json::array();
+    for (std::size_t i = 0; i < runs.size(); ++i) {
+      names.push_back(runs[i].allocator);
+      out[runs[i].allocator] = {{"requests", requests_json(runs[i])},
+                                {"summary", summary_json(summaries[i], runs[i], slo)}};
+    }
+    out["allocators"] = names;
+    std::cout << out.dump(1) << '\n';
+    return same_tokens || sim ? 0 : 1;
+  }
+
+  print_summaries(summaries);
+  if (summaries.size() == 2) {
+    const MemorySummary &c = summaries[0], &p = summaries[1];
+    std::printf("\npaged vs contiguous on the same budget: waste %.1f%% vs %.1f%%, %d vs %d "
+                "sequences at once (%.1fx), %.2fx the throughput\n",
+                100 * p.waste_fraction, 100 * c.waste_fraction, p.max_concurrent_sequences,
+                c.max_concurrent_sequences,
+                double(p.max_concurrent_sequences) / std::max(c.max_concurrent_sequences, 1),
+                p.throughput_tokens_per_s / std::max(c.throughput_tokens_per_s, 1e-12));
+  }
+  if (!sim)
+    std::printf("each request's tokens under every allocator: %s\n",
+                same_tokens ? "identical (paging moves the keys, never changes them)"
+                            : "DIFFERENT (paged attention is broken!)");
+  if (!o.plot.empty()) std::printf("plot written to %s\n", o.plot.c_str());
+
+  if (o.sweep_block_size) {
+    // Waste from the engine on the same workload; attention time from one layer of this model
+    // at 1K context (or its context, if shorter), 8 sequences, median of 9 repetitions.
+    const int context = std::min(1024, config.seq_len);
+    const double contiguous_s = measure_attention_step_seconds(config, 8, context, 0, 9);
+    std::printf("\nblock size sweep (paged, same workload and budget; attention: one layer, 8 "
+                "sequences x %d positions, median of 9):\n", context);
+    std::printf("  %6s  %8s  %10s  %14s  %16s\n", "block", "waste", "max seqs", "attention (us)",
+                "vs contiguous");
+    for (int b : {1, 4, 8, 16, 32, 64, 128}) {
+      MemoryConfig mb = memory;
+      mb.allocator = Allocator::paged;
+      mb.block_size = b;
+      EngineRun r;
+      if (sim) {
+        SimEngine e = sim_engine;
+        e.kv_type = kv_type;
+        e.memory = mb;
+        r = run_sim(requests, sc, e);
+      } else {
+        r = run_real(requests, sc, {&*m.model, &*m.tokenizer, kv_type, parse_device(f.device), mb});
+      }
+      const MemorySummary s = memory_summary(r);
+      const double t = measure_attention_step_seconds(config, 8, context, b, 9);
+      std::printf("  %6d  %7.1f%%  %10d  %14.1f  %15.2fx\n", b, 100 * s.waste_fraction,
+                  s.max_concurrent_sequences, t * 1e6, t / contiguous_s);
+    }
+  }
+  if (sim) {
+    std::printf("\nswap vs recompute for one preempted sequence (%s on %s, host link 50 GB/s):\n",
+                o.serving.config.c_str(), o.serving.hardware.c_str());
+    std::printf("  %8s  %12s  %15s  %s\n", "tokens", "swap (ms)", "recompute (ms)", "cheaper");
+    for (long t : {256L, 1024L, 4096L, 16384L, 65536L}) {
+      if (t > config.seq_len) break;
+      const SwapVsRecompute x =
+          swap_vs_recompute(config, sim_engine.hardware, sim_engine.cost, t, 50e9);
+      std::printf("  %8ld  %12.2f  %15.2f  %s\n", t, x.swap_seconds * 1e3,
+                  x.recompute_seconds * 1e3,
+                  x.swap_seconds < x.recompute_seconds ? "swap" : "recompute");
+    }
+  }
+  return same_tokens || sim ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"InferLab chapter 05: PagedAttention (contiguous vs paged KV memory)"};
+  Options o;
+  add_generation_flags(app, o.gen);
+  // Clients ask for a generous max_tokens and stop earlier: the engine cannot know when, so a
+  // contiguous reservation must cover max_tokens.
+  o.serving.max_tokens = 400;
+  add_serving_flags(app, o.serving);
+  app.add_option("--allocator", o.allocator, "paged, contiguous or both (side by side)")
+      ->check(CLI::IsMember({"paged", "contiguous", "both"}))
+      ->capture_default_str();
+  app.add_option("--block-size", o.block_size, "positions per KV block (paged)")
+      ->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
+  app.add_option("--kv-memory", o.kv_memory_mib,
+                 "KV memory budget in MiB, shared by all sequences (default: 2048 positions)")
+      ->check(CLI::Range(1e-6, 1e9));
+  app.add_option("--reserve", o.reserve,
+                 "contiguous: reserve prompt + max_tokens (max-tokens) or the whole context")
+      ->check(CLI::IsMember({"max-tokens", "context"}))
+      ->capture_default_str();
+  app.add_option("--preempt", o.preempt, "when memory runs out: recompute or swap")
+      ->check(CLI::IsMember({"recompute", "swap"}))
+      ->capture_default_str();
+  app.add_option("--swap-memory", o.swap_memory_mib, "host swap area in MiB (--preempt swap)")
+      ->check(CLI::Range(0.0, 1e9))
+      ->capture_default_str();
+  app.add_option("--n", o.n, "parallel samples per request (forked after the prompt)")
+      ->check(CLI::Range(1, 256))
+      ->capture_default_str();
+  app.add_option("--kv-dtype", o.kv_dtype, "KV storage type: f32, f16 or int8")
+      ->check(CLI::IsMember({"f32", "f16", "int8"}))
+      ->capture_default_str();
+  app.add_option("--plot", o.plot, "write an SVG of KV memory over time and the block tables");
+  app.add_flag("--sweep-block-size", o.sweep_block_size,
+               "waste and attention time per step for block sizes 1..128");
+  return run_chapter(app, argc, argv, [&] { return run(o); });
+}
