@@ -76,10 +76,17 @@ DeviceBuffer<T> upload_tensor(const T* host, std::size_t count, const char* name
 /// @brief The device state behind CudaTransformer: weights, KV cache, activation buffers and
 /// the stream. C below is `capacity`, the most tokens one forward call has needed so far.
 struct CudaKVPool::Impl {
-  int n_layers = 0, kv_dim = 0, num_blocks = 0, block_size = 0;
-  DeviceBuffer<float> keys, values;  ///< (L, num_blocks * block_size, KV) each
+  int n_layers = 0;    ///< L
+  int kv_dim = 0;      ///< KV floats per row
+  int num_blocks = 0;  ///< blocks
+  int block_size = 0;  ///< positions per block
+  DeviceBuffer<float> keys;    ///< (L, num_blocks * block_size, KV)
+  DeviceBuffer<float> values;  ///< (L, num_blocks * block_size, KV)
+  /// @brief Floats of one layer's keys (or values): rows * KV.
   std::size_t layer_floats() const { return std::size_t(num_blocks) * block_size * kv_dim; }
+  /// @brief Floats of one block in one layer's keys (or values).
   std::size_t block_layer_floats() const { return std::size_t(block_size) * kv_dim; }
+  /// @brief Throws std::invalid_argument unless 0 <= id < num_blocks.
   void check(int id) const {
     if (id < 0 || id >= num_blocks)
       throw std::invalid_argument("CudaKVPool: block " + std::to_string(id) + " outside [0, " +
@@ -185,7 +192,9 @@ struct CudaTransformer::Impl {
   // Activations for up to `capacity` tokens, each (T, width).
   int capacity = 0;  ///< C: tokens the activation buffers hold (grown by reserve())
   /// (C, D) the residual stream
-  DeviceBuffer<float> x, xb, q, k_rows, v_rows, att, out, hb, hb2, logits, attention_workspace;
+  DeviceBuffer<float> x, xb, q, att, out, hb, hb2, logits, attention_workspace;
+  DeviceBuffer<float> k_rows;  ///< (C, KV) the step's new keys before they go into the pool
+  DeviceBuffer<float> v_rows;  ///< (C, KV) the step's new values
   /// @var xb
   /// (C, D) normalised input of the current block
   /// @var q
@@ -205,7 +214,11 @@ struct CudaTransformer::Impl {
 
   /// (C) token ids of the call
   DeviceBuffer<int> tokens, pos, next_token;  ///< (1) token chosen on the device (greedy, top-p)
-  DeviceBuffer<int> slot, token_seq, table_offsets, tables, logit_rows;  ///< batch addressing
+  DeviceBuffer<int> slot;           ///< (C) pool row each token's key and value go to
+  DeviceBuffer<int> token_seq;      ///< (C) the batch entry of each token
+  DeviceBuffer<int> table_offsets;  ///< (entries) where each entry's block table starts
+  DeviceBuffer<int> tables;         ///< every entry's block table, back to back
+  DeviceBuffer<int> logit_rows;     ///< (rows) the tokens whose logits are computed
   /// @var pos
   /// (C) position of each token of the call
 

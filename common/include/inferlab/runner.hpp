@@ -75,6 +75,11 @@ std::unique_ptr<ModelRunner> make_runner(const Model& model, Device device);
 KVCache make_cache(const ModelRunner& runner, int capacity = 0, KVType type = KVType::f32);
 
 /// @brief Forwards @p tokens of one sequence at positions start_pos.. (a one-entry step).
+/// @param runner the device's runner
+/// @param tokens (T) token ids
+/// @param start_pos position of tokens[0]; must equal cache.length()
+/// @param cache the sequence's KV, in a pool made by @p runner
+/// @param mode which rows of logits to compute
 /// @param logits (1, V) or (T, V) according to @p mode
 void run_sequence(ModelRunner& runner, std::span<const int> tokens, int start_pos,
                   KVSequence& cache, LogitsMode mode, std::vector<float>& logits);

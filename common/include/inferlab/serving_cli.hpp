@@ -29,10 +29,10 @@ struct ServingFlags {
   std::string workload_file;          ///< --workload-file (alias --trace-file): JSONL requests
   int max_batched_tokens = 1024;      ///< --max-batched-tokens
   int max_seqs = 32;                  ///< --max-seqs
-  /// Defaults when --requests / --rate are not given: {real requests, real rate, sim requests,
-  /// sim rate}.
-  int default_requests_real = 64, default_requests_sim = 400;
-  double default_rate_real = 0.0, default_rate_sim = 40.0;  ///< see default_requests_real
+  int default_requests_real = 64;   ///< --requests when not given, real clock
+  int default_requests_sim = 400;   ///< --requests when not given, sim clock
+  double default_rate_real = 0.0;   ///< --rate when not given, real clock (all at t = 0)
+  double default_rate_sim = 40.0;   ///< --rate when not given, sim clock
 };
 
 /// @brief Registers the flags of @p f on @p app.
