@@ -136,6 +136,12 @@ struct RealEngine {
   KVType kv_type = KVType::f32;          ///< storage type of every sequence's KV cache
   Device device = Device::cpu;           ///< where the forward pass runs
   MemoryConfig memory;                   ///< how KV memory is managed
+
+  RealEngine() = default;  ///< no model yet
+  /// @brief The engine for @p m and @p t; the rest as given or defaulted.
+  RealEngine(const Model* m, const Tokenizer* t, KVType kv = KVType::f32, Device d = Device::cpu,
+             MemoryConfig mem = {})
+      : model(m), tokenizer(t), kv_type(kv), device(d), memory(mem) {}
 };
 
 /// @brief The simulator's machine and model.
