@@ -1,6 +1,9 @@
 // The contiguous per-sequence KV cache.
 #include "inferlab/kv_cache.hpp"
 
+#include <algorithm>
+#include <cstring>
+
 #include <fmt/format.h>
 
 #include "inferlab/error.hpp"
@@ -77,6 +80,28 @@ std::size_t KVCache::bytes_per_token() const {
   std::size_t b = 2 * std::size_t(n_layers_) * kv_dim_ * kernels::kv_element_bytes(type_);
   if (type_ == KVType::int8) b += 2 * std::size_t(n_layers_) * n_kv_heads_ * sizeof(float);
   return b;
+}
+
+void KVCache::copy_position(int from, int to) {
+  if (from < 0 || from >= capacity_ || to < 0 || to >= capacity_) {
+    throw Error(fmt::format("KV cache copy: position {} -> {} outside [0, {})", from, to,
+                            capacity_));
+  }
+  if (from == to) return;
+  const std::size_t row_bytes = std::size_t(kv_dim_) * kernels::kv_element_bytes(type_);
+  const std::size_t elem = kernels::kv_element_bytes(type_);
+  for (int l = 0; l < n_layers_; ++l) {
+    std::memcpy(keys_.data() + row_offset(l, to) * elem, keys_.data() + row_offset(l, from) * elem,
+                row_bytes);
+    std::memcpy(values_.data() + row_offset(l, to) * elem,
+                values_.data() + row_offset(l, from) * elem, row_bytes);
+    if (type_ == KVType::int8) {
+      const std::size_t f = (std::size_t(l) * capacity_ + from) * n_kv_heads_;
+      const std::size_t t = (std::size_t(l) * capacity_ + to) * n_kv_heads_;
+      std::copy_n(&key_scales_[f], n_kv_heads_, &key_scales_[t]);
+      std::copy_n(&value_scales_[f], n_kv_heads_, &value_scales_[t]);
+    }
+  }
 }
 
 void KVCache::set_length(int length) {

@@ -50,6 +50,11 @@ class KVCache {
   void set_length(int length);
   /// @brief Forgets every position (the memory stays allocated).
   void clear() { length_ = 0; }
+  /// @brief Copies position @p from's keys and values (every layer, scales included) to
+  /// position @p to; the length is unchanged. Speculative decoding uses it to close the gaps
+  /// a verified tree path leaves (see speculative.hpp, KVRollback).
+  /// @throws inferlab::Error if either position is outside [0, capacity).
+  void copy_position(int from, int to);
   /// @brief Bytes one token occupies (keys + values of every layer, scales included).
   std::size_t bytes_per_token() const;
   /// @brief Bytes the cache holds (allocated for the full capacity, not only used).
