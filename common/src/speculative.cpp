@@ -610,4 +610,25 @@ SpecGeneration plain_generate(SpecModel& target, std::span<const int> prompt, in
   return g;
 }
 
+SpeedupReport speedup_report(const SpecGeneration& spec, const SpecGeneration& plain, int k) {
+  if (spec.generated <= 0 || plain.generated <= 0 || !(spec.decode_seconds > 0.0) ||
+      !(plain.decode_seconds > 0.0) || spec.stats.rounds <= 0) {
+    throw Error("speed-up report: a run generated nothing");
+  }
+  SpeedupReport r;
+  r.tokens_per_s = spec.generated / spec.decode_seconds;
+  r.plain_tokens_per_s = plain.generated / plain.decode_seconds;
+  r.speedup_measured = r.tokens_per_s / r.plain_tokens_per_s;
+  const double step = plain.decode_seconds / plain.generated;  // one plain decode step
+  const double rounds = double(spec.stats.rounds);
+  r.draft_cost_ratio = spec.stats.draft_seconds / (rounds * k) / step;
+  r.verify_cost_ratio = spec.stats.verify_seconds / rounds / step;
+  const double alpha = spec.stats.acceptance_rate();
+  r.expected_tokens_per_round = expected_tokens_per_round(alpha, k);
+  r.speedup_predicted = predicted_speedup(alpha, k, r.draft_cost_ratio, r.verify_cost_ratio);
+  r.speedup_predicted_ideal = predicted_speedup(alpha, k, r.draft_cost_ratio, 1.0);
+  r.target_forwards_per_token = rounds / spec.generated;
+  return r;
+}
+
 }  // namespace inferlab
