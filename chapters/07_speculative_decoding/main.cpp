@@ -9,6 +9,7 @@
 // datacenter pair (Llama-3-8B drafting for Llama-3-70B on an H100) and shows where speculation
 // stops paying as the batch grows. All the logic lives in common/ (speculative.hpp,
 // speculative_sim.hpp); this file parses flags, calls it and prints.
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -251,7 +252,11 @@ int run(const Options& o) {
                             c.seq_len - 1, c.seq_len));
   }
   const int exit_layer = o.exit_layer == 0 ? std::max(1, c.n_layers / 2) : o.exit_layer;
-  if (exit_layer < 1 || exit_layer >= c.n_layers) {
+  const auto want = [&](const char* name) { return o.proposer == "all" || o.proposer == name; };
+  const bool have_draft = !o.draft.empty() && (want("draft") || want("tree"));
+  // The early exit drafts for itself and, without a draft model, for the tree.
+  const bool need_early = want("early-exit") || (want("tree") && !have_draft);
+  if ((need_early || o.exit_layer != 0) && (exit_layer < 1 || exit_layer >= c.n_layers)) {
     throw Error(fmt::format("--exit-layer {}: must be in [1, {}] (the model has {} layers)",
                             exit_layer, c.n_layers - 1, c.n_layers));
   }
@@ -261,7 +266,7 @@ int run(const Options& o) {
                             o.tree_depth));
   }
   std::optional<Model> draft_model;
-  if (!o.draft.empty() && (o.proposer == "draft" || o.proposer == "all")) {
+  if (have_draft) {
     draft_model = Model::load(find_model(o.draft));
     if (draft_model->config().vocab_size != c.vocab_size) {
       throw Error(fmt::format("--draft {}: its vocabulary has {} tokens but the target's has {}",
@@ -282,7 +287,8 @@ int run(const Options& o) {
   }
 
   SpecModel target(target_model);
-  auto early = SpecModel::early_exit(target_model, exit_layer);
+  std::unique_ptr<SpecModel> early;
+  if (need_early) early = SpecModel::early_exit(target_model, exit_layer);
   std::unique_ptr<SpecModel> draft;
   if (draft_model) draft = std::make_unique<SpecModel>(*draft_model);
 
@@ -290,7 +296,6 @@ int run(const Options& o) {
   const SpecGeneration plain = plain_generate(target, prompt, steps, f.sampling);
   const bool greedy = f.sampling.greedy();
 
-  const auto want = [&](const char* name) { return o.proposer == "all" || o.proposer == name; };
   std::vector<int> ks;
   if (o.sweep_k || !o.plot.empty()) {
     for (int k = 1; k <= kSweepMaxK; ++k) ks.push_back(k);
@@ -312,7 +317,7 @@ int run(const Options& o) {
       DraftModelProposer p(*draft, f.sampling, k, "draft");
       measure(p, k);
     }
-    if (want("early-exit")) {
+    if (want("early-exit") && early) {
       DraftModelProposer p(*early, f.sampling, k, "early-exit");
       measure(p, k);
     }

@@ -91,8 +91,8 @@ class SpecModel {
   /// @throws inferlab::Error if @p layers is outside [1, target's layers].
   static std::unique_ptr<SpecModel> early_exit(const Model& target, int layers, int capacity = 0);
 
-  SpecModel(const SpecModel&) = delete;
-  SpecModel& operator=(const SpecModel&) = delete;
+  SpecModel(const SpecModel&) = delete;             ///< one cache, one owner: not copyable
+  SpecModel& operator=(const SpecModel&) = delete;  ///< not copyable
 
   /// @brief The model's shape (for early exit: the truncated layer count).
   const ModelConfig& config() const { return model_->config(); }
