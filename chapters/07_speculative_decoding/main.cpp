@@ -334,7 +334,8 @@ int run(const Options& o) {
   }
   if (rows.empty()) throw Error("no proposer to run (--proposer draft needs --draft PATH)");
 
-  const std::string text = text_of(*m.tokenizer, rows.front().run.tokens, prompt.size());
+  // Like every chapter's text: the prompt echoed, then the generation.
+  const std::string text = text_of(*m.tokenizer, rows.front().run.tokens, 1);
   if (f.json) {
     nlohmann::json props = nlohmann::json::array();
     for (const Row& r : rows) props.push_back(row_json(r));
@@ -351,7 +352,7 @@ int run(const Options& o) {
     return 0;
   }
 
-  std::printf("%s%s\n", f.prompt.c_str(), text.c_str());
+  std::printf("%s\n", text.c_str());
   std::printf("\n--- %s decoding: %d new tokens after a %zu-token prompt ---\n",
               greedy ? "greedy" : "sampled", plain.generated, prompt.size());
   std::printf("plain decoding: %.0f tokens/s (one target forward per token)\n\n",
