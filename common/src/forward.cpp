@@ -17,6 +17,46 @@ namespace inferlab {
 
 namespace k = kernels;
 
+namespace {
+
+// A tree must name, for every row from base to the entry's last one, a parent row before it.
+void validate_tree(const TreeMask& tree, int end_row) {
+  if (tree.base < 0) throw Error(fmt::format("forward: tree base {} is negative", tree.base));
+  if (end_row > tree.base && tree.parents.size() < std::size_t(end_row - tree.base)) {
+    throw Error(fmt::format("forward: the tree names {} parents but rows {}..{} need them",
+                            tree.parents.size(), tree.base, end_row - 1));
+  }
+  for (int r = tree.base; r < end_row; ++r) {
+    const int parent = tree.parents[std::size_t(r - tree.base)];
+    if (parent != -1 && (parent < tree.base || parent >= r)) {
+      throw Error(fmt::format("forward: tree row {} has parent {} (must be -1 or in [{}, {}))", r,
+                              parent, tree.base, r));
+    }
+  }
+}
+
+// For the n rows from start of one entry: RoPE positions into pos (n), and the visible rows of
+// each, appended as n + 1 offsets to begin and the lists to rows. Rows below base are causal;
+// a tree row sees the prefix, then its ancestors and itself in ascending row order.
+void tree_layout(const TreeMask& tree, int start, int n, int* pos, std::vector<int>& begin,
+                 std::vector<int>& rows) {
+  std::vector<int> path;
+  for (int i = 0; i < n; ++i) {
+    const int r = start + i;
+    begin.push_back(static_cast<int>(rows.size()));
+    const int prefix = r < tree.base ? r + 1 : tree.base;
+    for (int s = 0; s < prefix; ++s) rows.push_back(s);
+    if (r < tree.base) continue;  // causal row: pos already start + i
+    path.clear();
+    for (int a = r; a != -1; a = tree.parents[std::size_t(a - tree.base)]) path.push_back(a);
+    pos[i] = tree.base + static_cast<int>(path.size()) - 1;
+    rows.insert(rows.end(), path.rbegin(), path.rend());
+  }
+  begin.push_back(static_cast<int>(rows.size()));
+}
+
+}  // namespace
+
 ForwardPass::ForwardPass(const Model& model) : model_(&model) {}
 
 void ForwardPass::reserve(int T) {
@@ -37,8 +77,8 @@ void ForwardPass::reserve(int T) {
 }
 
 void ForwardPass::forward(std::span<const int> tokens, int start_pos, KVSequence& cache,
-                          LogitsMode mode, std::vector<float>& logits) {
-  const BatchEntry entry{tokens, start_pos, &cache};
+                          LogitsMode mode, std::vector<float>& logits, const TreeMask* tree) {
+  const BatchEntry entry{tokens, start_pos, &cache, tree};
   run(std::span<const BatchEntry>(&entry, 1), mode == LogitsMode::all, logits);
 }
 
@@ -77,6 +117,7 @@ void ForwardPass::run(std::span<const BatchEntry> batch, bool all_rows, std::vec
       if (tok < 0 || tok >= c.vocab_size)
         throw Error(fmt::format("forward: token id {} outside [0, {})", tok, c.vocab_size));
     }
+    if (e.tree) validate_tree(*e.tree, e.start_pos + n);
     T += n;
   }
   reserve(T);
@@ -94,6 +135,18 @@ void ForwardPass::run(std::span<const BatchEntry> batch, bool all_rows, std::vec
       }
     }
   }
+  // Tree entries: RoPE positions by depth, and the rows each token may see (tree_begin_ holds
+  // one offset list per tree entry, back to back; entries without a tree add nothing).
+  tree_begin_.clear();
+  tree_rows_.clear();
+  {
+    int t = 0;
+    for (const BatchEntry& e : batch) {
+      const int n = static_cast<int>(e.tokens.size());
+      if (e.tree) tree_layout(*e.tree, e.start_pos, n, &pos_[t], tree_begin_, tree_rows_);
+      t += n;
+    }
+  }
 
   for (int l = 0; l < c.n_layers; ++l) {
     // --- attention block ---
@@ -107,11 +160,19 @@ void ForwardPass::run(std::span<const BatchEntry> batch, bool all_rows, std::vec
     // Attention is per sequence: each entry's new keys and values join its own cache (converted
     // to its storage type) before its queries attend over it, itself included.
     int t = 0;
+    std::size_t tree_offset = 0;  // this entry's first offset in tree_begin_
     for (const BatchEntry& e : batch) {
       const int n = static_cast<int>(e.tokens.size());
       e.cache->store(l, e.start_pos, n, &k_[std::size_t(t) * KV], &v_[std::size_t(t) * KV]);
-      k::attention_kv_cpu(&att_[std::size_t(t) * D], &q_[std::size_t(t) * D], e.cache->keys(l),
-                          e.cache->values(l), &pos_[t], n, c.n_heads, c.n_kv_heads, hs);
+      if (e.tree) {
+        k::attention_kv_rows_cpu(&att_[std::size_t(t) * D], &q_[std::size_t(t) * D],
+                                 e.cache->keys(l), e.cache->values(l), &tree_begin_[tree_offset],
+                                 tree_rows_.data(), n, c.n_heads, c.n_kv_heads, hs);
+        tree_offset += std::size_t(n) + 1;
+      } else {
+        k::attention_kv_cpu(&att_[std::size_t(t) * D], &q_[std::size_t(t) * D], e.cache->keys(l),
+                            e.cache->values(l), &pos_[t], n, c.n_heads, c.n_kv_heads, hs);
+      }
       t += n;
     }
     k::matmul_cpu(out_.data(), att_.data(), w.wo + l * DD, T, D, D);

@@ -1,6 +1,9 @@
 // The contiguous per-sequence KV cache: a one-block host pool.
 #include "inferlab/kv_cache.hpp"
 
+#include <algorithm>
+#include <cstring>
+
 #include <fmt/format.h>
 
 #include "inferlab/error.hpp"

@@ -123,6 +123,26 @@ void HostKVPool::copy_block(int src, int dst) {
   write_block(dst, tmp);
 }
 
+void HostKVPool::copy_row(std::size_t src, std::size_t dst) {
+  if (src >= rows() || dst >= rows())
+    throw Error(fmt::format("copy_row: row {} -> {} outside the pool's {} rows", src, dst, rows()));
+  if (src == dst) return;
+  const ModelConfig& c = config();
+  const std::size_t elem = kernels::kv_element_bytes(type());
+  const std::size_t row_bytes = std::size_t(c.kv_dim()) * elem;
+  for (int l = 0; l < c.n_layers; ++l) {
+    const std::size_t base = std::size_t(l) * elements_per_layer() * elem;
+    std::memcpy(&keys_[base + dst * row_bytes], &keys_[base + src * row_bytes], row_bytes);
+    std::memcpy(&values_[base + dst * row_bytes], &values_[base + src * row_bytes], row_bytes);
+    if (type() == KVType::int8) {
+      const std::size_t sb = std::size_t(l) * scales_per_layer();
+      std::copy_n(&key_scales_[sb + src * c.n_kv_heads], c.n_kv_heads, &key_scales_[sb + dst * c.n_kv_heads]);
+      std::copy_n(&value_scales_[sb + src * c.n_kv_heads], c.n_kv_heads,
+                  &value_scales_[sb + dst * c.n_kv_heads]);
+    }
+  }
+}
+
 void HostKVPool::read_block(int id, std::span<std::uint8_t> out) const {
   check_block(id, "read_block");
   if (out.size() != bytes_per_block())
@@ -192,6 +212,14 @@ void KVSequence::store(int layer, int pos, int rows, const float* k, const float
     host.store_rows(layer, row(p), n, k + std::size_t(done) * KV, v + std::size_t(done) * KV);
     done += n;
   }
+}
+
+void KVSequence::copy_position(int from, int to) {
+  if (from < 0 || from >= capacity() || to < 0 || to >= capacity()) {
+    throw Error(fmt::format("KV cache copy: position {} -> {} outside [0, {})", from, to,
+                            capacity()));
+  }
+  pool_->copy_row(row(from), row(to));
 }
 
 kernels::KVRowsView KVSequence::with_table(kernels::KVRowsView view) const {

@@ -201,7 +201,24 @@ Model Model::from_buffer(const ModelConfig& config, std::vector<float> body, std
   return m;
 }
 
+Model Model::first_layers_view(const Model& base, int n_layers) {
+  if (n_layers < 1 || n_layers > base.config_.n_layers) {
+    throw Error(fmt::format("exit layer {} is outside the model's layers [1, {}]", n_layers,
+                            base.config_.n_layers));
+  }
+  Model m;
+  m.config_ = base.config_;
+  m.config_.n_layers = n_layers;
+  // Per-layer tensors are indexed layer * stride from their first element, so the first
+  // n_layers layers of base are exactly this model's layers; the final norm and classifier
+  // pointers are base's own.
+  m.weights_ = base.weights_;
+  m.name_ = fmt::format("{} (first {} of {} layers)", base.name_, n_layers, base.config_.n_layers);
+  return m;  // no storage: the view owns nothing
+}
+
 void Model::save(const std::string& path) const {
+  if (!storage_) throw Error(fmt::format("cannot save '{}': it is a view of another model", name_));
   std::ofstream out(path, std::ios::binary);
   if (!out) throw Error(fmt::format("cannot write model '{}'", path));
   const ModelConfig& c = config_;

@@ -24,6 +24,9 @@ class DeviceKVPool final : public KVPool {
     check_block(dst, "copy_block");
     pool_.copy_block(src, dst);
   }
+  void copy_row(std::size_t, std::size_t) override {
+    throw Error("copy_row: not built for the CUDA KV pool (speculative tree decoding runs on the CPU)");
+  }
   void read_block(int id, std::span<std::uint8_t> out) const override {
     check_block(id, "read_block");
     if (out.size() != bytes_per_block()) throw Error("read_block: wrong buffer size");

@@ -28,15 +28,32 @@ struct RowMap {
   }
 };
 
-// One query head at position p: scores over positions 0..p, softmax, weighted sum of values.
-// `scores` holds p + 1 floats.
-template <class KLoad, class VLoad>
-void attend_row(float* out, const float* q, const KLoad& kl, const VLoad& vl, int p, int kv_head,
-                int n_kv_heads, int head_size, float* scores, const RowMap& row) {
+// Which cache positions one query attends to, in order. The causal case is rows 0..p; a listed one
+// (tree attention, chapter 07) is an explicit ascending list. The loop below is the same for
+// both, so a listed chain 0..p gives the causal result bit for bit.
+struct CausalRows {
+  int n;  // p + 1
+  int size() const { return n; }
+  int operator[](int s) const { return s; }
+};
+struct ListedRows {
+  const int* rows;
+  int n;
+  int size() const { return n; }
+  int operator[](int s) const { return rows[s]; }
+};
+
+// One query head over the rows `rows` selects: scores, softmax, weighted sum of values.
+// `scores` holds rows.size() floats.
+template <class KLoad, class VLoad, class Rows>
+void attend_rows(float* out, const float* q, const KLoad& kl, const VLoad& vl, const Rows& rows,
+                 int kv_head, int n_kv_heads, int head_size, float* scores,
+                 const RowMap& row = {}) {
   const float scale = 1.0f / std::sqrt(float(head_size));
+  const int n = rows.size();
   float max = -INFINITY;
-  for (int s = 0; s <= p; ++s) {
-    const std::size_t rh = row(s) * n_kv_heads + kv_head;
+  for (int s = 0; s < n; ++s) {
+    const std::size_t rh = row(rows[s]) * n_kv_heads + kv_head;
     // Eight independent partial sums: the compiler vectorises them without reassociating, and
     // the dot product stops being one long chain of dependent additions (which made long
     // contexts crawl). The order depends only on head_size, so batch invariance holds.
@@ -52,17 +69,24 @@ void attend_row(float* out, const float* q, const KLoad& kl, const VLoad& vl, in
     max = std::max(max, scores[s]);
   }
   float sum = 0.0f;
-  for (int s = 0; s <= p; ++s) {
+  for (int s = 0; s < n; ++s) {
     scores[s] = std::exp(scores[s] - max);  // subtracting the max keeps exp() from overflowing
     sum += scores[s];
   }
   const float inv = 1.0f / sum;
   for (int i = 0; i < head_size; ++i) out[i] = 0.0f;
-  for (int s = 0; s <= p; ++s) {
-    const std::size_t rh = row(s) * n_kv_heads + kv_head;
+  for (int s = 0; s < n; ++s) {
+    const std::size_t rh = row(rows[s]) * n_kv_heads + kv_head;
     const float a = scores[s] * inv * vl.scale(rh);
     for (int i = 0; i < head_size; ++i) out[i] += a * vl.at(rh, i);
   }
+}
+
+// One query head at position p: causal attention over positions 0..p.
+template <class KLoad, class VLoad>
+void attend_row(float* out, const float* q, const KLoad& kl, const VLoad& vl, int p, int kv_head,
+                int n_kv_heads, int head_size, float* scores, const RowMap& row = {}) {
+  attend_rows(out, q, kl, vl, CausalRows{p + 1}, kv_head, n_kv_heads, head_size, scores, row);
 }
 
 // All (token, head) pairs, in parallel when there is enough work to pay for waking threads.
@@ -81,6 +105,27 @@ void attend_all(float* out, const float* q, const KLoad& kl, const VLoad& vl, co
         attend_row(out + std::size_t(t) * q_dim + std::size_t(h) * head_size,
                    q + std::size_t(t) * q_dim + std::size_t(h) * head_size, kl, vl, pos[t],
                    h / group, n_kv_heads, head_size, scores.data(), row);
+  }
+}
+
+// Listed attention for all (token, head) pairs: token t attends to rows[begin[t] .. begin[t+1]).
+template <class KLoad, class VLoad>
+void attend_all_listed(float* out, const float* q, const KLoad& kl, const VLoad& vl,
+                       const int* begin, const int* rows, int T, int n_heads, int n_kv_heads,
+                       int head_size, const RowMap& row = {}) {
+  const int q_dim = n_heads * head_size, group = n_heads / n_kv_heads;
+  int longest = 0;
+  for (int t = 0; t < T; ++t) longest = std::max(longest, begin[t + 1] - begin[t]);
+#pragma omp parallel if (std::size_t(T) * n_heads * longest * head_size >= (1u << 17))
+  {
+    std::vector<float> scores(std::size_t(longest) + 1);
+#pragma omp for schedule(dynamic, 4) collapse(2)
+    for (int t = 0; t < T; ++t)
+      for (int h = 0; h < n_heads; ++h)
+        attend_rows(out + std::size_t(t) * q_dim + std::size_t(h) * head_size,
+                    q + std::size_t(t) * q_dim + std::size_t(h) * head_size, kl, vl,
+                    ListedRows{rows + begin[t], begin[t + 1] - begin[t]}, h / group, n_kv_heads,
+                    head_size, scores.data(), row);
   }
 }
 

@@ -159,4 +159,83 @@ void attention_kv_cpu(float* out, const float* q, const KVRowsView& k, const KVR
   }
 }
 
+namespace {
+
+// Calls f(key_loader, value_loader) with the loaders that match the two views' storage types.
+template <class F>
+void with_loader(const KVRowsView& view, int head_size, F&& f) {
+  switch (view.type) {
+    case KVType::f32: f(detail::LoadF32{static_cast<const float*>(view.data), head_size}); return;
+    case KVType::f16: f(LoadF16{static_cast<const Eigen::half*>(view.data), head_size}); return;
+    case KVType::int8:
+      f(LoadI8{static_cast<const std::int8_t*>(view.data), view.scales, head_size});
+      return;
+  }
+}
+
+}  // namespace
+
+void attention_kv_rows_ref(float* out, const float* q, const KVRowsView& k, const KVRowsView& v,
+                           const int* begin, const int* rows, int T, int n_heads, int n_kv_heads,
+                           int head_size) {
+  int n_rows = 0;
+  for (int i = begin[0]; i < begin[T]; ++i) n_rows = std::max(n_rows, rows[i] + 1);
+  const int q_dim = n_heads * head_size, kv_dim = n_kv_heads * head_size;
+  const std::size_t n = std::size_t(n_rows) * kv_dim;
+  std::vector<float> kf(n), vf(n);
+  // Positions 0..n_rows-1, each read wherever the view stores it (KVRowsView::row()).
+  const std::size_t kel = kv_element_bytes(k.type), vel = kv_element_bytes(v.type);
+  for (int p = 0; p < n_rows; ++p) {
+    const std::size_t rk = k.row(p), rv = v.row(p);
+    kv_load_rows(k.type, &kf[std::size_t(p) * kv_dim],
+                 static_cast<const char*>(k.data) + rk * std::size_t(kv_dim) * kel,
+                 k.scales ? k.scales + rk * n_kv_heads : nullptr, 1, n_kv_heads, head_size);
+    kv_load_rows(v.type, &vf[std::size_t(p) * kv_dim],
+                 static_cast<const char*>(v.data) + rv * std::size_t(kv_dim) * vel,
+                 v.scales ? v.scales + rv * n_kv_heads : nullptr, 1, n_kv_heads, head_size);
+  }
+  const int group = n_heads / n_kv_heads;
+  const float scale = 1.0f / std::sqrt(float(head_size));
+  for (int t = 0; t < T; ++t) {
+    const int* list = rows + begin[t];
+    const int m = begin[t + 1] - begin[t];
+    std::vector<float> scores(static_cast<std::size_t>(m));
+    for (int h = 0; h < n_heads; ++h) {
+      const float* qh = q + std::size_t(t) * q_dim + std::size_t(h) * head_size;
+      const int kvh = h / group;
+      float max = -INFINITY;
+      for (int s = 0; s < m; ++s) {
+        const float* kr = &kf[std::size_t(list[s]) * kv_dim + std::size_t(kvh) * head_size];
+        float dot = 0.0f;
+        for (int i = 0; i < head_size; ++i) dot += qh[i] * kr[i];
+        scores[s] = dot * scale;
+        max = std::max(max, scores[s]);
+      }
+      float sum = 0.0f;
+      for (int s = 0; s < m; ++s) {
+        scores[s] = std::exp(scores[s] - max);
+        sum += scores[s];
+      }
+      float* oh = out + std::size_t(t) * q_dim + std::size_t(h) * head_size;
+      for (int i = 0; i < head_size; ++i) oh[i] = 0.0f;
+      for (int s = 0; s < m; ++s) {
+        const float* vr = &vf[std::size_t(list[s]) * kv_dim + std::size_t(kvh) * head_size];
+        for (int i = 0; i < head_size; ++i) oh[i] += scores[s] / sum * vr[i];
+      }
+    }
+  }
+}
+
+void attention_kv_rows_cpu(float* out, const float* q, const KVRowsView& k, const KVRowsView& v,
+                           const int* begin, const int* rows, int T, int n_heads, int n_kv_heads,
+                           int head_size) {
+  // Nine storage combinations, one loop: the loaders are chosen here, the loop is shared.
+  with_loader(k, head_size, [&](const auto& kl) {
+    with_loader(v, head_size, [&](const auto& vl) {
+      detail::attend_all_listed(out, q, kl, vl, begin, rows, T, n_heads, n_kv_heads, head_size,
+                                detail::RowMap{k.block_table, k.block_size});
+    });
+  });
+}
+
 }  // namespace inferlab::kernels

@@ -24,6 +24,20 @@ enum class LogitsMode {
   all,   ///< one row per input token (for checks and --dump-logits)
 };
 
+/// @brief Tree attention for speculative verification (chapter 07): several candidate
+/// continuations share one forward call without seeing each other.
+///
+/// Cache rows [0, base) are the sequence's accepted prefix and stay causal. Every row r >= base
+/// is a node of a token tree whose parent is row parents[r - base] (a row in [base, r)), or -1
+/// for a root, whose parent is the prefix's last token. A node attends to the prefix, its
+/// ancestors and itself, in row order, and its RoPE position is base + (its depth), where a
+/// root has depth 0: the position it would have if its path were the whole continuation.
+/// A chain (parents[i] = base + i - 1) is ordinary causal attention, bit for bit.
+struct TreeMask {
+  int base = 0;                  ///< first tree row; rows before it are the causal prefix
+  std::span<const int> parents;  ///< (rows - base) parent row of each tree row, -1 for a root
+};
+
 /// @brief One sequence's part of a batched forward step: a chunk of its tokens (one decode
 /// token, or a chunk of its prompt) at consecutive positions from start_pos, and its cache.
 struct BatchEntry {
@@ -32,6 +46,9 @@ struct BatchEntry {
   /// This sequence's KV (distinct for every entry): a contiguous KVCache or a paged sequence,
   /// in host memory.
   KVSequence* cache = nullptr;
+  /// Optional tree attention for the rows this entry writes (nullptr: causal). Its parents
+  /// must cover every row from tree->base to start_pos + n - 1.
+  const TreeMask* tree = nullptr;
 };
 
 /// @brief Runs a Model; owns the activation buffers, so reuse one per thread of work.
@@ -48,11 +65,12 @@ class ForwardPass {
   ///        written, and its length becomes start_pos + T
   /// @param mode which rows of logits to compute
   /// @param logits resized to (1, V) or (T, V) according to @p mode
+  /// @param tree optional tree attention (see TreeMask); nullptr for the causal forward
   /// @throws inferlab::Error on an empty input, a token outside [0, V), a cache length other
-  /// than start_pos, or positions beyond the cache capacity.
+  /// than start_pos, positions beyond the cache capacity, or a malformed tree.
   /// @note Cost: about 2 * n_params * T FLOPs for the linear layers plus attention.
   void forward(std::span<const int> tokens, int start_pos, KVSequence& cache, LogitsMode mode,
-               std::vector<float>& logits);
+               std::vector<float>& logits, const TreeMask* tree = nullptr);
 
   /// @brief A ragged batch step: several sequences at once, each contributing a chunk of
   /// tokens. The linear layers run as one matrix-matrix product over all the step's tokens;
@@ -76,6 +94,7 @@ class ForwardPass {
   // Activations, each (T, width):
   std::vector<float> x_, xb_, q_, k_, v_, att_, hb_, hb2_, out_;
   std::vector<int> pos_;
+  std::vector<int> tree_begin_, tree_rows_;  // tree entries' visible rows (CSR), see TreeMask
   void reserve(int T);
   void run(std::span<const BatchEntry> batch, bool all_rows, std::vector<float>& logits);
 };

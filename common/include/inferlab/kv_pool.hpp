@@ -54,6 +54,8 @@ class KVPool {
   /// @brief Copies every layer's keys and values of block @p src into block @p dst
   /// (copy-on-write, chapter 05).
   virtual void copy_block(int src, int dst) = 0;
+  /// @brief Copies row @p src to row @p dst in every layer (keys, values, scales).
+  virtual void copy_row(std::size_t src, std::size_t dst) = 0;
   /// @brief Copies block @p id out to host memory (bytes_per_block() bytes; swap-out).
   virtual void read_block(int id, std::span<std::uint8_t> out) const = 0;
   /// @brief Copies a block saved by read_block() back into block @p id (swap-in).
@@ -88,6 +90,7 @@ class HostKVPool final : public KVPool {
   kernels::KVRowsView values(int layer) const;  ///< see keys()
 
   void copy_block(int src, int dst) override;
+  void copy_row(std::size_t src, std::size_t dst) override;
   void read_block(int id, std::span<std::uint8_t> out) const override;
   void write_block(int id, std::span<const std::uint8_t> in) override;
 
@@ -110,6 +113,7 @@ class VirtualKVPool final : public KVPool {
     check_block(src, "copy_block");
     check_block(dst, "copy_block");
   }
+  void copy_row(std::size_t, std::size_t) override {}
   void read_block(int id, std::span<std::uint8_t>) const override { check_block(id, "read_block"); }
   void write_block(int id, std::span<const std::uint8_t>) override { check_block(id, "write_block"); }
 };

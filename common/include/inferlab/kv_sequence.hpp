@@ -57,6 +57,12 @@ class KVSequence {
   kernels::KVRowsView keys(int layer) const;
   kernels::KVRowsView values(int layer) const;  ///< see keys()
 
+  /// @brief Copies position @p from's keys and values (every layer, scales included) to
+  /// position @p to; the length is unchanged. Speculative decoding uses it to close the gaps a
+  /// verified tree path leaves (see speculative.hpp, KVRollback).
+  /// @throws inferlab::Error if either position is outside [0, capacity()).
+  void copy_position(int from, int to);
+
   /// @brief Bytes one position occupies (scales included).
   std::size_t bytes_per_token() const { return pool_->bytes_per_token(); }
   /// @brief Bytes the valid positions occupy.

@@ -72,6 +72,13 @@ class Model {
   /// body (everything after the 28-byte header).
   static Model from_buffer(const ModelConfig& config, std::vector<float> body, std::string name);
 
+  /// @brief A non-owning model made of the first @p n_layers layers of @p base followed by
+  /// base's final norm and classifier: the draft of early-exit self-speculation (chapter 07).
+  /// It shares base's weights (base must outlive it, and save() refuses it); a layer's
+  /// weights sit at the same offsets whatever the layer count, so no copy is needed.
+  /// @throws inferlab::Error if @p n_layers is outside [1, base's layer count].
+  static Model first_layers_view(const Model& base, int n_layers);
+
   /// @brief Exact size in bytes a legacy checkpoint with this configuration has.
   static std::size_t file_size_for(const ModelConfig& config);
 

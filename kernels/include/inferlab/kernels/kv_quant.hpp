@@ -65,4 +65,27 @@ void attention_kv_ref(float* out, const float* q, const KVRowsView& k, const KVR
 void attention_kv_cpu(float* out, const float* q, const KVRowsView& k, const KVRowsView& v,
                       const int* pos, int T, int n_heads, int n_kv_heads, int head_size);
 
+/// @brief Attention over listed rows (tree attention, chapter 07): query token t attends to
+/// the cache rows rows[begin[t]] .. rows[begin[t+1] - 1] only, which must be ascending. The
+/// reference: dequantizes every row it needs and follows attention_ref's loops.
+/// @param out (T, Nh*hs) attention output
+/// @param q (T, Nh*hs) queries (RoPE applied)
+/// @param k keys of this layer (any storage type)
+/// @param v values of this layer (any storage type)
+/// @param begin (T + 1) offsets into @p rows; token t's list has begin[t+1] - begin[t] >= 1 rows
+/// @param rows the concatenated row lists
+/// @param T number of query tokens
+/// @param n_heads Nh
+/// @param n_kv_heads Nkv
+/// @param head_size hs
+void attention_kv_rows_ref(float* out, const float* q, const KVRowsView& k, const KVRowsView& v,
+                           const int* begin, const int* rows, int T, int n_heads, int n_kv_heads,
+                           int head_size);
+/// @brief Fast CPU version of attention_kv_rows_ref. It runs the same loop as
+/// attention_kv_cpu, so the list 0..p gives exactly attention_kv_cpu's bits at position p.
+/// @note Cost per token: 4 * rows * Nh * hs FLOPs; reads rows * 2 * KV cached elements.
+void attention_kv_rows_cpu(float* out, const float* q, const KVRowsView& k, const KVRowsView& v,
+                           const int* begin, const int* rows, int T, int n_heads, int n_kv_heads,
+                           int head_size);
+
 }  // namespace inferlab::kernels

@@ -1,0 +1,415 @@
+// Chapter 07: speculative decoding.
+//
+// A cheap proposer guesses K tokens; the target model (the --model) checks them all in one
+// forward call and keeps the longest prefix that exact rejection sampling accepts, plus one
+// token of its own. The chapter runs plain decoding and every proposer in the same process
+// (draft model, early exit, n-gram lookup, token tree), checks that greedy speculative output is
+// the plain greedy output token for token, and puts the measured speed-up next to the standard
+// model's prediction. --clock sim runs the same arithmetic on chapter 03's roofline for a
+// datacenter pair (Llama-3-8B drafting for Llama-3-70B on an H100) and shows where speculation
+// stops paying as the batch grows. All the logic lives in common/ (speculative.hpp,
+// speculative_sim.hpp); this file parses flags, calls it and prints.
+#include <algorithm>
+#include <cstdio>
+#include <iostream>
+#include <memory>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "inferlab/chapter_cli.hpp"
+#include "inferlab/error.hpp"
+#include "inferlab/hardware.hpp"
+#include "inferlab/model_files.hpp"
+#include "inferlab/speculative.hpp"
+#include "inferlab/speculative_sim.hpp"
+#include "inferlab/svg.hpp"
+
+using namespace inferlab;
+
+namespace {
+
+struct Options {
+  GenerationFlags gen;
+  std::string proposer = "all";
+  std::string draft;
+  int k = 4;
+  int exit_layer = 0;  // 0: half the target's layers
+  int ngram = 3;
+  int tree_branch = 2;
+  int tree_depth = 3;
+  bool sweep_k = false;
+  std::string clock = "real";
+  std::string plot;
+  // --clock sim
+  std::string hardware = "h100-sxm";
+  std::string sim_target = "llama3-70b";
+  std::string sim_draft = "llama3-8b";
+  double acceptance = 0.8;
+  std::int64_t context = 1024;
+};
+
+constexpr int kSweepMaxK = 8;
+
+std::string text_of(const Tokenizer& tok, const std::vector<int>& tokens, std::size_t from) {
+  StreamDecoder d(tok);
+  std::string text;
+  for (std::size_t i = std::max<std::size_t>(from, 1); i < tokens.size(); ++i) {
+    if (tokens[i] == kBosToken) break;
+    text += d.push(tokens[i - 1], tokens[i]);
+  }
+  return text + d.flush();
+}
+
+// One measured run of one proposer at one K.
+struct Row {
+  std::string name;
+  int k = 0;
+  SpecGeneration run;
+  SpeedupReport report;
+  bool same_as_plain = false;
+};
+
+nlohmann::json row_json(const Row& r) {
+  nlohmann::json per_position = nlohmann::json::array();
+  for (int d = 0; d < static_cast<int>(r.run.stats.tried_at.size()); ++d)
+    per_position.push_back(r.run.stats.acceptance_at(d));
+  return {{"name", r.name},
+          {"k", r.k},
+          {"acceptance_rate", r.run.stats.acceptance_rate()},
+          {"acceptance_per_position", per_position},
+          {"mean_accepted_per_round", r.run.stats.mean_accepted_per_round()},
+          {"target_forwards_per_token", r.report.target_forwards_per_token},
+          {"tokens_per_s", r.report.tokens_per_s},
+          {"speedup_measured", r.report.speedup_measured},
+          {"speedup_predicted", r.report.speedup_predicted},
+          {"speedup_predicted_ideal", r.report.speedup_predicted_ideal},
+          {"draft_cost_ratio", r.report.draft_cost_ratio},
+          {"verify_cost_ratio", r.report.verify_cost_ratio},
+          {"generated_tokens", r.run.generated},
+          {"same_tokens_as_plain", r.same_as_plain}};
+}
+
+void print_row(const Row& r) {
+  const SpecStats& s = r.run.stats;
+  std::printf("  %-11s %2d  %6.3f  %6.2f  %7.3f  %9.0f  %6.2fx  %6.2fx  %5.3f  %5.2f  ", r.name.c_str(),
+              r.k, s.acceptance_rate(), s.mean_accepted_per_round(),
+              r.report.target_forwards_per_token, r.report.tokens_per_s, r.report.speedup_measured,
+              r.report.speedup_predicted, r.report.draft_cost_ratio, r.report.verify_cost_ratio);
+  for (int d = 0; d < static_cast<int>(s.tried_at.size()) && d < 8; ++d)
+    std::printf("%s%.2f", d ? " " : "", s.acceptance_at(d));
+  std::printf("\n");
+}
+
+void print_table_header() {
+  std::printf("  %-11s %2s  %6s  %6s  %7s  %9s  %7s  %7s  %5s  %5s  %s\n", "proposer", "K", "alpha",
+              "acc/rd", "fwd/tok", "tokens/s", "speedup", "predict", "c", "v",
+              "alpha at depth 1, 2, ...");
+}
+
+void write_plot(const std::string& path, const std::vector<Row>& rows, const std::string& model) {
+  SvgPlot plot("Speculative decoding: speed-up vs K (" + model + ")");
+  plot.set_x_axis("K (tokens proposed per round)");
+  plot.set_y_axis("speed-up over plain decoding");
+  std::vector<std::string> names;
+  for (const Row& r : rows)
+    if (std::find(names.begin(), names.end(), r.name) == names.end()) names.push_back(r.name);
+  for (const std::string& name : names) {
+    std::vector<double> k, measured, predicted;
+    for (const Row& r : rows) {
+      if (r.name != name) continue;
+      k.push_back(r.k);
+      measured.push_back(r.report.speedup_measured);
+      predicted.push_back(r.report.speedup_predicted);
+    }
+    plot.add_line(name + " measured", k, measured);
+    SvgStyle dashed;
+    dashed.dashed = true;
+    plot.add_line(name + " predicted", k, predicted, dashed);
+  }
+  plot.add_hline(1.0, "plain decoding");
+  plot.set_legend(LegendPosition::top_right);
+  plot.save(path);
+}
+
+int run_sim(const Options& o) {
+  const Hardware hw = hardware_by_name(o.hardware);
+  const ModelConfig target = named_config(o.sim_target), draft = named_config(o.sim_draft);
+  if (target.vocab_size != draft.vocab_size) {
+    throw Error(fmt::format("--sim-draft {} has a vocabulary of {} but --sim-target {} has {}",
+                            o.sim_draft, draft.vocab_size, o.sim_target, target.vocab_size));
+  }
+  std::vector<int> batches;
+  for (int b = 1; b <= 1024; b *= 2) batches.push_back(b);
+  const CostOptions cost = cost_options_for(hw);
+  std::vector<int> ks;
+  if (o.sweep_k || !o.plot.empty()) {
+    for (int k = 1; k <= kSweepMaxK; ++k) ks.push_back(k);
+  } else {
+    ks.push_back(o.k);
+  }
+  nlohmann::json sims = nlohmann::json::array();
+  nlohmann::json proposers = nlohmann::json::array();
+  SvgPlot plot(fmt::format("Simulated speculative decoding: {} drafting for {} on {}, alpha = {}",
+                           o.sim_draft, o.sim_target, hw.name, o.acceptance));
+  plot.set_x_axis("batch (sequences decoding together)", AxisScale::log);
+  plot.set_y_axis("speed-up over plain decoding");
+  if (!o.gen.json) {
+    std::printf("InferLab chapter 07, simulated: %s drafting for %s on %s (%s), acceptance %.2f, "
+                "context %lld\n",
+                o.sim_draft.c_str(), o.sim_target.c_str(), hw.name.c_str(),
+                hw.description.c_str(), o.acceptance, static_cast<long long>(o.context));
+    std::printf("(roofline lower bounds of chapter 03; both models' weights are assumed resident)\n");
+  }
+  for (int k : ks) {
+    const auto points = simulate_speculation(target, draft, hw, o.acceptance, k, o.context, batches, cost);
+    const int stop = break_even_batch(points);
+    nlohmann::json pts = nlohmann::json::array();
+    std::vector<double> x, y;
+    if (!o.gen.json) {
+      std::printf("\nK = %d: expected tokens per round %.2f\n", k, points[0].tokens_per_round);
+      std::printf("  %6s  %12s  %12s  %14s  %8s  %s\n", "batch", "plain ms", "draft ms",
+                  "verify ms", "speedup", "verify step");
+    }
+    for (const SpecSimPoint& p : points) {
+      pts.push_back({{"batch", p.batch}, {"plain_step_s", p.plain_step_s},
+                     {"draft_step_s", p.draft_step_s}, {"verify_step_s", p.verify_step_s},
+                     {"speedup", p.speedup}, {"verify_memory_bound", p.verify_memory_bound}});
+      x.push_back(p.batch);
+      y.push_back(p.speedup);
+      if (!o.gen.json)
+        std::printf("  %6d  %12.3f  %12.3f  %14.3f  %7.2fx  %s\n", p.batch, p.plain_step_s * 1e3,
+                    p.draft_step_s * 1e3, p.verify_step_s * 1e3, p.speedup,
+                    p.verify_memory_bound ? "memory-bound" : "compute-bound");
+    }
+    if (!o.gen.json) {
+      if (stop > 0)
+        std::printf("  speculation stops paying at batch %d (speed-up < 1)\n", stop);
+      else
+        std::printf("  speculation pays at every simulated batch up to %d\n", batches.back());
+    }
+    plot.add_line(fmt::format("K = {}", k), x, y);
+    sims.push_back({{"k", k}, {"break_even_batch", stop}, {"points", pts}});
+    proposers.push_back({{"name", "draft (simulated)"},
+                         {"k", k},
+                         {"acceptance_rate", o.acceptance},
+                         {"mean_accepted_per_round", points[0].tokens_per_round - 1.0},
+                         {"tokens_per_s", points[0].tokens_per_round /
+                                              (k * points[0].draft_step_s + points[0].verify_step_s)},
+                         {"speedup_measured", nullptr},
+                         {"speedup_predicted", points[0].speedup}});
+  }
+  if (!o.plot.empty()) {
+    plot.add_hline(1.0, "plain decoding");
+    plot.set_legend(LegendPosition::top_right);
+    plot.save(o.plot);
+  }
+  if (o.gen.json) {
+    std::cout << nlohmann::json{{"chapter", "07_speculative_decoding"},
+                                {"clock", "sim"},
+                                {"hardware", hw.name},
+                                {"target", o.sim_target},
+                                {"draft", o.sim_draft},
+                                {"context", o.context},
+                                {"tokens", nlohmann::json::array()},
+                                {"text", ""},
+                                {"proposers", proposers},
+                                {"simulation", sims}}
+                     .dump(1)
+              << '\n';
+  } else {
+    std::printf("\nWhy it shrinks: at batch 1 the target step reads all its weights for one token, so "
+                "verifying K + 1 tokens costs about the same; as the batch grows the verification's "
+                "(K + 1)x FLOPs reach the compute roof and the saving is gone.\n");
+  }
+  return 0;
+}
+
+int run(const Options& o) {
+  if (o.clock == "sim") return run_sim(o);
+  if (o.clock != "real") throw Error(fmt::format("--clock '{}': choose real or sim", o.clock));
+  const GenerationFlags& f = o.gen;
+  if (f.device != "cpu") {
+    throw Error(fmt::format("--device {}: chapter 07 runs on the CPU (the model runner that "
+                            "brings it to CUDA is not there yet)",
+                            f.device));
+  }
+  const std::vector<std::string> known = {"draft", "early-exit", "ngram", "tree", "all"};
+  if (std::find(known.begin(), known.end(), o.proposer) == known.end()) {
+    throw Error(fmt::format("--proposer '{}': choose draft, early-exit, ngram, tree or all",
+                            o.proposer));
+  }
+  if (o.proposer == "draft" && o.draft.empty()) {
+    throw Error("--proposer draft needs --draft PATH (a second model with the target's vocabulary)");
+  }
+  const LoadedModel m = load_model(f);
+  const Model& target_model = *m.model;
+  const ModelConfig& c = target_model.config();
+  const int steps = f.steps <= 0 || f.steps > c.seq_len ? c.seq_len : f.steps;
+  if (o.k < 1 || o.k >= c.seq_len) {
+    throw Error(fmt::format("--k {}: must be in [1, {}] (the context is {} tokens)", o.k,
+                            c.seq_len - 1, c.seq_len));
+  }
+  const int exit_layer = o.exit_layer == 0 ? std::max(1, c.n_layers / 2) : o.exit_layer;
+  const auto want = [&](const char* name) { return o.proposer == "all" || o.proposer == name; };
+  const bool have_draft = !o.draft.empty() && (want("draft") || want("tree"));
+  // The early exit drafts for itself and, without a draft model, for the tree.
+  const bool need_early = want("early-exit") || (want("tree") && !have_draft);
+  if ((need_early || o.exit_layer != 0) && (exit_layer < 1 || exit_layer >= c.n_layers)) {
+    throw Error(fmt::format("--exit-layer {}: must be in [1, {}] (the model has {} layers)",
+                            exit_layer, c.n_layers - 1, c.n_layers));
+  }
+  if (o.ngram < 1) throw Error(fmt::format("--ngram {}: the n-gram size must be >= 1", o.ngram));
+  if (o.tree_branch < 1 || o.tree_depth < 1) {
+    throw Error(fmt::format("--tree-branch {} --tree-depth {}: both must be >= 1", o.tree_branch,
+                            o.tree_depth));
+  }
+  std::optional<Model> draft_model;
+  if (have_draft) {
+    draft_model = Model::load(find_model(o.draft));
+    if (draft_model->config().vocab_size != c.vocab_size) {
+      throw Error(fmt::format("--draft {}: its vocabulary has {} tokens but the target's has {}",
+                              o.draft, draft_model->config().vocab_size, c.vocab_size));
+    }
+  }
+  const std::vector<int> prompt = m.tokenizer->encode(f.prompt, /*bos=*/true);
+  if (static_cast<int>(prompt.size()) > steps) {
+    throw Error(fmt::format("the prompt is {} tokens but --steps is {}", prompt.size(), steps));
+  }
+
+  if (!f.json) {
+    print_run_header("InferLab chapter 07: speculative decoding", m, f,
+                     fmt::format("proposers: {}, K = {}, early exit after layer {} of {}, n-gram {}, "
+                                 "tree {}x{}",
+                                 o.proposer, o.k, exit_layer, c.n_layers, o.ngram, o.tree_branch,
+                                 o.tree_depth));
+  }
+
+  SpecModel target(target_model);
+  std::unique_ptr<SpecModel> early;
+  if (need_early) early = SpecModel::early_exit(target_model, exit_layer);
+  std::unique_ptr<SpecModel> draft;
+  if (draft_model) draft = std::make_unique<SpecModel>(*draft_model);
+
+  // Plain decoding of the same target: the reference tokens and the speed-up's denominator.
+  const SpecGeneration plain = plain_generate(target, prompt, steps, f.sampling);
+  const bool greedy = f.sampling.greedy();
+
+  std::vector<int> ks;
+  if (o.sweep_k || !o.plot.empty()) {
+    for (int k = 1; k <= kSweepMaxK; ++k) ks.push_back(k);
+  } else {
+    ks.push_back(o.k);
+  }
+  std::vector<Row> rows;
+  auto measure = [&](Proposer& proposer, int k_report) {
+    Row r;
+    r.name = proposer.name();
+    r.k = k_report;
+    r.run = speculative_generate(target, proposer, prompt, steps, f.sampling);
+    r.report = speedup_report(r.run, plain, k_report);
+    r.same_as_plain = r.run.tokens == plain.tokens;
+    rows.push_back(std::move(r));
+  };
+  for (int k : ks) {
+    if (want("draft") && draft) {
+      DraftModelProposer p(*draft, f.sampling, k, "draft");
+      measure(p, k);
+    }
+    if (want("early-exit") && early) {
+      DraftModelProposer p(*early, f.sampling, k, "early-exit");
+      measure(p, k);
+    }
+    if (want("ngram")) {
+      NgramProposer p(o.ngram, k, c.vocab_size);
+      measure(p, k);
+    }
+  }
+  if (want("tree")) {
+    // The tree drafts with the draft model when there is one, else with the early exit; its K
+    // in the formula is its depth (one draft forward per level).
+    TreeProposer p(draft ? *draft : *early, f.sampling, o.tree_branch, o.tree_depth);
+    measure(p, o.tree_depth);
+  }
+  if (rows.empty()) throw Error("no proposer to run (--proposer draft needs --draft PATH)");
+
+  // Like every chapter's text: the prompt echoed, then the generation.
+  const std::string text = text_of(*m.tokenizer, rows.front().run.tokens, 1);
+  if (f.json) {
+    nlohmann::json props = nlohmann::json::array();
+    for (const Row& r : rows) props.push_back(row_json(r));
+    std::cout << nlohmann::json{{"chapter", "07_speculative_decoding"},
+                                {"model", target_model.name()},
+                                {"prompt", f.prompt},
+                                {"tokens", rows.front().run.tokens},
+                                {"text", text},
+                                {"plain_tokens_per_s", plain.generated / plain.decode_seconds},
+                                {"proposers", props}}
+                     .dump(1)
+              << '\n';
+    if (!o.plot.empty()) write_plot(o.plot, rows, target_model.name());
+    return 0;
+  }
+
+  std::printf("%s\n", text.c_str());
+  std::printf("\n--- %s decoding: %d new tokens after a %zu-token prompt ---\n",
+              greedy ? "greedy" : "sampled", plain.generated, prompt.size());
+  std::printf("plain decoding: %.0f tokens/s (one target forward per token)\n\n",
+              plain.generated / plain.decode_seconds);
+  print_table_header();
+  for (const Row& r : rows) print_row(r);
+  std::printf(
+      "\n  alpha: accepted / tried positions; acc/rd: draft tokens accepted per round; fwd/tok: "
+      "target forwards per generated token;\n  predict: (1 - alpha^(K+1)) / (1 - alpha) / (K c + v) "
+      "with c = proposer time per position and v = verification time per round, both over one "
+      "plain decode step,\n  measured in this run (the textbook's v = 1 assumes verification is "
+      "free while memory-bound).\n");
+  if (greedy) {
+    bool all_same = true;
+    for (const Row& r : rows) all_same = all_same && r.same_as_plain;
+    std::printf("\ngreedy: every proposer's tokens equal plain greedy decoding's: %s\n",
+                all_same ? "yes" : "NO (a bug)");
+    if (!all_same) return 1;
+  } else {
+    std::printf("\nsampling: the tokens differ from the plain run's (other random draws), the "
+                "distribution does not (tests/test_speculative.cpp checks it with a chi-square "
+                "test).\n");
+  }
+  if (!o.plot.empty()) {
+    write_plot(o.plot, rows, target_model.name());
+    std::printf("plot written to %s\n", o.plot.c_str());
+  }
+  std::printf("\nNext: --clock sim shows the same trade on datacenter hardware, and where a "
+              "growing batch makes it stop paying.\n");
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"InferLab chapter 07: speculative decoding (a cheap proposer guesses, the target "
+               "verifies K tokens in one forward, the output distribution stays the target's)"};
+  Options o;
+  add_generation_flags(app, o.gen);
+  app.add_option("--proposer", o.proposer, "draft, early-exit, ngram, tree or all (side by side)")
+      ->capture_default_str();
+  app.add_option("--draft", o.draft, "draft model (a llama2.c file with the target's vocabulary)");
+  app.add_option("--k", o.k, "tokens proposed per round")->capture_default_str();
+  app.add_option("--exit-layer", o.exit_layer,
+                 "early exit: the draft is the target's first N layers (default: half)");
+  app.add_option("--ngram", o.ngram, "n-gram lookup: longest suffix to match")->capture_default_str();
+  app.add_option("--tree-branch", o.tree_branch, "tree: children per node")->capture_default_str();
+  app.add_option("--tree-depth", o.tree_depth, "tree: levels")->capture_default_str();
+  app.add_flag("--sweep-k", o.sweep_k, "run K = 1..8 for every chain proposer");
+  app.add_option("--clock", o.clock, "real (run the model) or sim (chapter 03's roofline)")
+      ->capture_default_str();
+  app.add_option("--plot", o.plot, "write an SVG of speed-up vs K, measured and predicted (real) "
+                                   "or vs batch (sim)");
+  app.add_option("--hardware", o.hardware, "sim: the machine (see chapter 03)")->capture_default_str();
+  app.add_option("--sim-target", o.sim_target, "sim: the target's shape")->capture_default_str();
+  app.add_option("--sim-draft", o.sim_draft, "sim: the draft's shape")->capture_default_str();
+  app.add_option("--acceptance", o.acceptance, "sim: acceptance rate alpha")->capture_default_str();
+  app.add_option("--context", o.context, "sim: cached tokens per sequence")->capture_default_str();
+  return run_chapter(app, argc, argv, [&] { return run(o); });
+}

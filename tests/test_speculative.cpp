@@ -1,0 +1,565 @@
+// Speculative decoding (chapter 07): tree attention, KV rollback, exact verification, and the
+// losslessness claims: (a) greedy speculative == plain greedy on the golden prompts for every
+// proposer; (b) the first two emitted tokens follow the target's exact distribution (chi-square)
+// for every proposer, bad drafts included; (c) the same at temperature 0.7, top-p 0.9.
+#include <algorithm>
+#include <cstring>
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <random>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+#include <omp.h>
+
+#include "inferlab/chi_square.hpp"
+#include "inferlab/error.hpp"
+#include "inferlab/forward.hpp"
+#include "inferlab/hardware.hpp"
+#include "inferlab/kernels/kv_quant.hpp"
+#include "inferlab/model.hpp"
+#include "inferlab/speculative.hpp"
+#include "inferlab/speculative_sim.hpp"
+#include "inferlab/tokenizer.hpp"
+#include "test_support.hpp"
+
+using namespace inferlab;
+
+namespace {
+
+std::vector<float> random_floats(std::size_t n, unsigned seed) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> d(-1.0f, 1.0f);
+  std::vector<float> v(n);
+  for (float& x : v) x = d(gen);
+  return v;
+}
+
+bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+// Logits of the last token of `tokens`, from an empty cache, causal.
+std::vector<float> linear_logits(const Model& m, const std::vector<int>& tokens) {
+  ForwardPass pass(m);
+  KVCache cache(m.config());
+  std::vector<float> logits;
+  pass.forward(tokens, 0, cache, LogitsMode::last, logits);
+  return logits;
+}
+
+// A proposer that ignores the context: K tokens, each drawn from one fixed distribution q. It
+// stands for a draft as bad as we like (uniform; mass where the target has none).
+class FixedProposer final : public Proposer {
+ public:
+  FixedProposer(std::vector<float> q, int k, std::uint64_t seed)
+      : q_(std::move(q)), k_(k), rng_(seed) {}
+  std::string name() const override { return "fixed-q"; }
+  void propose(std::span<const int>, int max_nodes, DraftTree& out) override {
+    out.clear();
+    for (int i = 0; i < std::min(k_, max_nodes); ++i)
+      out.add(sample_from(q_, rng_.next_f32()), i - 1, q_);
+  }
+
+ private:
+  std::vector<float> q_;
+  int k_;
+  Rng rng_;
+};
+
+// The model tests run thousands of tiny forwards (stories260K: 64-wide). Verification calls of
+// 4+ tokens cross the matmul's threading threshold, and on a busy machine waking threads for
+// each costs more than the work; one thread keeps these tests' run time independent of the
+// machine's load. The results do not depend on the thread count (batch invariance).
+void use_one_thread() { omp_set_num_threads(1); }
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// Tree attention
+// ---------------------------------------------------------------------------------------------
+
+TEST_CASE("attention over listed rows matches its reference, and the full list is causal attention",
+          "[unit][kernel][speculative]") {
+  const int Nh = 4, Nkv = 2, hs = 12, S = 20, T = 3;
+  const auto q = random_floats(std::size_t(T) * Nh * hs, 1);
+  const auto kf = random_floats(std::size_t(S) * Nkv * hs, 2);
+  const auto vf = random_floats(std::size_t(S) * Nkv * hs, 3);
+  // Token 0: rows 0..9 (causal at 9); token 1: a gappy tree path; token 2: one row.
+  const std::vector<int> begin = {0, 10, 16, 17};
+  const std::vector<int> rows = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 0, 1, 2, 12, 15, 19, 7};
+  for (kernels::KVType type : {kernels::KVType::f32, kernels::KVType::f16, kernels::KVType::int8}) {
+    const std::size_t elem = kernels::kv_element_bytes(type);
+    std::vector<std::uint8_t> kd(kf.size() * elem), vd(vf.size() * elem);
+    std::vector<float> ks(std::size_t(S) * Nkv), vs(ks.size());
+    kernels::kv_store_rows(type, kd.data(), ks.data(), kf.data(), S, Nkv, hs);
+    kernels::kv_store_rows(type, vd.data(), vs.data(), vf.data(), S, Nkv, hs);
+    const kernels::KVRowsView k{type, kd.data(), ks.data()}, v{type, vd.data(), vs.data()};
+    std::vector<float> fast(q.size()), ref(q.size());
+    kernels::attention_kv_rows_cpu(fast.data(), q.data(), k, v, begin.data(), rows.data(), T, Nh,
+                                   Nkv, hs);
+    kernels::attention_kv_rows_ref(ref.data(), q.data(), k, v, begin.data(), rows.data(), T, Nh,
+                                   Nkv, hs);
+    const auto rep = test::all_close(fast, ref, long(ref.size()), 1e-5, 1e-5);
+    INFO("type " << int(type) << " max err " << rep.max_abs_err << " first bad " << rep.first_bad);
+    CHECK(rep.ok);
+    // Token 0 lists 0..9: the same bits as causal attention at position 9.
+    std::vector<float> causal(std::size_t(Nh) * hs);
+    const int pos9 = 9;
+    kernels::attention_kv_cpu(causal.data(), q.data(), k, v, &pos9, 1, Nh, Nkv, hs);
+    CHECK(std::memcmp(causal.data(), fast.data(), causal.size() * sizeof(float)) == 0);
+  }
+}
+
+TEST_CASE("tree forward: a chain is the causal forward bit for bit, and every tree node gets the "
+          "logits of its own path",
+          "[unit][forward][speculative]") {
+  const Model m = make_synthetic_model("stories260K");
+  ForwardPass pass(m);
+  const std::vector<int> prefix = {1, 40, 77, 300, 12};
+  const int base = static_cast<int>(prefix.size());
+  KVCache cache(m.config());
+  std::vector<float> logits;
+  pass.forward(std::span<const int>(prefix).first(base - 1), 0, cache, LogitsMode::last, logits);
+
+  SECTION("chain") {
+    const std::vector<int> chunk = {prefix.back(), 9, 8, 7};
+    const std::vector<int> parents = {-1, base, base + 1};  // rows base.. form a chain
+    const TreeMask mask{base, parents};
+    std::vector<float> tree_logits, causal_logits;
+    pass.forward(chunk, base - 1, cache, LogitsMode::all, tree_logits, &mask);
+    KVCache plain(m.config());
+    pass.forward(std::span<const int>(prefix).first(base - 1), 0, plain, LogitsMode::last, logits);
+    pass.forward(chunk, base - 1, plain, LogitsMode::all, causal_logits);
+    CHECK(same_bits(tree_logits, causal_logits));
+  }
+  SECTION("branching tree, written in two calls (as the draft does level by level)") {
+    // Nodes: 0:a 1:b (roots); 2:c under 0; 3:d under 1; 4:e under 1; 5:f under 3.
+    const std::vector<int> tokens = {5, 6, 7, 8, 9, 10};
+    const std::vector<int> parent_nodes = {-1, -1, 0, 1, 1, 3};
+    std::vector<int> parent_rows;
+    for (int p : parent_nodes) parent_rows.push_back(p < 0 ? -1 : base + p);
+    const TreeMask mask{base, parent_rows};
+    std::vector<float> first, second;
+    std::vector<int> chunk1 = {prefix.back(), tokens[0], tokens[1]};
+    pass.forward(chunk1, base - 1, cache, LogitsMode::all, first, &mask);
+    pass.forward(std::span<const int>(tokens).subspan(2), base + 2, cache, LogitsMode::all, second,
+                 &mask);
+    const int V = m.config().vocab_size;
+    for (int node = 0; node < 6; ++node) {
+      std::vector<int> path;
+      for (int a = node; a >= 0; a = parent_nodes[std::size_t(a)]) path.push_back(tokens[std::size_t(a)]);
+      std::vector<int> seq = prefix;
+      seq.insert(seq.end(), path.rbegin(), path.rend());
+      const float* row = node < 2 ? &first[std::size_t(node + 1) * V] : &second[std::size_t(node - 2) * V];
+      const std::vector<float> got(row, row + V);
+      INFO("node " << node);
+      CHECK(same_bits(got, linear_logits(m, seq)));
+    }
+  }
+  SECTION("malformed trees are refused") {
+    const std::vector<int> bad = {-1, base + 1};  // row base+1's parent is itself
+    const TreeMask mask{base, bad};
+    const std::vector<int> chunk = {prefix.back(), 3, 4};
+    CHECK_THROWS_WITH(pass.forward(chunk, base - 1, cache, LogitsMode::all, logits, &mask),
+                      Catch::Contains("parent"));
+    const std::vector<int> short_parents = {-1};
+    const TreeMask mask2{base, short_parents};
+    CHECK_THROWS_WITH(pass.forward(chunk, base - 1, cache, LogitsMode::all, logits, &mask2),
+                      Catch::Contains("parents"));
+    CHECK(cache.length() == base - 1);  // nothing was written
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Rollback and the model adaptor
+// ---------------------------------------------------------------------------------------------
+
+TEST_CASE("KV rollback: a kept tree path continues exactly like a cache built from it",
+          "[unit][kv_cache][speculative]") {
+  const Model m = make_synthetic_model("stories260K");
+  SpecModel target(m);
+  std::vector<float> logits;
+  const std::vector<int> prefix = {1, 50, 60, 70};
+  const int base = 4;
+  target.forward(prefix, LogitsMode::last, logits);
+  // Tree: nodes 0 (root), 1 (root), 2 under 1, 3 under 2; keep the path 1 -> 2 -> 3.
+  const std::vector<int> tokens = {11, 22, 33, 44};
+  const std::vector<int> parent_rows = {-1, -1, base + 1, base + 2};
+  const TreeMask mask{base, parent_rows};
+  target.forward(tokens, LogitsMode::all, logits, &mask);
+  const std::vector<int> kept = {base + 1, base + 2, base + 3};
+  target.keep_rows(base, kept);
+  REQUIRE(target.length() == base + 3);
+  std::vector<float> next;
+  const int probe = 99;
+  target.forward(std::span<const int>(&probe, 1), LogitsMode::last, next);
+  CHECK(same_bits(next, linear_logits(m, {1, 50, 60, 70, 22, 33, 44, 99})));
+
+  // The token bookkeeping follows: the longest cached prefix of a context is found again.
+  CHECK(target.rollback_to_prefix_of(std::vector<int>{1, 50, 60, 70, 22, 5}) == 5);
+  CHECK(target.length() == 5);
+  CHECK_THROWS_WITH(target.truncate(6), Catch::Contains("truncate"));
+  const std::vector<int> not_ascending = {base + 1, base};
+  CHECK_THROWS_WITH(target.keep_rows(base, not_ascending), Catch::Contains("ascending"));
+}
+
+TEST_CASE("early exit: all layers is the model itself, fewer layers is a different, cheaper "
+          "model; out-of-range exits are refused",
+          "[unit][speculative]") {
+  const Model m = make_synthetic_model("stories260K");
+  const int L = m.config().n_layers;
+  auto full = SpecModel::early_exit(m, L);
+  auto shallow = SpecModel::early_exit(m, 1);
+  const std::vector<int> seq = {1, 20, 30};
+  std::vector<float> a, b;
+  full->forward(seq, LogitsMode::last, a);
+  shallow->forward(seq, LogitsMode::last, b);
+  CHECK(same_bits(a, linear_logits(m, seq)));
+  CHECK_FALSE(same_bits(b, a));
+  CHECK(shallow->config().n_layers == 1);
+  CHECK_THROWS_WITH(SpecModel::early_exit(m, 0), Catch::Contains("exit layer 0"));
+  CHECK_THROWS_WITH(SpecModel::early_exit(m, L + 1), Catch::Contains(std::to_string(L + 1)));
+  CHECK_THROWS_WITH(Model::first_layers_view(m, 1).save("/tmp/never_written.bin"),
+                    Catch::Contains("view"));
+}
+
+TEST_CASE("n-gram lookup proposes the continuation of the latest longest match",
+          "[unit][speculative]") {
+  NgramProposer ngram(3, 4, 100);
+  DraftTree t;
+  // ... 5 6 7 8 9 ... 6 7 -> the last 2-gram "6 7" appeared at 1..2, followed by 8 9 10 6.
+  ngram.propose(std::vector<int>{5, 6, 7, 8, 9, 10, 6, 7}, 10, t);
+  CHECK(t.tokens == std::vector<int>{8, 9, 10, 6});
+  CHECK(t.is_chain());
+  CHECK(t.q[0][8] == 1.0f);
+  ngram.propose(std::vector<int>{5, 6, 7, 8, 9, 10, 6, 7}, 2, t);  // room for two only
+  CHECK(t.tokens == std::vector<int>{8, 9});
+  ngram.propose(std::vector<int>{1, 2, 3}, 10, t);  // no earlier occurrence of anything
+  CHECK(t.size() == 0);
+  CHECK_THROWS_WITH(NgramProposer(0, 4, 100), Catch::Contains("--ngram 0"));
+  CHECK_THROWS_WITH(NgramProposer(2, 0, 100), Catch::Contains("--k 0"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Verification on a small vocabulary with known p and q
+// ---------------------------------------------------------------------------------------------
+
+TEST_CASE("verification is exact for a chain and for a tree, with bad drafts too (chi-square, "
+          "known p and q)",
+          "[unit][speculative][statistical]") {
+  // V = 5; p is the target's distribution at every node (a fixed table keeps the exact
+  // distribution of the first token known: it is p). N = 40000 rounds: a bin of probability
+  // 0.05 then expects 2000, and a deviation of 1 percentage point in it adds about 2 to the
+  // statistic per bin... the point is power, shown below on the classic bug.
+  const std::vector<float> p = {0.5f, 0.25f, 0.15f, 0.1f, 0.0f};
+  const std::vector<std::pair<const char*, std::vector<float>>> drafts = {
+      {"close q", {0.4f, 0.3f, 0.2f, 0.1f, 0.0f}},
+      {"uniform q", {0.2f, 0.2f, 0.2f, 0.2f, 0.2f}},
+      {"q with mass where p has none", {0.05f, 0.05f, 0.05f, 0.05f, 0.8f}},
+  };
+  const int N = 40000;
+  const std::vector<double> expected(p.begin(), p.end());
+  for (const auto& [name, q] : drafts) {
+    for (int branch : {1, 2}) {
+      Rng draft_rng(7), verify_rng(11);
+      std::vector<long> first(5, 0);
+      long accepted = 0;
+      for (int run = 0; run < N; ++run) {
+        DraftTree t;
+        // Depth 2; siblings drawn without replacement from q (q_j = q minus earlier siblings).
+        std::vector<int> level = {-1};
+        for (int d = 0; d < 2; ++d) {
+          std::vector<int> next;
+          for (int parent : level) {
+            std::vector<float> w = q;
+            for (int j = 0; j < branch; ++j) {
+              float total = 0.0f;
+              for (float x : w) total += x;
+              std::vector<float> qj(w.size());
+              for (std::size_t i = 0; i < w.size(); ++i) qj[i] = w[i] / total;
+              const int x = sample_from(qj, draft_rng.next_f32());
+              next.push_back(t.add(x, parent, qj));
+              w[std::size_t(x)] = 0.0f;
+            }
+          }
+          level = next;
+        }
+        std::vector<float> rows;
+        for (int i = 0; i <= t.size(); ++i) rows.insert(rows.end(), p.begin(), p.end());
+        const Verdict v = verify_draft(t, rows, false, verify_rng);
+        const int tok = v.path.empty() ? v.next_token : t.tokens[std::size_t(v.path[0])];
+        ++first[std::size_t(tok)];
+        accepted += long(v.path.size());
+      }
+      const ChiSquareResult r = chi_square_test(expected, first);
+      INFO(name << ", branch " << branch << ": chi2 " << r.statistic << " dof " << r.dof << " p "
+                << r.p_value << ", accepted/round " << double(accepted) / N);
+      CHECK(r.p_value > 1e-3);
+      CHECK(first[4] == 0);  // p(4) = 0: never emitted, however much q likes it
+    }
+  }
+  // Power: the classic bug (on rejection, draw from p instead of norm(max(0, p - q))) gives the
+  // first token min(p, q) + (1 - sum min(p, q)) p. With the uniform q and N = 40000 the same
+  // test must reject it.
+  {
+    const std::vector<float> q(5, 0.2f);
+    std::vector<float> bug(5);
+    float beta = 0.0f;
+    for (int i = 0; i < 5; ++i) beta += std::min(p[std::size_t(i)], q[std::size_t(i)]);
+    for (int i = 0; i < 5; ++i)
+      bug[std::size_t(i)] = std::min(p[std::size_t(i)], q[std::size_t(i)]) + (1.0f - beta) * p[std::size_t(i)];
+    Rng rng(3);
+    std::vector<long> counts(5, 0);
+    for (int run = 0; run < N; ++run) ++counts[std::size_t(sample_from(bug, rng.next_f32()))];
+    CHECK(chi_square_test(expected, counts).p_value < 1e-3);
+  }
+}
+
+TEST_CASE("greedy verification accepts exactly the target's argmax and draws nothing",
+          "[unit][speculative]") {
+  DraftTree t;
+  const std::vector<float> unused(4, 0.25f);
+  t.add(2, -1, unused);  // 0
+  t.add(1, -1, unused);  // 1
+  t.add(3, 1, unused);   // 2 under 1
+  // p rows (one-hot): after the context the argmax is 1, after node 1 it is 0.
+  const std::vector<float> p = {0, 1, 0, 0, /*node0*/ 1, 0, 0, 0, /*node1*/ 1, 0, 0, 0,
+                                /*node2*/ 0, 0, 1, 0};
+  Rng rng(5), untouched(5);
+  const Verdict v = verify_draft(t, p, true, rng);
+  CHECK(v.path == std::vector<int>{1});
+  CHECK(v.next_token == 0);
+  CHECK(rng.next_u32() == untouched.next_u32());
+  CHECK_THROWS_WITH(verify_draft(t, std::vector<float>(7, 0.f), true, rng),
+                    Catch::Contains("rows"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// (a) Greedy speculative decoding reproduces the golden greedy outputs, for every proposer
+// ---------------------------------------------------------------------------------------------
+
+TEST_CASE("greedy speculative decoding gives the golden greedy tokens for every proposer",
+          "[golden][speculative]") {
+  use_one_thread();
+  const Model target_model = Model::load(test::model_file("stories260K.bin"));
+  std::ifstream in(test::golden_file("stories260K_greedy.json"));
+  const auto golden = nlohmann::json::parse(in);
+  const Model random_draft = make_synthetic_model("stories260K");  // a poor draft, same vocab
+  SamplingParams greedy;
+  greedy.temperature = 0.0f;
+  SpecModel target(target_model);
+  SpecModel self_draft(target_model);  // a perfect draft: every guess accepted, bonus path
+  SpecModel poor_draft(random_draft);
+  auto exit1 = SpecModel::early_exit(target_model, 1);
+  auto exit3 = SpecModel::early_exit(target_model, 3);
+
+  struct Case {
+    std::string label;
+    std::unique_ptr<Proposer> proposer;
+  };
+  std::vector<Case> cases;
+  const int V = target_model.config().vocab_size;
+  // K = 1 (the smallest round), 4, and 8 where the whole chain is often accepted.
+  cases.push_back({"draft(self) k=1", std::make_unique<DraftModelProposer>(self_draft, greedy, 1, "draft")});
+  cases.push_back({"draft(self) k=8", std::make_unique<DraftModelProposer>(self_draft, greedy, 8, "draft")});
+  cases.push_back({"draft(random) k=4", std::make_unique<DraftModelProposer>(poor_draft, greedy, 4, "draft")});
+  cases.push_back({"early-exit 1 k=1", std::make_unique<DraftModelProposer>(*exit1, greedy, 1, "early-exit")});
+  cases.push_back({"early-exit 3 k=4", std::make_unique<DraftModelProposer>(*exit3, greedy, 4, "early-exit")});
+  cases.push_back({"ngram 3 k=4", std::make_unique<NgramProposer>(3, 4, V)});
+  cases.push_back({"ngram 1 k=8", std::make_unique<NgramProposer>(1, 8, V)});
+  cases.push_back({"tree 2x3 early-exit 3", std::make_unique<TreeProposer>(*exit3, greedy, 2, 3)});
+  cases.push_back({"tree 3x2 self", std::make_unique<TreeProposer>(self_draft, greedy, 3, 2)});
+  cases.push_back({"tree 2x2 random", std::make_unique<TreeProposer>(poor_draft, greedy, 2, 2)});
+
+  for (const auto& g : golden["cases"]) {
+    const std::vector<int> prompt = g["prompt_tokens"].get<std::vector<int>>();
+    const std::vector<int> expected = g["tokens"].get<std::vector<int>>();
+    const int steps = g["steps"].get<int>();
+    for (Case& c : cases) {
+      const SpecGeneration s = speculative_generate(target, *c.proposer, prompt, steps, greedy);
+      INFO(c.label << ", prompt '" << g["prompt"].get<std::string>() << "', steps " << steps
+                   << ", acceptance " << s.stats.acceptance_rate());
+      CHECK(s.tokens == expected);
+      if (c.label.rfind("draft(self)", 0) == 0) CHECK(s.stats.acceptance_rate() == 1.0);
+    }
+    CHECK(plain_generate(target, prompt, steps, greedy).tokens == expected);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// (b), (c) The first two emitted tokens follow the target's exact distribution
+// ---------------------------------------------------------------------------------------------
+
+namespace {
+
+// P(t1, t2 | context) = p(t1 | context) p(t2 | context, t1), both the target's sampling
+// distributions, as a dense (V * V) table indexed t1 * V + t2.
+std::vector<double> exact_pair_distribution(const Model& m, const std::vector<int>& context,
+                                            const SamplingParams& params) {
+  const int V = m.config().vocab_size;
+  ForwardPass pass(m);
+  KVCache cache(m.config());
+  Sampler sampler(params, V);
+  std::vector<float> logits;
+  pass.forward(context, 0, cache, LogitsMode::last, logits);
+  const std::vector<float> p1 = sampler.distribution(logits, context);
+  std::vector<double> pairs(std::size_t(V) * V, 0.0);
+  std::vector<int> history = context;
+  history.push_back(0);
+  const int n = static_cast<int>(context.size());
+  for (int t1 = 0; t1 < V; ++t1) {
+    if (p1[std::size_t(t1)] <= 0.0f) continue;
+    cache.set_length(n);
+    history.back() = t1;
+    pass.forward(std::span<const int>(&t1, 1), n, cache, LogitsMode::last, logits);
+    const std::vector<float> p2 = sampler.distribution(logits, history);
+    for (int t2 = 0; t2 < V; ++t2)
+      pairs[std::size_t(t1) * V + t2] = double(p1[std::size_t(t1)]) * p2[std::size_t(t2)];
+  }
+  return pairs;
+}
+
+void check_first_two_tokens(const SamplingParams& base_params) {
+  use_one_thread();
+  const Model model = Model::load(test::model_file("stories260K.bin"));
+  const Tokenizer tok = Tokenizer::load(test::model_file("tok512.bin"));
+  const int V = model.config().vocab_size;
+  const std::vector<int> context = tok.encode("Once upon a time, there was a", true);
+  const std::vector<double> exact = exact_pair_distribution(model, context, base_params);
+
+  const Model random_model = make_synthetic_model("stories260K");
+  SpecModel target(model);
+  SpecModel poor(random_model);
+  auto exit2 = SpecModel::early_exit(model, 2);
+
+  // The nucleus of p after the context (for the draft that puts its mass outside it).
+  std::vector<float> outside(std::size_t(V), 0.0f);
+  {
+    std::vector<float> p1(std::size_t(V), 0.0f);
+    for (int t1 = 0; t1 < V; ++t1)
+      for (int t2 = 0; t2 < V; ++t2) p1[std::size_t(t1)] += float(exact[std::size_t(t1) * V + t2]);
+    float total = 0.0f;
+    for (int t = 0; t < V; ++t) {
+      // 90% of q on tokens p never draws (or almost never, when no filter zeroes any), 10%
+      // spread over all, so q > 0 wherever it proposes.
+      outside[std::size_t(t)] = (p1[std::size_t(t)] < 1e-4f ? 1.0f : 0.0f);
+      total += outside[std::size_t(t)];
+    }
+    REQUIRE(total > 0.0f);
+    for (float& x : outside) x = 0.9f * x / total + 0.1f / float(V);
+  }
+  const std::vector<float> uniform(std::size_t(V), 1.0f / float(V));
+
+  // N = 20000 runs. Bins: every pair with expected count >= 5 (P >= 2.5e-4), the rest pooled.
+  // Significance 1e-3 with fixed seeds, so the outcome is deterministic. Power: the same N and
+  // threshold reject the classic bug (resampling from p after a rejection) on the first token,
+  // as the small-vocabulary test above shows; on this context the bug moves the first token's
+  // distribution by a noncentrality N * sum (dP)^2 / P well above 100 for the uniform draft.
+  const int N = 20000, K = 3;
+  const std::vector<std::string> names = {"draft(random)", "early-exit 2", "ngram 2",
+                                          "tree 2x2 early-exit", "uniform q", "q outside p"};
+  for (const std::string& name : names) {
+    std::map<long, long> counts;
+    for (int run = 0; run < N; ++run) {
+      SamplingParams params = base_params;
+      params.seed = 1000 + std::uint64_t(run);
+      std::unique_ptr<Proposer> proposer;
+      if (name == "draft(random)") proposer = std::make_unique<DraftModelProposer>(poor, params, K, "draft");
+      if (name == "early-exit 2") proposer = std::make_unique<DraftModelProposer>(*exit2, params, K, "early-exit");
+      if (name == "ngram 2") proposer = std::make_unique<NgramProposer>(2, K, V);
+      if (name == "tree 2x2 early-exit") proposer = std::make_unique<TreeProposer>(*exit2, params, 2, 2);
+      if (name == "uniform q") proposer = std::make_unique<FixedProposer>(uniform, K, params.seed * 7 + 1);
+      if (name == "q outside p") proposer = std::make_unique<FixedProposer>(outside, K, params.seed * 7 + 1);
+      SpeculativeDecoder decoder(target, *proposer, params);
+      std::vector<int> seq = context;
+      while (seq.size() < context.size() + 2) decoder.round(seq, model.config().seq_len);
+      ++counts[long(seq[context.size()]) * V + seq[context.size() + 1]];
+    }
+    std::vector<long> observed(exact.size(), 0);
+    for (const auto& [pair, c] : counts) observed[std::size_t(pair)] = c;
+    const ChiSquareResult r = chi_square_test(exact, observed);
+    INFO(name << ": chi2 " << r.statistic << ", " << r.dof << " dof, p-value " << r.p_value);
+    CHECK(r.p_value > 1e-3);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("(b) speculative sampling at T = 1: the first two tokens follow the target exactly, "
+          "for every proposer and bad drafts",
+          "[golden][speculative][statistical]") {
+  SamplingParams p;
+  p.temperature = 1.0f;
+  check_first_two_tokens(p);
+}
+
+TEST_CASE("(c) the same at temperature 0.7, top-p 0.9", "[golden][speculative][statistical]") {
+  SamplingParams p;
+  p.temperature = 0.7f;
+  p.top_p = 0.9f;
+  check_first_two_tokens(p);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The formula, the simulator, the chi-square helper, bad input
+// ---------------------------------------------------------------------------------------------
+
+TEST_CASE("the standard model: tokens per round and speed-up", "[unit][speculative]") {
+  CHECK(expected_tokens_per_round(0.0, 5) == 1.0);
+  CHECK(expected_tokens_per_round(1.0, 5) == 6.0);
+  CHECK(expected_tokens_per_round(0.5, 2) == Approx(1.75));  // 1 + 0.5 + 0.25
+  CHECK(predicted_speedup(0.8, 4, 0.0, 1.0) == Approx((1 - std::pow(0.8, 5)) / 0.2));
+  CHECK(predicted_speedup(0.5, 2, 0.25, 1.0) == Approx(1.75 / 1.5));
+}
+
+TEST_CASE("simulated draft-target pair on an H100: speculation pays at batch 1 and stops paying "
+          "as the batch grows",
+          "[unit][speculative]") {
+  const Hardware h100 = hardware_by_name("h100-sxm");
+  const std::vector<int> batches = {1, 4, 16, 64, 256, 1024};
+  const auto points = simulate_speculation(named_config("llama3-70b"), named_config("llama3-8b"),
+                                           h100, 0.8, 4, 1024, batches);
+  REQUIRE(points.size() == batches.size());
+  CHECK(points[0].speedup > 1.5);
+  for (std::size_t i = 1; i < points.size(); ++i) CHECK(points[i].speedup <= points[i - 1].speedup + 1e-12);
+  CHECK(break_even_batch(points) > 1);
+  CHECK_FALSE(points.back().verify_memory_bound);
+  CHECK_THROWS_WITH(simulate_speculation(named_config("llama3-70b"), named_config("llama3-8b"),
+                                         h100, 1.5, 4, 1024, batches),
+                    Catch::Contains("--acceptance 1.5"));
+}
+
+TEST_CASE("chi-square helper: known quantiles, pooling, impossible observations",
+          "[unit][statistical]") {
+  CHECK(chi_square_survival(3.841459, 1) == Approx(0.05).margin(1e-6));
+  CHECK(chi_square_survival(18.307038, 10) == Approx(0.05).margin(1e-6));
+  CHECK(chi_square_survival(124.342113, 100) == Approx(0.05).margin(1e-6));
+  const std::vector<double> e = {0.5, 0.4999, 0.0001};
+  const ChiSquareResult r = chi_square_test(e, std::vector<long>{500, 500, 0});
+  CHECK(r.bins == 2);  // the tiny category joined the smallest bin
+  CHECK(r.p_value > 0.9);
+  CHECK(chi_square_test(std::vector<double>{0.5, 0.5, 0.0}, std::vector<long>{5, 5, 1}).p_value == 0.0);
+  CHECK_THROWS_WITH(chi_square_test(e, std::vector<long>{1, 2}), Catch::Contains("counts"));
+}
+
+TEST_CASE("bad input: a draft with another vocabulary, K < 1, a bad tree shape",
+          "[unit][speculative]") {
+  const Model target_model = make_synthetic_model("stories260K");
+  ModelConfig other = named_config("stories260K");
+  other.vocab_size = 600;
+  const Model other_model = make_synthetic_model(other, {}, "other-vocab");
+  SpecModel target(target_model), draft(other_model);
+  SamplingParams p;
+  DraftModelProposer proposer(draft, p, 2, "draft");
+  CHECK_THROWS_WITH(SpeculativeDecoder(target, proposer, p),
+                    Catch::Contains("600") && Catch::Contains("512"));
+  CHECK_THROWS_WITH(DraftModelProposer(target, p, 0, "draft"), Catch::Contains("--k 0"));
+  CHECK_THROWS_WITH(TreeProposer(target, p, 0, 3), Catch::Contains("--tree-branch 0"));
+  CHECK_THROWS_WITH(TreeProposer(target, p, 2, 0), Catch::Contains("--tree-depth 0"));
+  CHECK_THROWS_WITH(TreeProposer(target, p, 16, 4), Catch::Contains("4096"));
+  const std::vector<int> prompt = {1, 2, 3};
+  CHECK_THROWS_WITH(plain_generate(target, prompt, 2, p), Catch::Contains("steps"));
+}
