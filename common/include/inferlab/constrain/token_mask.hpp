@@ -1,0 +1,92 @@
+#pragma once
+/// @file token_mask.hpp
+/// @brief Which tokens may come next: the tokenizer's pieces as byte strings in a trie, walked
+/// together with the parser so that a rejected prefix prunes its whole subtree; masks are
+/// cached per parser state. A brute-force oracle (every token, byte by byte, no cache) is the
+/// specification the fast path is tested against.
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "inferlab/constrain/parser.hpp"
+#include "inferlab/sampler.hpp"
+#include "inferlab/tokenizer.hpp"
+
+namespace inferlab {
+
+/// @brief The bytes each token appends to the text: `<0xXX>` pieces are that byte, other
+/// pieces their text; BOS, EOS and UNK append nothing and are never allowed as text (EOS is
+/// allowed separately, where the constraint can end). Index = token id.
+std::vector<std::string> token_byte_strings(const Tokenizer& tokenizer);
+
+/// @brief A bitset over the vocabulary: bit t set = token t allowed.
+struct TokenMask {
+  std::vector<std::uint64_t> words;  ///< (ceil(V / 64)) bit t of word t/64
+  /// @brief True when token @p t is allowed.
+  bool allowed(int t) const { return (words[static_cast<std::size_t>(t) >> 6] >> (t & 63)) & 1; }
+  /// @brief Allows token @p t.
+  void allow(int t) { words[static_cast<std::size_t>(t) >> 6] |= std::uint64_t{1} << (t & 63); }
+  /// @brief Number of allowed tokens.
+  int count() const;
+  /// @brief Bitwise equality.
+  bool operator==(const TokenMask&) const = default;
+};
+
+/// @brief The vocabulary's byte strings in a trie (children sorted by byte, stored flat).
+class TokenTrie {
+ public:
+  /// @brief Builds the trie of @p tokens (index = token id; empty strings are left out).
+  explicit TokenTrie(const std::vector<std::string>& tokens);
+  /// @brief Number of tokens (V).
+  int vocab_size() const { return vocab_size_; }
+  /// @brief Number of trie nodes, root included.
+  std::size_t num_nodes() const { return first_child_.size() - 1; }
+
+ private:
+  friend class MaskComputer;
+  int vocab_size_ = 0;
+  // Node n's children are child_byte_/child_node_[first_child_[n] .. first_child_[n+1]); the
+  // tokens ending at n are token_ids_[first_token_[n] .. first_token_[n+1]).
+  std::vector<std::uint32_t> first_child_, first_token_;
+  std::vector<std::uint8_t> child_byte_;
+  std::vector<std::uint32_t> child_node_;
+  std::vector<int> token_ids_;
+};
+
+/// @brief Computes token masks for the states of one parser.
+class MaskComputer {
+ public:
+  /// @brief @p parser and @p trie must outlive this object. @p eos_token is allowed exactly
+  /// where the parser accepts; @p token_bytes is the trie's input (kept for the oracle).
+  MaskComputer(PushdownParser& parser, const TokenTrie& trie,
+               std::vector<std::string> token_bytes, int eos_token);
+
+  /// @brief The allowed tokens after the text that led to @p state: walks the trie, stepping
+  /// the parser one byte per edge and skipping every subtree whose prefix is dead. Cached per
+  /// state, so a state seen before costs a lookup.
+  /// @note Cost: one cached transition per trie node visited (at most the trie's size).
+  const TokenMask& mask(int state);
+  /// @brief The specification: for every token, feed its bytes to the parser one by one with
+  /// no cache at all (PushdownParser::step_uncached); allowed when the result is not dead.
+  /// @note Cost: V x token length closures; for tests and the bench only.
+  TokenMask oracle_mask(int state);
+  /// @brief Whether the mask of @p state is already cached.
+  bool cached(int state) const;
+
+ private:
+  PushdownParser* parser_;
+  const TokenTrie* trie_;
+  std::vector<std::string> token_bytes_;
+  int eos_;
+  std::vector<std::unique_ptr<TokenMask>> cache_;  // by state id
+  void walk(std::uint32_t node, int state, TokenMask& out);
+};
+
+/// @brief Sets the logit of every token @p mask disallows to -inf (in place), so that any
+/// sampler gives them probability 0 after softmax. @p logits has V entries.
+void apply_token_mask(std::span<float> logits, const TokenMask& mask);
+
+}  // namespace inferlab

@@ -1,0 +1,141 @@
+// Token masks: trie walk with pruning (fast, cached) and the brute-force oracle (the spec).
+#include "inferlab/constrain/token_mask.hpp"
+
+#include <algorithm>
+#include <bit>
+#include <limits>
+#include <numeric>
+
+#include "inferlab/error.hpp"
+
+namespace inferlab {
+
+std::vector<std::string> token_byte_strings(const Tokenizer& tokenizer) {
+  std::vector<std::string> out(static_cast<std::size_t>(tokenizer.vocab_size()));
+  for (int t = 0; t < tokenizer.vocab_size(); ++t) {
+    if (t == kUnkToken || t == kBosToken || t == kEosToken) continue;
+    // After a non-BOS token: the piece's own text, `<0xXX>` decoded to its byte.
+    out[static_cast<std::size_t>(t)] = tokenizer.decode_piece(kEosToken, t);
+  }
+  return out;
+}
+
+int TokenMask::count() const {
+  int n = 0;
+  for (const auto w : words) n += std::popcount(w);
+  return n;
+}
+
+TokenTrie::TokenTrie(const std::vector<std::string>& tokens) : vocab_size_(static_cast<int>(tokens.size())) {
+  // Sorting the strings makes every node's subtree a contiguous range: build by recursion on
+  // the sorted list, one level (byte position) at a time.
+  std::vector<int> order(tokens.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::erase_if(order, [&](int t) { return tokens[static_cast<std::size_t>(t)].empty(); });
+  std::sort(order.begin(), order.end(), [&](int a, int b) {
+    return tokens[static_cast<std::size_t>(a)] < tokens[static_cast<std::size_t>(b)];
+  });
+  struct Pending {
+    std::size_t lo, hi, depth;
+  };
+  // Breadth-first so that each node's children are contiguous.
+  std::vector<Pending> level{{0, order.size(), 0}};
+  std::vector<Pending> nodes{{0, order.size(), 0}};
+  std::vector<std::vector<std::pair<std::uint8_t, std::uint32_t>>> children(1);
+  std::vector<std::vector<int>> ends(1);
+  for (std::size_t n = 0; n < nodes.size(); ++n) {
+    const Pending p = nodes[n];
+    std::size_t i = p.lo;
+    while (i < p.hi && tokens[static_cast<std::size_t>(order[i])].size() == p.depth) {
+      ends[n].push_back(order[i]);
+      ++i;
+    }
+    while (i < p.hi) {
+      const auto b = static_cast<std::uint8_t>(tokens[static_cast<std::size_t>(order[i])][p.depth]);
+      std::size_t j = i;
+      while (j < p.hi && static_cast<std::uint8_t>(tokens[static_cast<std::size_t>(order[j])][p.depth]) == b) ++j;
+      nodes.push_back({i, j, p.depth + 1});
+      children.emplace_back();
+      ends.emplace_back();
+      children[n].emplace_back(b, static_cast<std::uint32_t>(nodes.size() - 1));
+      i = j;
+    }
+  }
+  first_child_.push_back(0);
+  first_token_.push_back(0);
+  for (std::size_t n = 0; n < nodes.size(); ++n) {
+    for (const auto& [b, c] : children[n]) {
+      child_byte_.push_back(b);
+      child_node_.push_back(c);
+    }
+    token_ids_.insert(token_ids_.end(), ends[n].begin(), ends[n].end());
+    first_child_.push_back(static_cast<std::uint32_t>(child_byte_.size()));
+    first_token_.push_back(static_cast<std::uint32_t>(token_ids_.size()));
+  }
+}
+
+MaskComputer::MaskComputer(PushdownParser& parser, const TokenTrie& trie,
+                           std::vector<std::string> token_bytes, int eos_token)
+    : parser_(&parser), trie_(&trie), token_bytes_(std::move(token_bytes)), eos_(eos_token) {
+  if (static_cast<int>(token_bytes_.size()) != trie.vocab_size()) {
+    throw Error("MaskComputer: token byte strings and trie disagree on the vocabulary size");
+  }
+}
+
+void MaskComputer::walk(std::uint32_t node, int state, TokenMask& out) {
+  const std::uint32_t end = trie_->first_child_[node + 1];
+  for (std::uint32_t c = trie_->first_child_[node]; c < end; ++c) {
+    const int next = parser_->step(state, trie_->child_byte_[c]);
+    if (next == PushdownParser::kDead) continue;  // prune: no token below extends this prefix
+    const std::uint32_t child = trie_->child_node_[c];
+    for (std::uint32_t k = trie_->first_token_[child]; k < trie_->first_token_[child + 1]; ++k) {
+      out.allow(trie_->token_ids_[k]);
+    }
+    if (parser_->can_continue(next)) walk(child, next, out);
+  }
+}
+
+const TokenMask& MaskComputer::mask(int state) {
+  if (state < 0) throw Error("mask of a dead parser state");
+  if (static_cast<std::size_t>(state) >= cache_.size()) cache_.resize(static_cast<std::size_t>(state) + 1);
+  auto& slot = cache_[static_cast<std::size_t>(state)];
+  if (!slot) {
+    auto m = std::make_unique<TokenMask>();
+    m->words.assign((static_cast<std::size_t>(trie_->vocab_size()) + 63) / 64, 0);
+    if (parser_->can_continue(state)) walk(0, state, *m);
+    if (parser_->accepts(state) && eos_ >= 0 && eos_ < trie_->vocab_size()) m->allow(eos_);
+    // walk() may have grown the parser's states, never this cache: slot is still valid.
+    cache_[static_cast<std::size_t>(state)] = std::move(m);
+  }
+  return *cache_[static_cast<std::size_t>(state)];
+}
+
+bool MaskComputer::cached(int state) const {
+  return state >= 0 && static_cast<std::size_t>(state) < cache_.size() && cache_[static_cast<std::size_t>(state)];
+}
+
+TokenMask MaskComputer::oracle_mask(int state) {
+  TokenMask m;
+  m.words.assign((static_cast<std::size_t>(trie_->vocab_size()) + 63) / 64, 0);
+  const PushdownParser::RawState start = parser_->raw(state);
+  for (int t = 0; t < trie_->vocab_size(); ++t) {
+    const std::string& bytes = token_bytes_[static_cast<std::size_t>(t)];
+    if (bytes.empty()) continue;
+    PushdownParser::RawState s = start;
+    for (const char c : bytes) {
+      s = parser_->step_uncached(s, static_cast<unsigned char>(c));
+    }
+    // Allowed when some continuation is still possible after the last byte.
+    if (!s.stacks.empty() || s.accept) m.allow(t);
+  }
+  if (start.accept && eos_ >= 0 && eos_ < trie_->vocab_size()) m.allow(eos_);
+  return m;
+}
+
+void apply_token_mask(std::span<float> logits, const TokenMask& mask) {
+  for (std::size_t t = 0; t < logits.size(); ++t) {
+    if (!mask.allowed(static_cast<int>(t))) logits[t] = -std::numeric_limits<float>::infinity();
+  }
+}
+
+}  // namespace inferlab
