@@ -269,6 +269,30 @@ class SchemaCompiler {
   Json merge(const Json& a, const Json& b) {
     if (a.is_boolean()) return a.get<bool>() ? b : a;
     if (b.is_boolean()) return b.get<bool>() ? a : b;
+    // additionalProperties only sees its own schema's properties, and additionalItems its own
+    // tuple: merging them with another schema's would change their meaning.
+    auto names = [](const Json& s) {
+      std::set<std::string> n;
+      if (s.contains("properties") && s["properties"].is_object()) {
+        for (const auto& [k, v] : s["properties"].items()) n.insert(k);
+      }
+      return n;
+    };
+    auto restricts = [](const Json& s) {
+      return s.contains("additionalProperties") && s["additionalProperties"] != Json(true);
+    };
+    auto has_obj = [](const Json& s) { return s.contains("properties") || s.contains("additionalProperties"); };
+    if (((restricts(a) && has_obj(b)) || (restricts(b) && has_obj(a))) && names(a) != names(b)) {
+      unsupported("additionalProperties", "combined by allOf or $ref with a schema listing other properties");
+    }
+    auto tuple = [](const Json& s) {
+      return s.contains("prefixItems") || s.contains("additionalItems") || (s.contains("items") && s["items"].is_array());
+    };
+    auto has_items = [](const Json& s) { return s.contains("items") || s.contains("prefixItems") || s.contains("additionalItems"); };
+    if ((tuple(a) && has_items(b)) || (tuple(b) && has_items(a))) {
+      unsupported(tuple(a) ? (a.contains("prefixItems") ? "prefixItems" : "items") : (b.contains("prefixItems") ? "prefixItems" : "items"),
+                  "a tuple combined by allOf or $ref with other item schemas");
+    }
     Json out = a;
     for (const auto& [k, v] : b.items()) {
       if (!out.contains(k) || is_annotation(k)) {
@@ -477,6 +501,38 @@ class SchemaCompiler {
     }
   }
 
+  // A JSON value as json.dumps writes it, where an integral number may also be written the
+  // other way (1 == 1.0 in JSON Schema), at any depth.
+  int literal_value(const Json& v) {
+    if (v.is_object()) {
+      std::vector<int> items{lit("{")};
+      bool first = true;
+      for (const auto& [k, x] : v.items()) {
+        if (!first) items.push_back(lit(", "));
+        first = false;
+        items.push_back(lit(Json(k).dump(-1, ' ', false) + ": "));
+        items.push_back(literal_value(x));
+      }
+      items.push_back(lit("}"));
+      return g_.seq(std::move(items));
+    }
+    if (v.is_array()) {
+      std::vector<int> items{lit("[")};
+      for (std::size_t i = 0; i < v.size(); ++i) {
+        if (i) items.push_back(lit(", "));
+        items.push_back(literal_value(v[i]));
+      }
+      items.push_back(lit("]"));
+      return g_.seq(std::move(items));
+    }
+    const std::string text = python_json_dumps(v);
+    if (v.is_number_integer()) return g_.alt({lit(text), lit(text + ".0")});
+    if (v.is_number_float() && std::floor(v.get<double>()) == v.get<double>() && std::abs(v.get<double>()) < 1e15) {
+      return g_.alt({lit(text), lit(fmt::format("{}", static_cast<long long>(v.get<double>())))});
+    }
+    return lit(text);
+  }
+
   int compile_enum(const Json& s) {
     for (const auto& [k, v] : s.items()) {
       if (k != "enum" && k != "const" && k != "type" && !is_annotation(k)) {
@@ -510,12 +566,7 @@ class SchemaCompiler {
       if (!ok) continue;
       const std::string text = python_json_dumps(v);
       if (!seen.insert(text).second) continue;
-      alts.push_back(lit(text));
-      // 1 == 1.0 in JSON Schema: an integral number also matches its other spelling.
-      if (v.is_number_integer()) alts.push_back(lit(text + ".0"));
-      else if (v.is_number_float() && integral && std::abs(v.get<double>()) < 1e15) {
-        alts.push_back(lit(fmt::format("{}", static_cast<long long>(v.get<double>()))));
-      }
+      alts.push_back(literal_value(v));
     }
     return g_.alt(std::move(alts));
   }

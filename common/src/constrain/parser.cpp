@@ -3,7 +3,9 @@
 #include "inferlab/constrain/parser.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cstring>
+#include <map>
 
 #include <fmt/format.h>
 
@@ -30,6 +32,10 @@ struct PushdownParser::Impl {
   std::vector<int> node_rule;
   std::vector<int> rule_start, rule_end;
   std::vector<std::string> rule_name;
+  // Bytes that every byte set treats alike share a class: a transition computed for one byte
+  // of a class holds for all of them (the string-character bytes of JSON are one class).
+  std::array<std::uint8_t, 256> byte_class{};
+  std::vector<std::vector<std::uint8_t>> class_bytes;
 
   // Hash-consed stacks: id -> (top node, parent stack id or -1).
   std::vector<std::pair<int, int>> stacks;
@@ -191,6 +197,25 @@ struct PushdownParser::Impl {
   }
 
   void trim();
+  void compute_byte_classes() {
+    std::array<int, 256> cls{};
+    int n = 1;
+    for (const ByteSet& s : sets) {
+      std::vector<int> split(static_cast<std::size_t>(2 * n), -1);
+      int next = 0;
+      for (int b = 0; b < 256; ++b) {
+        int& id = split[static_cast<std::size_t>(2 * cls[static_cast<std::size_t>(b)] + (s.has(static_cast<unsigned>(b)) ? 1 : 0))];
+        if (id < 0) id = next++;
+        cls[static_cast<std::size_t>(b)] = id;
+      }
+      n = next;
+    }
+    class_bytes.assign(static_cast<std::size_t>(n), {});
+    for (int b = 0; b < 256; ++b) {
+      byte_class[static_cast<std::size_t>(b)] = static_cast<std::uint8_t>(cls[static_cast<std::size_t>(b)]);
+      class_bytes[static_cast<std::size_t>(cls[static_cast<std::size_t>(b)])].push_back(static_cast<std::uint8_t>(b));
+    }
+  }
   void check_left_recursion();
 };
 
@@ -320,6 +345,7 @@ PushdownParser::PushdownParser(const Grammar& g, const ParserLimits& limits)
   }
   m.trim();
   m.check_left_recursion();
+  m.compute_byte_classes();
   std::vector<int> work{m.intern_stack(m.rule_start[static_cast<std::size_t>(g.root)], -1)};
   RawState init;
   m.closure(work, init);
@@ -348,7 +374,7 @@ int PushdownParser::intern_state(RawState&& raw) {
   return it->second;
 }
 
-int PushdownParser::step(int state, unsigned char byte) {
+int PushdownParser::step_slow(int state, unsigned char byte) {
   State* s = &states_[static_cast<std::size_t>(state)];
   if (!s->next) {
     s->next = std::make_unique<int[]>(256);
@@ -359,7 +385,9 @@ int PushdownParser::step(int state, unsigned char byte) {
   RawState from{s->stacks, s->accept};
   RawState to = impl_->step(from, byte);
   next = to.stacks.empty() && !to.accept ? kDead : intern_state(std::move(to));
-  states_[static_cast<std::size_t>(state)].next[byte] = next;  // states_ may have moved
+  // states_ may have moved; the result holds for every byte of this byte's class.
+  int* row = states_[static_cast<std::size_t>(state)].next.get();
+  for (const std::uint8_t b : impl_->class_bytes[impl_->byte_class[byte]]) row[b] = next;
   return next;
 }
 
@@ -369,14 +397,6 @@ int PushdownParser::advance(int state, std::string_view bytes) {
     state = step(state, static_cast<unsigned char>(c));
   }
   return state;
-}
-
-bool PushdownParser::accepts(int state) const {
-  return state != kDead && states_[static_cast<std::size_t>(state)].accept;
-}
-
-bool PushdownParser::can_continue(int state) const {
-  return state != kDead && !states_[static_cast<std::size_t>(state)].stacks.empty();
 }
 
 PushdownParser::RawState PushdownParser::raw(int state) const {

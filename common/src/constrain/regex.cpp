@@ -71,7 +71,7 @@ class RegexParser {
       }
     }
     const int body = parse_alt(0);
-    if (pos_ < end_) fail(p_[pos_] == ')' ? "unmatched ')'" : "unexpected character");
+    if (!at_end()) fail(p_[pos_] == ')' ? "unmatched ')'" : "unexpected character");
     if (!search) {
       return body;
     }

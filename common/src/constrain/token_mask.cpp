@@ -75,9 +75,9 @@ TokenTrie::TokenTrie(const std::vector<std::string>& tokens) : vocab_size_(stati
 }
 
 MaskComputer::MaskComputer(PushdownParser& parser, const TokenTrie& trie,
-                           std::vector<std::string> token_bytes, int eos_token)
-    : parser_(&parser), trie_(&trie), token_bytes_(std::move(token_bytes)), eos_(eos_token) {
-  if (static_cast<int>(token_bytes_.size()) != trie.vocab_size()) {
+                           const std::vector<std::string>& token_bytes, int eos_token)
+    : parser_(&parser), trie_(&trie), token_bytes_(&token_bytes), eos_(eos_token) {
+  if (static_cast<int>(token_bytes_->size()) != trie.vocab_size()) {
     throw Error("MaskComputer: token byte strings and trie disagree on the vocabulary size");
   }
 }
@@ -95,6 +95,55 @@ void MaskComputer::walk(std::uint32_t node, int state, TokenMask& out) {
   }
 }
 
+const MaskComputer::LoopTables& MaskComputer::loop_tables(const ByteSet& loop) {
+  auto& slot = loop_tables_[loop.bits];
+  if (slot) return *slot;
+  slot = std::make_unique<LoopTables>();
+  const TokenTrie& t = *trie_;
+  const std::size_t n = t.num_nodes();
+  slot->all_in_loop.words.assign((static_cast<std::size_t>(t.vocab_size()) + 63) / 64, 0);
+  slot->must_walk.assign(n, 0);
+  // Nodes are numbered breadth-first: children after parents. Top-down: is the path all loop
+  // bytes? Bottom-up: does the subtree hold a byte outside the loop?
+  std::vector<std::uint8_t> in_loop(n, 0);
+  in_loop[0] = 1;
+  for (std::size_t u = 0; u < n; ++u) {
+    if (!in_loop[u]) continue;
+    for (std::uint32_t k = t.first_token_[u]; k < t.first_token_[u + 1]; ++k) slot->all_in_loop.allow(t.token_ids_[k]);
+    for (std::uint32_t c = t.first_child_[u]; c < t.first_child_[u + 1]; ++c) {
+      if (loop.has(t.child_byte_[c])) in_loop[t.child_node_[c]] = 1;
+    }
+  }
+  for (std::size_t u = n; u-- > 0;) {
+    for (std::uint32_t c = t.first_child_[u]; c < t.first_child_[u + 1]; ++c) {
+      if (!loop.has(t.child_byte_[c]) || slot->must_walk[t.child_node_[c]]) {
+        slot->must_walk[u] = 1;
+        break;
+      }
+    }
+  }
+  return *slot;
+}
+
+void MaskComputer::walk_loop(std::uint32_t node, int state, const ByteSet& loop, const LoopTables& t,
+                             TokenMask& out) {
+  for (std::uint32_t c = trie_->first_child_[node]; c < trie_->first_child_[node + 1]; ++c) {
+    const std::uint8_t b = trie_->child_byte_[c];
+    const std::uint32_t child = trie_->child_node_[c];
+    if (loop.has(b)) {
+      // Still in `state`: the child's all-loop tokens are in all_in_loop already.
+      if (t.must_walk[child]) walk_loop(child, state, loop, t, out);
+      continue;
+    }
+    const int next = parser_->step(state, b);
+    if (next == PushdownParser::kDead) continue;
+    for (std::uint32_t k = trie_->first_token_[child]; k < trie_->first_token_[child + 1]; ++k) {
+      out.allow(trie_->token_ids_[k]);
+    }
+    if (parser_->can_continue(next)) walk(child, next, out);
+  }
+}
+
 const TokenMask& MaskComputer::mask(int state) {
   if (state < 0) throw Error("mask of a dead parser state");
   if (static_cast<std::size_t>(state) >= cache_.size()) cache_.resize(static_cast<std::size_t>(state) + 1);
@@ -102,7 +151,25 @@ const TokenMask& MaskComputer::mask(int state) {
   if (!slot) {
     auto m = std::make_unique<TokenMask>();
     m->words.assign((static_cast<std::size_t>(trie_->vocab_size()) + 63) / 64, 0);
-    if (parser_->can_continue(state)) walk(0, state, *m);
+    if (parser_->can_continue(state)) {
+      // Bytes that bring this state back to itself (a string's ordinary characters): the
+      // tokens made of them are allowed wholesale, and only the rest of the trie is walked.
+      ByteSet loop;
+      int n_loop = 0;
+      for (unsigned b = 0; b < 256; ++b) {
+        if (parser_->step(state, static_cast<unsigned char>(b)) == state) {
+          loop.add(b);
+          ++n_loop;
+        }
+      }
+      if (n_loop >= kMinLoopBytes) {
+        const LoopTables& t = loop_tables(loop);
+        m->words = t.all_in_loop.words;
+        walk_loop(0, state, loop, t, *m);
+      } else {
+        walk(0, state, *m);
+      }
+    }
     if (parser_->accepts(state) && eos_ >= 0 && eos_ < trie_->vocab_size()) m->allow(eos_);
     // walk() may have grown the parser's states, never this cache: slot is still valid.
     cache_[static_cast<std::size_t>(state)] = std::move(m);
@@ -119,7 +186,7 @@ TokenMask MaskComputer::oracle_mask(int state) {
   m.words.assign((static_cast<std::size_t>(trie_->vocab_size()) + 63) / 64, 0);
   const PushdownParser::RawState start = parser_->raw(state);
   for (int t = 0; t < trie_->vocab_size(); ++t) {
-    const std::string& bytes = token_bytes_[static_cast<std::size_t>(t)];
+    const std::string& bytes = (*token_bytes_)[static_cast<std::size_t>(t)];
     if (bytes.empty()) continue;
     PushdownParser::RawState s = start;
     for (const char c : bytes) {

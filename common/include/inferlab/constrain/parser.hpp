@@ -52,13 +52,23 @@ class PushdownParser {
   /// @brief The state before any byte.
   int initial_state() const { return initial_; }
   /// @brief The state after reading @p byte in @p state (cached), or kDead.
-  int step(int state, unsigned char byte);
+  int step(int state, unsigned char byte) {
+    // The fast path is one load: the mask walk calls this once per trie node.
+    if (const int* row = states_[static_cast<std::size_t>(state)].next.get()) {
+      if (const int n = row[byte]; n != -2) return n;
+    }
+    return step_slow(state, byte);
+  }
   /// @brief The state after reading all of @p bytes from @p state, or kDead.
   int advance(int state, std::string_view bytes);
   /// @brief True when the input read so far is a complete sentence (EOS may come now).
-  bool accepts(int state) const;
+  bool accepts(int state) const {
+    return state != kDead && states_[static_cast<std::size_t>(state)].accept;
+  }
   /// @brief True when @p state can read at least one more byte.
-  bool can_continue(int state) const;
+  bool can_continue(int state) const {
+    return state != kDead && !states_[static_cast<std::size_t>(state)].stacks.empty();
+  }
 
   /// @brief A state as its raw parts, for the brute-force oracle: the stack ids and the
   /// accept flag. The oracle steps these with step_uncached(), which uses no DFA cache.
@@ -89,6 +99,7 @@ class PushdownParser {
   std::unordered_map<std::string, int> state_index_;
   int initial_ = kDead;
   int intern_state(RawState&& raw);
+  int step_slow(int state, unsigned char byte);
 };
 
 }  // namespace inferlab

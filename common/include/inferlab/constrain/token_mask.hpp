@@ -5,7 +5,9 @@
 /// cached per parser state. A brute-force oracle (every token, byte by byte, no cache) is the
 /// specification the fast path is tested against.
 
+#include <array>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <span>
 #include <string>
@@ -59,10 +61,12 @@ class TokenTrie {
 /// @brief Computes token masks for the states of one parser.
 class MaskComputer {
  public:
-  /// @brief @p parser and @p trie must outlive this object. @p eos_token is allowed exactly
+  /// @brief A state with at least this many bytes leading back to itself uses the loop tables.
+  static constexpr int kMinLoopBytes = 16;
+  /// @brief @p parser, @p trie and @p token_bytes must outlive this object. @p eos_token is allowed exactly
   /// where the parser accepts; @p token_bytes is the trie's input (kept for the oracle).
   MaskComputer(PushdownParser& parser, const TokenTrie& trie,
-               std::vector<std::string> token_bytes, int eos_token);
+               const std::vector<std::string>& token_bytes, int eos_token);
 
   /// @brief The allowed tokens after the text that led to @p state: walks the trie, stepping
   /// the parser one byte per edge and skipping every subtree whose prefix is dead. Cached per
@@ -79,10 +83,20 @@ class MaskComputer {
  private:
   PushdownParser* parser_;
   const TokenTrie* trie_;
-  std::vector<std::string> token_bytes_;
+  const std::vector<std::string>* token_bytes_;
   int eos_;
   std::vector<std::unique_ptr<TokenMask>> cache_;  // by state id
+  // For a set L of bytes that lead from a state back to itself: the tokens made only of L
+  // bytes (allowed from any such state without a walk), and per trie node whether its subtree
+  // holds a byte outside L (only those subtrees are walked).
+  struct LoopTables {
+    TokenMask all_in_loop;
+    std::vector<std::uint8_t> must_walk;  // (trie nodes)
+  };
+  std::map<std::array<std::uint64_t, 4>, std::unique_ptr<LoopTables>> loop_tables_;
+  const LoopTables& loop_tables(const ByteSet& loop);
   void walk(std::uint32_t node, int state, TokenMask& out);
+  void walk_loop(std::uint32_t node, int state, const ByteSet& loop, const LoopTables& t, TokenMask& out);
 };
 
 /// @brief Sets the logit of every token @p mask disallows to -inf (in place), so that any
