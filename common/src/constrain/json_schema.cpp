@@ -184,7 +184,8 @@ class SchemaCompiler {
   }
 
   // "1.0" is an integer in JSON Schema (draft 6 on): a fraction of zeros is allowed.
-  int zero_fraction() { return g_.repeat(g_.seq({lit("."), g_.repeat(lit("0"), 1, -1)}), 0, 1); }
+  // (At most 8 zeros, so that a model cannot stall in "1.0000..." forever.)
+  int zero_fraction() { return g_.repeat(g_.seq({lit("."), g_.repeat(lit("0"), 1, 8)}), 0, 1); }
   int comma() { return g_.seq({ref(ws_), lit(","), ref(ws_)}); }
   int member(int key, int value) { return g_.seq({key, ref(ws_), lit(":"), ref(ws_), value}); }
 
