@@ -142,7 +142,7 @@ TEST_CASE("JSON mode accepts JSON and nothing else", "[unit][constrain]") {
     INFO(ok);
     CHECK(matches(p, ok));
   }
-  for (const char* bad : {"{", "[1,]", "{\"a\" 1}", "01", "1.", "\"\\ud83d\"", "\"\x01\"", "tru", "{'a': 1}", "\"\xff\""}) {
+  for (const char* bad : {" 0", "{", "[1,]", "{\"a\" 1}", "01", "1.", "\"\\ud83d\"", "\"\x01\"", "tru", "{'a': 1}", "\"\xff\""}) {
     INFO(bad);
     CHECK_FALSE(matches(p, bad));
   }

@@ -31,6 +31,7 @@ struct Options {
   bool compare = false;
   std::vector<std::string> maskbench;
   double time_limit_s = 60.0;
+  JsonSchemaLimits limits;
 };
 
 std::string read_file(const std::string& path, const char* flag) {
@@ -65,6 +66,7 @@ int run_maskbench(const Options& o) {
 }
 
 int run(const Options& o) {
+  if (o.limits.max_whitespace < -1) throw Error("--max-whitespace must be >= -1 (-1: unbounded)");
   if (!o.maskbench.empty()) return run_maskbench(o);
   const int given = !o.regex.empty() + !o.grammar_file.empty() + !o.schema_file.empty() + o.json_mode;
   if (given != 1) {
@@ -85,7 +87,7 @@ int run(const Options& o) {
     text = read_file(o.schema_file, "--json-schema");
     source = o.schema_file;
   }
-  const Grammar grammar = compile_constraint(kind, text, source);
+  const Grammar grammar = compile_constraint(kind, text, source, o.limits);
   PushdownParser parser(grammar);
   const LoadedModel m = load_model(o.gen);
   const std::vector<std::string> bytes = token_byte_strings(*m.tokenizer);
@@ -151,6 +153,9 @@ int main(int argc, char** argv) {
                                         "probability mass the mask removed per step");
   app.add_option("--maskbench", o.maskbench,
                  "run the MaskBench protocol over these files or directories (needs --tokenizer)");
+  app.add_option("--max-whitespace", o.limits.max_whitespace,
+                 "JSON: longest run of whitespace between tokens (-1: unbounded)")
+      ->capture_default_str();
   app.add_option("--time-limit", o.time_limit_s, "MaskBench: seconds allowed per file (default 60)");
   return run_chapter(app, argc, argv, [&] { return run(o); });
 }

@@ -17,11 +17,17 @@
 
 namespace inferlab {
 
-Grammar compile_constraint(ConstraintKind kind, const std::string& text, const std::string& source) {
+Grammar compile_constraint(ConstraintKind kind, const std::string& text, const std::string& source,
+                           const JsonSchemaLimits& limits) {
   switch (kind) {
-    case ConstraintKind::regex: return regex_grammar(text);
+    case ConstraintKind::regex:
+      try {
+        return regex_grammar(text);
+      } catch (const Error& e) {
+        throw Error(fmt::format("{}: {}", source, e.what()));
+      }
     case ConstraintKind::gbnf: return parse_gbnf(text, source);
-    case ConstraintKind::json_mode: return json_mode_grammar();
+    case ConstraintKind::json_mode: return json_mode_grammar(limits);
     case ConstraintKind::json_schema: {
       nlohmann::ordered_json schema;
       try {
@@ -30,7 +36,7 @@ Grammar compile_constraint(ConstraintKind kind, const std::string& text, const s
         throw Error(fmt::format("{}: not valid JSON: {}", source, e.what()));
       }
       try {
-        return json_schema_grammar(schema);
+        return json_schema_grammar(schema, limits);
       } catch (const Error& e) {
         throw Error(fmt::format("{}: {}", source, e.what()));
       }

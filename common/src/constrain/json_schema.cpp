@@ -97,13 +97,13 @@ class SchemaCompiler {
 
   Grammar compile() {
     g_.root = g_.add_rule("root");
-    g_.define(g_.root, g_.seq({ref(ws_), compile_schema(root_, 0), ref(ws_)}));
+    g_.define(g_.root, compile_schema(root_, 0));
     return std::move(g_);
   }
 
   Grammar json_mode() {
     g_.root = g_.add_rule("root");
-    g_.define(g_.root, g_.seq({ref(ws_), ref(value_), ref(ws_)}));
+    g_.define(g_.root, ref(value_));
     return std::move(g_);
   }
 
@@ -127,7 +127,7 @@ class SchemaCompiler {
     ws_ = g_.add_rule("ws");
     ByteSet sp;
     for (unsigned char c : {' ', '\t', '\n', '\r'}) sp.add(c);
-    g_.define(ws_, g_.repeat(g_.bytes(sp), 0, -1));
+    g_.define(ws_, g_.repeat(g_.bytes(sp), 0, limits_.max_whitespace));
 
     char_ = g_.add_rule("char");
     const int hex = g_.alt({g_.byte_range('0', '9'), g_.byte_range('a', 'f'), g_.byte_range('A', 'F')});
@@ -900,9 +900,9 @@ Grammar json_schema_grammar(const Json& schema, const JsonSchemaLimits& limits) 
   return SchemaCompiler(schema, limits).compile();
 }
 
-Grammar json_mode_grammar() {
+Grammar json_mode_grammar(const JsonSchemaLimits& limits) {
   static const Json kTrue = true;
-  return SchemaCompiler(kTrue, {}).json_mode();
+  return SchemaCompiler(kTrue, limits).json_mode();
 }
 
 }  // namespace inferlab

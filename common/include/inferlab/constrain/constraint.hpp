@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "inferlab/constrain/grammar.hpp"
+#include "inferlab/constrain/json_schema.hpp"
 #include "inferlab/constrain/parser.hpp"
 #include "inferlab/constrain/token_mask.hpp"
 #include "inferlab/model.hpp"
@@ -23,10 +24,11 @@ enum class ConstraintKind {
 };
 
 /// @brief Compiles @p text of kind @p kind into a grammar. @p source names the input in errors
-/// (a file name, or "--regex").
+/// (a file name, or "--regex");  limits apply to JSON Schema and JSON mode.
 /// @throws inferlab::Error with the position (regex), line:column (GBNF), the keyword or the
 /// JSON parse error (JSON Schema).
-Grammar compile_constraint(ConstraintKind kind, const std::string& text, const std::string& source);
+Grammar compile_constraint(ConstraintKind kind, const std::string& text, const std::string& source,
+                           const JsonSchemaLimits& limits = {});
 
 /// @brief What constrained generation does.
 struct ConstrainedOptions {

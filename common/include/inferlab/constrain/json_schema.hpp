@@ -28,14 +28,19 @@ namespace inferlab {
 struct JsonSchemaLimits {
   int max_depth = 128;        ///< nesting of subschemas (and $ref expansion inside allOf)
   int max_enum_values = 100000;  ///< values in one enum
+  /// Longest run of whitespace between tokens (-1: unbounded). JSON allows any amount, but a
+  /// model whose masked distribution favours spaces could then pad forever; the text starts
+  /// with the value itself for the same reason.
+  int max_whitespace = 32;
 };
 
 /// @brief Compiles @p schema into a grammar of the JSON texts that satisfy it.
 /// @throws inferlab::Error naming the unsupported keyword, the bad $ref, or the limit.
 Grammar json_schema_grammar(const nlohmann::ordered_json& schema, const JsonSchemaLimits& limits = {});
 
-/// @brief The grammar of any JSON value (JSON mode), whitespace as RFC 8259 allows.
-Grammar json_mode_grammar();
+/// @brief The grammar of any JSON value (JSON mode): whitespace between tokens as RFC 8259
+/// allows, up to JsonSchemaLimits::max_whitespace in a row, none before or after the value.
+Grammar json_mode_grammar(const JsonSchemaLimits& limits = {});
 
 /// @brief Serialises @p value as Python's `json.dumps(value)` does by default: separators
 /// `", "` and `": "`, non-ASCII kept as UTF-8 (ensure_ascii=False), floats in repr form.
