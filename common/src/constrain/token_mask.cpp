@@ -43,11 +43,13 @@ TokenTrie::TokenTrie(const std::vector<std::string>& tokens) : vocab_size_(stati
   std::vector<Pending> nodes{{0, order.size(), 0}};
   std::vector<std::vector<std::pair<std::uint8_t, std::uint32_t>>> children(1);
   std::vector<std::vector<int>> ends(1);
+  node_of_sorted_.assign(order.size(), 0);
   for (std::size_t n = 0; n < nodes.size(); ++n) {
     const Pending p = nodes[n];
     std::size_t i = p.lo;
     while (i < p.hi && tokens[static_cast<std::size_t>(order[i])].size() == p.depth) {
       ends[n].push_back(order[i]);
+      node_of_sorted_[i] = static_cast<std::uint32_t>(n);
       ++i;
     }
     while (i < p.hi) {
@@ -71,7 +73,11 @@ TokenTrie::TokenTrie(const std::vector<std::string>& tokens) : vocab_size_(stati
     token_ids_.insert(token_ids_.end(), ends[n].begin(), ends[n].end());
     first_child_.push_back(static_cast<std::uint32_t>(child_byte_.size()));
     first_token_.push_back(static_cast<std::uint32_t>(token_ids_.size()));
+    lo_.push_back(static_cast<std::uint32_t>(nodes[n].lo));
+    hi_.push_back(static_cast<std::uint32_t>(nodes[n].hi));
+    depth_.push_back(static_cast<std::uint16_t>(std::min<std::size_t>(nodes[n].depth, 65535)));
   }
+  sorted_ = std::move(order);
 }
 
 MaskComputer::MaskComputer(PushdownParser& parser, const TokenTrie& trie,
@@ -82,7 +88,66 @@ MaskComputer::MaskComputer(PushdownParser& parser, const TokenTrie& trie,
   }
 }
 
+const MaskComputer::LoopTables* MaskComputer::loop_tables_for(int state) {
+  if (static_cast<std::size_t>(state) >= loop_of_state_.size()) loop_of_state_.resize(static_cast<std::size_t>(state) + 1, -2);
+  int& idx = loop_of_state_[static_cast<std::size_t>(state)];
+  if (idx == -2) {
+    // The bytes that bring this state back to itself.
+    ByteSet loop;
+    int n_loop = 0;
+    for (unsigned b = 0; b < 256; ++b) {
+      if (parser_->step(state, static_cast<unsigned char>(b)) == state) {
+        loop.add(b);
+        ++n_loop;
+      }
+    }
+    idx = -1;
+    if (n_loop >= kMinLoopBytes) {
+      const auto [it, fresh] = loop_index_.try_emplace(loop.bits, static_cast<int>(loop_tables_.size()));
+      if (fresh) {
+        auto t = std::make_unique<LoopTables>();
+        t->loop = loop;
+        const TokenTrie& tr = *trie_;
+        const std::size_t n = tr.num_nodes();
+        // Top-down (nodes are numbered breadth-first): depth of the last byte outside the loop.
+        std::vector<std::uint16_t> last(n, 0);
+        for (std::size_t u = 0; u < n; ++u) {
+          for (std::uint32_t c = tr.first_child_[u]; c < tr.first_child_[u + 1]; ++c) {
+            const std::uint32_t child = tr.child_node_[c];
+            last[child] = loop.has(tr.child_byte_[c]) ? last[u] : tr.depth_[child];
+          }
+        }
+        t->last_out.resize(tr.sorted_.size());
+        for (std::size_t i = 0; i < tr.sorted_.size(); ++i) t->last_out[i] = last[tr.node_of_sorted_[i]];
+        // Bottom-up: does the subtree hold a byte outside the loop?
+        t->must_walk.assign(n, 0);
+        for (std::size_t u = n; u-- > 0;) {
+          for (std::uint32_t c = tr.first_child_[u]; c < tr.first_child_[u + 1]; ++c) {
+            if (!loop.has(tr.child_byte_[c]) || t->must_walk[tr.child_node_[c]]) {
+              t->must_walk[u] = 1;
+              break;
+            }
+          }
+        }
+        loop_tables_.push_back(std::move(t));
+      }
+      idx = it->second;
+    }
+  }
+  return idx >= 0 ? loop_tables_[static_cast<std::size_t>(idx)].get() : nullptr;
+}
+
 void MaskComputer::walk(std::uint32_t node, int state, TokenMask& out) {
+  if (const LoopTables* t = loop_tables_for(state)) {
+    // Every token below this node whose remaining bytes are loop bytes ends in `state`:
+    // allowed, found by a scan of the node's range instead of a walk.
+    const std::uint16_t d = trie_->depth_[node];
+    for (std::uint32_t i = trie_->lo_[node]; i < trie_->hi_[node]; ++i) {
+      if (t->last_out[i] <= d) out.allow(trie_->sorted_[i]);
+    }
+    walk_loop(node, state, *t, out);
+    return;
+  }
   const std::uint32_t end = trie_->first_child_[node + 1];
   for (std::uint32_t c = trie_->first_child_[node]; c < end; ++c) {
     const int next = parser_->step(state, trie_->child_byte_[c]);
@@ -95,44 +160,15 @@ void MaskComputer::walk(std::uint32_t node, int state, TokenMask& out) {
   }
 }
 
-const MaskComputer::LoopTables& MaskComputer::loop_tables(const ByteSet& loop) {
-  auto& slot = loop_tables_[loop.bits];
-  if (slot) return *slot;
-  slot = std::make_unique<LoopTables>();
-  const TokenTrie& t = *trie_;
-  const std::size_t n = t.num_nodes();
-  slot->all_in_loop.words.assign((static_cast<std::size_t>(t.vocab_size()) + 63) / 64, 0);
-  slot->must_walk.assign(n, 0);
-  // Nodes are numbered breadth-first: children after parents. Top-down: is the path all loop
-  // bytes? Bottom-up: does the subtree hold a byte outside the loop?
-  std::vector<std::uint8_t> in_loop(n, 0);
-  in_loop[0] = 1;
-  for (std::size_t u = 0; u < n; ++u) {
-    if (!in_loop[u]) continue;
-    for (std::uint32_t k = t.first_token_[u]; k < t.first_token_[u + 1]; ++k) slot->all_in_loop.allow(t.token_ids_[k]);
-    for (std::uint32_t c = t.first_child_[u]; c < t.first_child_[u + 1]; ++c) {
-      if (loop.has(t.child_byte_[c])) in_loop[t.child_node_[c]] = 1;
-    }
-  }
-  for (std::size_t u = n; u-- > 0;) {
-    for (std::uint32_t c = t.first_child_[u]; c < t.first_child_[u + 1]; ++c) {
-      if (!loop.has(t.child_byte_[c]) || slot->must_walk[t.child_node_[c]]) {
-        slot->must_walk[u] = 1;
-        break;
-      }
-    }
-  }
-  return *slot;
-}
-
-void MaskComputer::walk_loop(std::uint32_t node, int state, const ByteSet& loop, const LoopTables& t,
-                             TokenMask& out) {
+// Below a node reached in loop state `state` by loop bytes only: loop-byte children stay in
+// `state` (their all-loop tokens are allowed already) and are entered only when a byte outside
+// the loop lies below; the other children are stepped and walked normally.
+void MaskComputer::walk_loop(std::uint32_t node, int state, const LoopTables& t, TokenMask& out) {
   for (std::uint32_t c = trie_->first_child_[node]; c < trie_->first_child_[node + 1]; ++c) {
     const std::uint8_t b = trie_->child_byte_[c];
     const std::uint32_t child = trie_->child_node_[c];
-    if (loop.has(b)) {
-      // Still in `state`: the child's all-loop tokens are in all_in_loop already.
-      if (t.must_walk[child]) walk_loop(child, state, loop, t, out);
+    if (t.loop.has(b)) {
+      if (t.must_walk[child]) walk_loop(child, state, t, out);
       continue;
     }
     const int next = parser_->step(state, b);
@@ -147,31 +183,12 @@ void MaskComputer::walk_loop(std::uint32_t node, int state, const ByteSet& loop,
 const TokenMask& MaskComputer::mask(int state) {
   if (state < 0) throw Error("mask of a dead parser state");
   if (static_cast<std::size_t>(state) >= cache_.size()) cache_.resize(static_cast<std::size_t>(state) + 1);
-  auto& slot = cache_[static_cast<std::size_t>(state)];
-  if (!slot) {
+  if (!cache_[static_cast<std::size_t>(state)]) {
     auto m = std::make_unique<TokenMask>();
     m->words.assign((static_cast<std::size_t>(trie_->vocab_size()) + 63) / 64, 0);
-    if (parser_->can_continue(state)) {
-      // Bytes that bring this state back to itself (a string's ordinary characters): the
-      // tokens made of them are allowed wholesale, and only the rest of the trie is walked.
-      ByteSet loop;
-      int n_loop = 0;
-      for (unsigned b = 0; b < 256; ++b) {
-        if (parser_->step(state, static_cast<unsigned char>(b)) == state) {
-          loop.add(b);
-          ++n_loop;
-        }
-      }
-      if (n_loop >= kMinLoopBytes) {
-        const LoopTables& t = loop_tables(loop);
-        m->words = t.all_in_loop.words;
-        walk_loop(0, state, loop, t, *m);
-      } else {
-        walk(0, state, *m);
-      }
-    }
+    if (parser_->can_continue(state)) walk(0, state, *m);
     if (parser_->accepts(state) && eos_ >= 0 && eos_ < trie_->vocab_size()) m->allow(eos_);
-    // walk() may have grown the parser's states, never this cache: slot is still valid.
+    // walk() may have grown the parser's states, never this cache: the slot is still valid.
     cache_[static_cast<std::size_t>(state)] = std::move(m);
   }
   return *cache_[static_cast<std::size_t>(state)];

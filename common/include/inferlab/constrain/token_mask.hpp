@@ -56,6 +56,11 @@ class TokenTrie {
   std::vector<std::uint8_t> child_byte_;
   std::vector<std::uint32_t> child_node_;
   std::vector<int> token_ids_;
+  // The tokens sorted by bytes: node n's subtree holds exactly sorted_[lo_[n] .. hi_[n]).
+  std::vector<int> sorted_;
+  std::vector<std::uint32_t> lo_, hi_;
+  std::vector<std::uint16_t> depth_;
+  std::vector<std::uint32_t> node_of_sorted_;  // (V) the node where sorted_[i] ends
 };
 
 /// @brief Computes token masks for the states of one parser.
@@ -86,17 +91,21 @@ class MaskComputer {
   const std::vector<std::string>* token_bytes_;
   int eos_;
   std::vector<std::unique_ptr<TokenMask>> cache_;  // by state id
-  // For a set L of bytes that lead from a state back to itself: the tokens made only of L
-  // bytes (allowed from any such state without a walk), and per trie node whether its subtree
-  // holds a byte outside L (only those subtrees are walked).
+  // For a set L of bytes that lead from a state back to itself (a string's ordinary
+  // characters): per token, the depth of the last byte outside L on its path (a token below
+  // node n whose bytes after n are all in L has last_out <= depth(n): allowed without a walk),
+  // and per trie node whether its subtree holds a byte outside L (else it is never walked).
   struct LoopTables {
-    TokenMask all_in_loop;
+    ByteSet loop;
+    std::vector<std::uint16_t> last_out;  // (V) by position in the sorted token order
     std::vector<std::uint8_t> must_walk;  // (trie nodes)
   };
-  std::map<std::array<std::uint64_t, 4>, std::unique_ptr<LoopTables>> loop_tables_;
-  const LoopTables& loop_tables(const ByteSet& loop);
+  std::vector<std::unique_ptr<LoopTables>> loop_tables_;
+  std::map<std::array<std::uint64_t, 4>, int> loop_index_;
+  std::vector<int> loop_of_state_;  // by state: index into loop_tables_, -1 none, -2 unknown
+  const LoopTables* loop_tables_for(int state);
   void walk(std::uint32_t node, int state, TokenMask& out);
-  void walk_loop(std::uint32_t node, int state, const ByteSet& loop, const LoopTables& t, TokenMask& out);
+  void walk_loop(std::uint32_t node, int state, const LoopTables& t, TokenMask& out);
 };
 
 /// @brief Sets the logit of every token @p mask disallows to -inf (in place), so that any
