@@ -47,8 +47,12 @@ struct MaskBenchVocab {
   explicit MaskBenchVocab(const Tokenizer& tok);
 };
 
-/// @brief Runs one MaskBench file's contents @p file (named @p id) in this process.
-/// @param time_limit_s the file stops with crash = "time limit ..." once this is exceeded.
+/// @brief Runs one MaskBench file's contents in this process.
+/// @param file the parsed file: {"schema": ..., "tests": [...]}
+/// @param id the name printed in the result
+/// @param vocab the tokenizer, its byte strings and trie
+/// @param time_limit_s the file stops with crash = "time limit ..." once this is exceeded
+/// @return the result line (compile or validation error, times, counts)
 MaskBenchResult run_maskbench(const nlohmann::ordered_json& file, const std::string& id,
                               const MaskBenchVocab& vocab, double time_limit_s);
 

@@ -26,8 +26,12 @@ enum class RegexEncoding {
 };
 
 /// @brief Appends an expression for @p pattern to @p g and returns its index.
+/// @param g the grammar the expression is added to
+/// @param pattern the regular expression (UTF-8)
+/// @param encoding how its characters are spelled in the constrained bytes
 /// @param search true: JSON Schema semantics, the pattern may match anywhere in the string
 ///        unless anchored by `^` / `$`; false: the whole text must match.
+/// @return the index of the new expression in g.exprs
 /// @throws inferlab::Error "regex error at position N: ..." (N counts bytes from 0).
 int compile_regex(Grammar& g, std::string_view pattern, RegexEncoding encoding, bool search);
 
