@@ -674,10 +674,8 @@ class SchemaCompiler {
     std::optional<double> mult = num("multipleOf");
     if (mult && *mult <= 0) throw Error("multipleOf must be > 0");
     const bool bounded = lo || hi;
-    if (!integer && (bounded || mult)) {
-      unsupported(bounded ? (lo ? (lo_excl ? "exclusiveMinimum" : "minimum") : (hi_excl ? "exclusiveMaximum" : "maximum")) : "multipleOf",
-                  "on a number that is not an integer (supported for type integer)");
-    }
+    if (!integer && mult) unsupported("multipleOf", "on a number that is not an integer (supported for type integer)");
+    if (!integer && bounded) return bounded_number(lo, lo_excl, hi, hi_excl);
     if (!bounded && !mult) return ref(integer ? integer_ : number_);
     if (mult) {
       if (bounded) unsupported("multipleOf", "together with minimum/maximum");
@@ -705,6 +703,140 @@ class SchemaCompiler {
       alts.push_back(g_.seq({lit("-"), natural_range(m_lo, a ? std::optional<std::uint64_t>(static_cast<std::uint64_t>(-*a)) : std::nullopt)}));
     }
     return g_.seq({g_.alt(std::move(alts)), zero_fraction()});
+  }
+
+  // A bound as decimal digits: integer part and fraction digits (no exponent), |v| < 1e15.
+  struct Decimal {
+    std::uint64_t whole = 0;
+    std::string frac;  // without trailing zeros
+  };
+  static Decimal to_decimal(double v, const char* kw) {
+    if (!(std::abs(v) < 1e15) || (v != 0 && std::abs(v) < 1e-12)) {
+      unsupported(kw, "bounds of a non-integer number must lie within 1e-12 <= |bound| < 1e15");
+    }
+    std::string s = fmt::format("{:.15f}", std::abs(v));
+    // Shortest digits that round-trip, so 0.1 is "0.1", not 0.1000000000000000055.
+    for (int prec = 0; prec <= 15; ++prec) {
+      const std::string t = fmt::format("{:.{}f}", std::abs(v), prec);
+      if (std::strtod(t.c_str(), nullptr) == std::abs(v)) {
+        s = t;
+        break;
+      }
+    }
+    Decimal d;
+    const auto dot = s.find('.');
+    d.whole = std::stoull(s.substr(0, dot));
+    if (dot != std::string::npos) d.frac = s.substr(dot + 1);
+    while (!d.frac.empty() && d.frac.back() == '0') d.frac.pop_back();
+    return d;
+  }
+
+  // Fraction digits s (the x in "I.x"; empty when there is no fraction) whose value 0.s lies
+  // above 0.lo (strictly if lo_strict) and below 0.hi (strictly if hi_strict); a missing bound
+  // is std::nullopt. Digit by digit: a digit above lo's (below hi's) settles that side.
+  int fraction_between(std::optional<std::string> lo, bool lo_strict, std::optional<std::string> hi,
+                       bool hi_strict, bool allow_empty) {
+    const int digit_any = g_.byte_range('0', '9');
+    if (lo && lo->empty() && !lo_strict) lo.reset();  // >= 0: always true
+    if (!lo && !hi) return g_.repeat(digit_any, allow_empty ? 0 : 1, -1);
+    if (lo && lo->empty() && !hi) {  // > 0: some digit after here is not 0
+      return g_.seq({g_.repeat(lit("0"), 0, -1), g_.byte_range('1', '9'), g_.repeat(digit_any, 0, -1)});
+    }
+    if (hi && hi->empty()) {  // the rest must be 0 (<= 0) or is impossible (< 0)
+      if (hi_strict || (lo && lo_strict)) return g_.alt({});
+      return g_.repeat(lit("0"), allow_empty ? 0 : 1, -1);
+    }
+    std::vector<int> alts;
+    // Ending here means the remaining digits are zeros.
+    const bool end_ok = !lo || (lo->empty() && !lo_strict);
+    if (allow_empty && end_ok) alts.push_back(g_.empty());
+    for (int c = '0'; c <= '9'; ++c) {
+      std::optional<std::string> nlo = lo, nhi = hi;
+      bool dead = false;
+      if (lo) {
+        const char l = lo->empty() ? '0' : (*lo)[0];
+        if (c > l) nlo.reset();
+        else if (c < l) dead = true;
+        else nlo = lo->empty() ? std::string() : lo->substr(1);
+      }
+      if (hi) {
+        const char h = (*hi)[0];
+        if (c < h) nhi.reset();
+        else if (c > h) dead = true;
+        else nhi = hi->substr(1);
+      }
+      if (dead) continue;
+      alts.push_back(g_.seq({lit(std::string(1, static_cast<char>(c))),
+                             fraction_between(nlo, lo_strict, nhi, hi_strict, true)}));
+    }
+    return g_.alt(std::move(alts));
+  }
+
+  // The fraction part of a number ("" or "." digits) under the same bounds.
+  int fraction_part(const std::optional<std::string>& lo, bool lo_strict, const std::optional<std::string>& hi,
+                    bool hi_strict) {
+    std::vector<int> alts;
+    // No fraction at all: the value of the fraction is 0.
+    const bool zero_ok = (!lo || (lo->empty() && !lo_strict)) && (!hi || !hi->empty() || !hi_strict);
+    if (zero_ok) alts.push_back(g_.empty());
+    alts.push_back(g_.seq({lit("."), fraction_between(lo, lo_strict, hi, hi_strict, false)}));
+    return g_.alt(std::move(alts));
+  }
+
+  // Non-negative decimals I.F (no exponent) between lo and hi (each optional, strict or not).
+  int nonneg_between(const std::optional<Decimal>& lo, bool lo_strict, const std::optional<Decimal>& hi, bool hi_strict) {
+    auto whole = [&](std::uint64_t v) { return lit(std::to_string(v)); };
+    const int any_frac = g_.repeat(g_.seq({lit("."), g_.repeat(g_.byte_range('0', '9'), 1, -1)}), 0, 1);
+    const std::uint64_t li = lo ? lo->whole : 0;
+    std::vector<int> alts;
+    if (hi && hi->whole < li) return g_.alt({});
+    if (hi && hi->whole == li) {
+      alts.push_back(g_.seq({whole(li), fraction_part(lo ? std::optional<std::string>(lo->frac) : std::nullopt, lo_strict,
+                                                        hi->frac, hi_strict)}));
+      return g_.alt(std::move(alts));
+    }
+    // I == li: the fraction decides the lower side.
+    alts.push_back(g_.seq({whole(li), fraction_part(lo ? std::optional<std::string>(lo->frac) : std::nullopt, lo_strict,
+                                                      std::nullopt, false)}));
+    // li < I < hi.whole: any fraction.
+    if (!hi || hi->whole > li + 1) {
+      alts.push_back(g_.seq({natural_range(li + 1, hi ? std::optional<std::uint64_t>(hi->whole - 1) : std::nullopt), any_frac}));
+    }
+    // I == hi.whole: the fraction decides the upper side.
+    if (hi) alts.push_back(g_.seq({whole(hi->whole), fraction_part(std::nullopt, false, hi->frac, hi_strict)}));
+    return g_.alt(std::move(alts));
+  }
+
+  // Numbers (no exponent: a subset, never a superset) with decimal bounds: the non-negative
+  // ones directly, the negative ones as "-" and a magnitude with the bounds mirrored.
+  int bounded_number(std::optional<double> lo, bool lo_excl, std::optional<double> hi, bool hi_excl) {
+    if (lo && hi && (*lo > *hi || (*lo == *hi && (lo_excl || hi_excl)))) return g_.alt({});
+    std::vector<int> alts;
+    // x >= 0 part: bounds max(lo, 0), hi.
+    if (!hi || *hi > 0 || (*hi == 0 && !hi_excl)) {
+      std::optional<Decimal> l, h;
+      bool ls = false;
+      if (lo && *lo >= 0) {
+        l = to_decimal(*lo, lo_excl ? "exclusiveMinimum" : "minimum");
+        ls = lo_excl;
+      }
+      if (hi) h = to_decimal(*hi, hi_excl ? "exclusiveMaximum" : "maximum");
+      alts.push_back(nonneg_between(l, ls, h, hi_excl));
+    }
+    // x < 0 part: x = -m, m > 0; lo <= x  <=>  m <= -lo;  x <= hi  <=>  m >= -hi.
+    if (!lo || *lo < 0) {
+      std::optional<Decimal> l, h;
+      bool ls = true;  // m > 0 (zero is in the non-negative part)
+      if (hi && *hi < 0) {
+        l = to_decimal(-*hi, hi_excl ? "exclusiveMaximum" : "maximum");
+        ls = hi_excl;
+      } else {
+        l = Decimal{};
+      }
+      if (lo) h = to_decimal(-*lo, lo_excl ? "exclusiveMinimum" : "minimum");
+      alts.push_back(g_.seq({lit("-"), nonneg_between(l, ls, h, lo_excl)}));
+    }
+    return g_.alt(std::move(alts));
   }
 
   // Integers divisible by m: a remainder automaton over the decimal digits.
