@@ -213,6 +213,20 @@ TEST_CASE("JSON Schema: decimal bounds on numbers are exact", "[unit][constrain]
   CHECK(checked > 5000);
 }
 
+TEST_CASE("JSON Schema: free objects with propertyNames and property counts", "[unit][constrain]") {
+  PushdownParser p(json_schema_grammar(Json::parse(
+      R"({"type":"object","propertyNames":{"maxLength":2},"additionalProperties":{"type":"integer"},"minProperties":1,"maxProperties":2})")));
+  CHECK(matches(p, R"({"a": 1})"));
+  CHECK(matches(p, R"({"ab": 1, "c": -2})"));
+  CHECK_FALSE(matches(p, R"({})"));
+  CHECK_FALSE(matches(p, R"({"abc": 1})"));
+  CHECK_FALSE(matches(p, R"({"a": 1, "b": 2, "c": 3})"));
+  CHECK_FALSE(matches(p, R"({"a": "x"})"));
+  PushdownParser none(json_schema_grammar(Json::parse(R"({"type":"object","propertyNames":false})")));
+  CHECK(matches(none, "{}"));
+  CHECK_FALSE(matches(none, R"({"a": 1})"));
+}
+
 TEST_CASE("JSON Schema bad input: unsupported keywords named, limits, no crash", "[unit][constrain][bad-input]") {
   auto compile = [](const std::string& s) { return PushdownParser(json_schema_grammar(Json::parse(s))); };
   CHECK_THROWS_WITH(compile(R"({"type":"array","contains":{"type":"integer"}})"), Contains("unsupported JSON Schema keyword 'contains'"));

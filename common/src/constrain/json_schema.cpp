@@ -409,6 +409,11 @@ class SchemaCompiler {
     if (k == "if" && !s.contains("then") && !s.contains("else")) return;  // if alone asserts nothing
     if ((k == "then" || k == "else") && !s.contains("if")) return;        // ignored without if
     if (k == "propertyNames" && s[k].is_boolean() && s[k].get<bool>()) return;
+    // Without listed properties, every key is free and propertyNames constrains it.
+    if (k == "propertyNames" && (!s.contains("properties") || (s["properties"].is_object() && s["properties"].empty())) &&
+        !s.contains("patternProperties")) {
+      return;
+    }
     if (k == "$dynamicAnchor" || k == "$recursiveAnchor") return;  // only matter to dynamic refs
     unsupported(k);
   }
@@ -880,6 +885,7 @@ class SchemaCompiler {
     }
     const auto min_props = count_kw(s, "minProperties");
     const auto max_props = count_kw(s, "maxProperties");
+    if (props.empty()) return free_object(s, additional, min_props, max_props, depth);
     if (min_props && *min_props > static_cast<long>(required.size())) {
       if (!closed || *min_props > static_cast<long>(props.size())) unsupported("minProperties", "more than the required properties");
       unsupported("minProperties", "more than the required properties");
@@ -916,6 +922,32 @@ class SchemaCompiler {
       first[i] = optional[i] ? g_.alt({with_first, first[i + 1]}) : with_first;
     }
     return g_.seq({lit("{"), ref(ws_), first[0], ref(ws_), lit("}")});
+  }
+
+  // An object without listed properties: every member is "additional", its key constrained by
+  // propertyNames (as a string schema) and its value by additionalProperties; the member count
+  // by minProperties / maxProperties.
+  int free_object(const Json& s, const Json* additional, std::optional<long> min_props,
+                  std::optional<long> max_props, int depth) {
+    const long lo = min_props.value_or(0);
+    long hi = max_props ? *max_props : -1;
+    if (additional && additional->is_boolean() && !additional->get<bool>()) hi = 0;
+    if (s.contains("propertyNames") && s["propertyNames"].is_boolean() && !s["propertyNames"].get<bool>()) hi = 0;
+    if (hi >= 0 && hi < lo) return g_.alt({});
+    if (lo > 10000 || hi > 10000) unsupported(lo > 10000 ? "minProperties" : "maxProperties", "counts above 10000");
+    const int empty_object = g_.seq({lit("{"), ref(ws_), lit("}")});
+    if (hi == 0) return empty_object;
+    int key = ref(string_);
+    if (s.contains("propertyNames") && !s["propertyNames"].is_boolean()) {
+      owned_.push_back(merge(flatten(s["propertyNames"], depth + 1), Json{{"type", "string"}}));
+      key = compile_schema(owned_.back(), depth + 1);
+    }
+    const int value = additional ? ref(rule_for(*additional, depth)) : ref(value_);
+    const int m = member(key, value);
+    const int rest = g_.repeat(g_.seq({comma(), m}), static_cast<int>(std::max(0L, lo - 1)),
+                               static_cast<int>(hi < 0 ? -1 : hi - 1));
+    const int members = g_.seq({lit("{"), ref(ws_), m, rest, ref(ws_), lit("}")});
+    return lo == 0 ? g_.alt({empty_object, members}) : members;
   }
 
   // A key (with its quotes) that is none of `names`, spelled canonically so that no escape can
