@@ -270,6 +270,13 @@ class SchemaCompiler {
   Json merge(const Json& a, const Json& b) {
     if (a.is_boolean()) return a.get<bool>() ? b : a;
     if (b.is_boolean()) return b.get<bool>() ? a : b;
+    // unevaluated* depends on what the other subschemas of the same instance evaluated: it
+    // cannot be merged with anything.
+    for (const char* k : {"unevaluatedProperties", "unevaluatedItems"}) {
+      if ((a.contains(k) && !only_annotations(b)) || (b.contains(k) && !only_annotations(a))) {
+        unsupported(k, "combined with other subschemas by allOf, anyOf or $ref");
+      }
+    }
     // additionalProperties only sees its own schema's properties, and additionalItems its own
     // tuple: merging them with another schema's would change their meaning.
     auto names = [](const Json& s) {
@@ -371,6 +378,10 @@ class SchemaCompiler {
     if (depth > limits_.max_depth) throw Error(fmt::format("schema nested deeper than {} levels", limits_.max_depth));
     if (s.is_boolean()) return s.get<bool>() ? ref(value_) : g_.alt({});
     if (!s.is_object()) throw Error("a schema must be an object or a boolean");
+    if ((s.contains("unevaluatedProperties") || s.contains("unevaluatedItems")) && !has_applicator(s)) {
+      owned_.push_back(without_unevaluated(s));
+      return compile_schema(owned_.back(), depth + 1);
+    }
     for (const auto& [k, v] : s.items()) {
       if (kUnsupported.count(k)) check_unsupported(s, k);
     }
@@ -400,6 +411,34 @@ class SchemaCompiler {
       else if (t == "array") alts.push_back(compile_array(s, depth));
     }
     return g_.alt(std::move(alts));
+  }
+
+  // Keywords whose subschemas evaluate properties or items of the same instance: with none of
+  // them, "unevaluated" means "not matched by properties / items of this schema itself".
+  static bool has_applicator(const Json& s) {
+    for (const char* k : {"allOf", "anyOf", "oneOf", "not", "if", "then", "else", "dependentSchemas", "dependencies",
+                          "$ref", "$dynamicRef", "$recursiveRef", "patternProperties", "contains"}) {
+      if (s.contains(k)) return true;
+    }
+    return false;
+  }
+
+  // unevaluatedProperties becomes additionalProperties (when that is absent; else every
+  // property is evaluated already and it is a no-op); unevaluatedItems becomes the schema of
+  // the items after prefixItems (when items is absent; else a no-op).
+  static Json without_unevaluated(const Json& s) {
+    Json out = s;
+    if (s.contains("unevaluatedProperties")) {
+      if (!s.contains("additionalProperties")) out["additionalProperties"] = s["unevaluatedProperties"];
+      out.erase("unevaluatedProperties");
+    }
+    if (s.contains("unevaluatedItems")) {
+      const bool tuple7 = s.contains("items") && s["items"].is_array();
+      if (tuple7 && !s.contains("additionalItems")) out["additionalItems"] = s["unevaluatedItems"];
+      if (!s.contains("items")) out["items"] = s["unevaluatedItems"];
+      out.erase("unevaluatedItems");
+    }
+    return out;
   }
 
   // Keywords that are harmless in some forms.
