@@ -138,7 +138,9 @@ const MaskComputer::LoopTables* MaskComputer::loop_tables_for(int state) {
 }
 
 void MaskComputer::walk(std::uint32_t node, int state, TokenMask& out) {
-  if (const LoopTables* t = loop_tables_for(state)) {
+  // Finding a state's loop bytes costs 256 transitions: worth it only above a large subtree.
+  const bool big = trie_->hi_[node] - trie_->lo_[node] >= kMinLoopSubtree;
+  if (const LoopTables* t = big ? loop_tables_for(state) : nullptr) {
     // Every token below this node whose remaining bytes are loop bytes ends in `state`:
     // allowed, found by a scan of the node's range instead of a walk.
     const std::uint16_t d = trie_->depth_[node];

@@ -52,14 +52,18 @@ struct MaskBenchVocab {
 /// @param id the name printed in the result
 /// @param vocab the tokenizer, its byte strings and trie
 /// @param time_limit_s the file stops with crash = "time limit ..." once this is exceeded
+/// @param cpu_clock time with this thread's CPU clock instead of wall time (for machines
+///        shared with other jobs, where wall time counts the waits)
 /// @return the result line (compile or validation error, times, counts)
 MaskBenchResult run_maskbench(const nlohmann::ordered_json& file, const std::string& id,
-                              const MaskBenchVocab& vocab, double time_limit_s);
+                              const MaskBenchVocab& vocab, double time_limit_s,
+                              bool cpu_clock = false);
 
 /// @brief Runs the file at @p path in a child process, so that a crash (or running past
 /// @p time_limit_s, when it is killed) is reported in the result instead of ending the run.
+/// @p cpu_clock as in run_maskbench().
 MaskBenchResult run_maskbench_isolated(const std::string& path, const MaskBenchVocab& vocab,
-                                       double time_limit_s);
+                                       double time_limit_s, bool cpu_clock = false);
 
 /// @brief The summary line: files, passing, compile_errors, validation_errors, crashes,
 /// mask_us_p50, mask_us_p99 (over every mask of every file), ttfm_us_p50; then, beyond the

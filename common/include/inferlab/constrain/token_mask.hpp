@@ -68,6 +68,8 @@ class MaskComputer {
  public:
   /// @brief A state with at least this many bytes leading back to itself uses the loop tables.
   static constexpr int kMinLoopBytes = 16;
+  /// @brief ... and only below trie nodes with at least this many tokens in their subtree.
+  static constexpr std::uint32_t kMinLoopSubtree = 64;
   /// @brief @p parser, @p trie and @p token_bytes must outlive this object. @p eos_token is allowed exactly
   /// where the parser accepts; @p token_bytes is the trie's input (kept for the oracle).
   MaskComputer(PushdownParser& parser, const TokenTrie& trie,
