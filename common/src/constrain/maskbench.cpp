@@ -39,7 +39,10 @@ double clock_us(bool cpu) {
 }  // namespace
 
 MaskBenchVocab::MaskBenchVocab(const Tokenizer& tok)
-    : tokenizer(&tok), token_bytes(token_byte_strings(tok)), trie(token_bytes) {}
+    : tokenizer(&tok), token_bytes(token_byte_strings(tok)), trie(token_bytes) {
+  // Vocabulary preprocessing, done once for all schemas (before the per-file processes fork).
+  trie.loop_tables(TokenTrie::json_string_loop());
+}
 
 Json MaskBenchResult::to_json() const {
   Json j;

@@ -88,10 +88,50 @@ MaskComputer::MaskComputer(PushdownParser& parser, const TokenTrie& trie,
   }
 }
 
-const MaskComputer::LoopTables* MaskComputer::loop_tables_for(int state) {
-  if (static_cast<std::size_t>(state) >= loop_of_state_.size()) loop_of_state_.resize(static_cast<std::size_t>(state) + 1, -2);
-  int& idx = loop_of_state_[static_cast<std::size_t>(state)];
-  if (idx == -2) {
+const TokenTrie::LoopTables& TokenTrie::loop_tables(const ByteSet& loop) const {
+  auto& slot = loop_cache_[loop.bits];
+  if (slot) return *slot;
+  auto t = std::make_unique<LoopTables>();
+  t->loop = loop;
+  const std::size_t n = num_nodes();
+  // Top-down (nodes are numbered breadth-first): depth of the last byte outside the loop.
+  std::vector<std::uint16_t> last(n, 0);
+  for (std::size_t u = 0; u < n; ++u) {
+    for (std::uint32_t c = first_child_[u]; c < first_child_[u + 1]; ++c) {
+      last[child_node_[c]] = loop.has(child_byte_[c]) ? last[u] : depth_[child_node_[c]];
+    }
+  }
+  t->last_out.resize(sorted_.size());
+  for (std::size_t i = 0; i < sorted_.size(); ++i) t->last_out[i] = last[node_of_sorted_[i]];
+  // Bottom-up: does the subtree hold a byte outside the loop?
+  t->must_walk.assign(n, 0);
+  for (std::size_t u = n; u-- > 0;) {
+    for (std::uint32_t c = first_child_[u]; c < first_child_[u + 1]; ++c) {
+      if (!loop.has(child_byte_[c]) || t->must_walk[child_node_[c]]) {
+        t->must_walk[u] = 1;
+        break;
+      }
+    }
+  }
+  slot = std::move(t);
+  return *slot;
+}
+
+ByteSet TokenTrie::json_string_loop() {
+  ByteSet s;
+  s.add_range(0x20, 0x7F);
+  s.bits[0x22 >> 6] &= ~(std::uint64_t{1} << (0x22 & 63));
+  s.bits[0x5C >> 6] &= ~(std::uint64_t{1} << (0x5C & 63));
+  return s;
+}
+
+const TokenTrie::LoopTables* MaskComputer::loop_tables_for(int state) {
+  if (static_cast<std::size_t>(state) >= loop_known_.size()) {
+    loop_known_.resize(static_cast<std::size_t>(state) + 1, 0);
+    loop_of_state_.resize(static_cast<std::size_t>(state) + 1, nullptr);
+  }
+  if (!loop_known_[static_cast<std::size_t>(state)]) {
+    loop_known_[static_cast<std::size_t>(state)] = 1;
     // The bytes that bring this state back to itself.
     ByteSet loop;
     int n_loop = 0;
@@ -101,46 +141,15 @@ const MaskComputer::LoopTables* MaskComputer::loop_tables_for(int state) {
         ++n_loop;
       }
     }
-    idx = -1;
-    if (n_loop >= kMinLoopBytes) {
-      const auto [it, fresh] = loop_index_.try_emplace(loop.bits, static_cast<int>(loop_tables_.size()));
-      if (fresh) {
-        auto t = std::make_unique<LoopTables>();
-        t->loop = loop;
-        const TokenTrie& tr = *trie_;
-        const std::size_t n = tr.num_nodes();
-        // Top-down (nodes are numbered breadth-first): depth of the last byte outside the loop.
-        std::vector<std::uint16_t> last(n, 0);
-        for (std::size_t u = 0; u < n; ++u) {
-          for (std::uint32_t c = tr.first_child_[u]; c < tr.first_child_[u + 1]; ++c) {
-            const std::uint32_t child = tr.child_node_[c];
-            last[child] = loop.has(tr.child_byte_[c]) ? last[u] : tr.depth_[child];
-          }
-        }
-        t->last_out.resize(tr.sorted_.size());
-        for (std::size_t i = 0; i < tr.sorted_.size(); ++i) t->last_out[i] = last[tr.node_of_sorted_[i]];
-        // Bottom-up: does the subtree hold a byte outside the loop?
-        t->must_walk.assign(n, 0);
-        for (std::size_t u = n; u-- > 0;) {
-          for (std::uint32_t c = tr.first_child_[u]; c < tr.first_child_[u + 1]; ++c) {
-            if (!loop.has(tr.child_byte_[c]) || t->must_walk[tr.child_node_[c]]) {
-              t->must_walk[u] = 1;
-              break;
-            }
-          }
-        }
-        loop_tables_.push_back(std::move(t));
-      }
-      idx = it->second;
-    }
+    if (n_loop >= kMinLoopBytes) loop_of_state_[static_cast<std::size_t>(state)] = &trie_->loop_tables(loop);
   }
-  return idx >= 0 ? loop_tables_[static_cast<std::size_t>(idx)].get() : nullptr;
+  return loop_of_state_[static_cast<std::size_t>(state)];
 }
 
 void MaskComputer::walk(std::uint32_t node, int state, TokenMask& out) {
   // Finding a state's loop bytes costs 256 transitions: worth it only above a large subtree.
   const bool big = trie_->hi_[node] - trie_->lo_[node] >= kMinLoopSubtree;
-  if (const LoopTables* t = big ? loop_tables_for(state) : nullptr) {
+  if (const TokenTrie::LoopTables* t = big ? loop_tables_for(state) : nullptr) {
     // Every token below this node whose remaining bytes are loop bytes ends in `state`:
     // allowed, found by a scan of the node's range instead of a walk.
     const std::uint16_t d = trie_->depth_[node];
@@ -165,7 +174,7 @@ void MaskComputer::walk(std::uint32_t node, int state, TokenMask& out) {
 // Below a node reached in loop state `state` by loop bytes only: loop-byte children stay in
 // `state` (their all-loop tokens are allowed already) and are entered only when a byte outside
 // the loop lies below; the other children are stepped and walked normally.
-void MaskComputer::walk_loop(std::uint32_t node, int state, const LoopTables& t, TokenMask& out) {
+void MaskComputer::walk_loop(std::uint32_t node, int state, const TokenTrie::LoopTables& t, TokenMask& out) {
   for (std::uint32_t c = trie_->first_child_[node]; c < trie_->first_child_[node + 1]; ++c) {
     const std::uint8_t b = trie_->child_byte_[c];
     const std::uint32_t child = trie_->child_node_[c];

@@ -47,6 +47,25 @@ class TokenTrie {
   /// @brief Number of trie nodes, root included.
   std::size_t num_nodes() const { return first_child_.size() - 1; }
 
+  /// @brief For a set L of bytes that lead a parser state back to itself (a string's ordinary
+  /// characters): per token, the depth of the last byte outside L on its path (a token below
+  /// node n whose bytes after n are all in L has last_out <= depth(n), and is allowed without a
+  /// walk), and per trie node whether its subtree holds a byte outside L (else it is never
+  /// walked). They depend only on the vocabulary and L, so they are cached here and shared by
+  /// every grammar: the vocabulary's ahead-of-time preprocessing.
+  struct LoopTables {
+    ByteSet loop;                          ///< L
+    std::vector<std::uint16_t> last_out;   ///< (V) by position in the sorted token order
+    std::vector<std::uint8_t> must_walk;   ///< (trie nodes)
+  };
+  /// @brief The tables of @p loop, built on first use (a pass over the trie) and cached.
+  /// @note Not thread-safe: the cache is filled lazily.
+  const LoopTables& loop_tables(const ByteSet& loop) const;
+  /// @brief The loop set of the inside of a JSON string: printable ASCII but `"` and `\`
+  /// (a byte of a multi-byte character does not lead back by itself). Precomputing its tables
+  /// takes the common case out of the first mask.
+  static ByteSet json_string_loop();
+
  private:
   friend class MaskComputer;
   int vocab_size_ = 0;
@@ -61,6 +80,7 @@ class TokenTrie {
   std::vector<std::uint32_t> lo_, hi_;
   std::vector<std::uint16_t> depth_;
   std::vector<std::uint32_t> node_of_sorted_;  // (V) the node where sorted_[i] ends
+  mutable std::map<std::array<std::uint64_t, 4>, std::unique_ptr<LoopTables>> loop_cache_;
 };
 
 /// @brief Computes token masks for the states of one parser.
@@ -93,21 +113,11 @@ class MaskComputer {
   const std::vector<std::string>* token_bytes_;
   int eos_;
   std::vector<std::unique_ptr<TokenMask>> cache_;  // by state id
-  // For a set L of bytes that lead from a state back to itself (a string's ordinary
-  // characters): per token, the depth of the last byte outside L on its path (a token below
-  // node n whose bytes after n are all in L has last_out <= depth(n): allowed without a walk),
-  // and per trie node whether its subtree holds a byte outside L (else it is never walked).
-  struct LoopTables {
-    ByteSet loop;
-    std::vector<std::uint16_t> last_out;  // (V) by position in the sorted token order
-    std::vector<std::uint8_t> must_walk;  // (trie nodes)
-  };
-  std::vector<std::unique_ptr<LoopTables>> loop_tables_;
-  std::map<std::array<std::uint64_t, 4>, int> loop_index_;
-  std::vector<int> loop_of_state_;  // by state: index into loop_tables_, -1 none, -2 unknown
-  const LoopTables* loop_tables_for(int state);
+  std::vector<const TokenTrie::LoopTables*> loop_of_state_;  // by state; nullptr: no loop
+  std::vector<std::uint8_t> loop_known_;                      // by state: loop_of_state_ set
+  const TokenTrie::LoopTables* loop_tables_for(int state);
   void walk(std::uint32_t node, int state, TokenMask& out);
-  void walk_loop(std::uint32_t node, int state, const LoopTables& t, TokenMask& out);
+  void walk_loop(std::uint32_t node, int state, const TokenTrie::LoopTables& t, TokenMask& out);
 };
 
 /// @brief Sets the logit of every token @p mask disallows to -inf (in place), so that any
