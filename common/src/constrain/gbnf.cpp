@@ -271,6 +271,7 @@ class GbnfParser {
       std::uint32_t hi = lo;
       if (pos_ + 1 < t_.size() && t_[pos_] == '-' && t_[pos_ + 1] != ']') {
         ++pos_;
+        if (t_[pos_] == '\n') fail(at, "unterminated character class");
         hi = read_char();
         if (hi < lo) fail(at, "range out of order in character class");
       }
