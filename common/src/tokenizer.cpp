@@ -342,7 +342,8 @@ int Tokenizer::find(std::string_view text) const {
 // Encoding
 // ---------------------------------------------------------------------------------------------
 
-std::vector<int> Tokenizer::encode(std::string_view text, bool bos, bool eos) const {
+std::vector<int> Tokenizer::encode(std::string_view text, bool bos, bool eos,
+                                   bool dummy_prefix) const {
   // Step 1: one symbol per code point. A code point that is not a piece of its own falls back
   // to its UTF-8 bytes, one byte piece each, so no text is ever unrepresentable.
   std::vector<int> symbols;
@@ -363,7 +364,7 @@ std::vector<int> Tokenizer::encode(std::string_view text, bool bos, bool eos) co
   };
   // SentencePiece's add_dummy_prefix: "Hello" is encoded as " Hello", so a word at the start
   // gets the same pieces as the same word after a space.
-  if (!text.empty()) add_code_point(" ");
+  if (dummy_prefix && !text.empty()) add_code_point(" ");
   for (std::size_t i = 0; i < text.size();) {
     // A code point: a leading byte and the continuation bytes after it, at most 4 bytes in all.
     // (A stray continuation byte starts a group of its own, exactly as run.c groups them.)

@@ -46,7 +46,9 @@ class Tokenizer {
   /// @brief Encodes UTF-8 @p text: a dummy-prefix space is added to non-empty text, each
   /// code point becomes its piece (or its UTF-8 bytes as byte pieces when absent), then the
   /// adjacent pair whose merge has the highest score is merged until none is in the vocabulary.
-  std::vector<int> encode(std::string_view text, bool bos = true, bool eos = false) const;
+  /// @p dummy_prefix false skips the leading space (MaskBench tokenizes JSON that way).
+  std::vector<int> encode(std::string_view text, bool bos = true, bool eos = false,
+                          bool dummy_prefix = true) const;
 
   /// @brief The bytes token @p token contributes after @p prev_token, as llama2.c decodes:
   /// the leading space of the first piece after BOS is dropped, `<0xXX>` becomes that byte.

@@ -1,0 +1,164 @@
+// Chapter 08: constrained sampling.
+//
+// Compiles a constraint (a regex, a GBNF grammar, a JSON Schema, or JSON mode) into the byte
+// grammar, then generates: at every step the parser's state gives a mask over the vocabulary,
+// masked logits become -inf before the sampler, and the parser advances by the drawn token.
+// --compare runs the same seed without the mask and shows what the mask removed. --maskbench
+// runs the field's benchmark protocol over MaskBench files instead of generating. The logic
+// lives in common/include/inferlab/constrain/; this file parses flags and prints.
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "inferlab/chapter_cli.hpp"
+#include "inferlab/constrain/constraint.hpp"
+#include "inferlab/constrain/maskbench.hpp"
+#include "inferlab/error.hpp"
+#include "inferlab/metrics.hpp"
+
+using namespace inferlab;
+
+namespace {
+
+struct Options {
+  GenerationFlags gen;
+  std::string regex, grammar_file, schema_file;
+  bool json_mode = false;
+  bool compare = false;
+  std::vector<std::string> maskbench;
+  double time_limit_s = 60.0;
+  bool cpu_clock = false;
+  JsonSchemaLimits limits;
+};
+
+std::string read_file(const std::string& path, const char* flag) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(fmt::format("{}: cannot read '{}'", flag, path));
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+int run_maskbench(const Options& o) {
+  if (o.gen.tokenizer.empty()) throw Error("--maskbench needs --tokenizer PATH");
+  if (!(o.time_limit_s > 0)) throw Error("--time-limit must be > 0 seconds");
+  const Tokenizer tok = Tokenizer::load(o.gen.tokenizer);
+  const MaskBenchVocab vocab(tok);
+  std::vector<MaskBenchResult> results;
+  for (const std::string& path : list_json_files(o.maskbench)) {
+    results.push_back(run_maskbench_isolated(path, vocab, o.time_limit_s, o.cpu_clock));
+    const MaskBenchResult& r = results.back();
+    if (o.gen.json) {
+      std::cout << r.to_json().dump() << '\n' << std::flush;
+    } else {
+      std::printf("%-50s %s\n", r.id.c_str(),
+                  !r.crash.empty() ? ("CRASH " + r.crash).c_str()
+                  : !r.compile_error.empty() ? ("compile error: " + r.compile_error).c_str()
+                  : !r.validation_error.empty() ? ("validation error: " + r.validation_error).c_str()
+                                                : "ok");
+    }
+  }
+  std::cout << maskbench_summary(results).dump(o.gen.json ? -1 : 1) << '\n';
+  return 0;
+}
+
+int run(const Options& o) {
+  if (o.limits.max_whitespace < -1) throw Error("--max-whitespace must be >= -1 (-1: unbounded)");
+  if (!o.maskbench.empty()) return run_maskbench(o);
+  const int given = !o.regex.empty() + !o.grammar_file.empty() + !o.schema_file.empty() + o.json_mode;
+  if (given != 1) {
+    throw Error("give exactly one constraint: --regex R, --grammar FILE.gbnf, --json-schema FILE or --json-mode");
+  }
+  ConstraintKind kind = ConstraintKind::json_mode;
+  std::string text, source = "--json-mode";
+  if (!o.regex.empty()) {
+    kind = ConstraintKind::regex;
+    text = o.regex;
+    source = "--regex";
+  } else if (!o.grammar_file.empty()) {
+    kind = ConstraintKind::gbnf;
+    text = read_file(o.grammar_file, "--grammar");
+    source = o.grammar_file;
+  } else if (!o.schema_file.empty()) {
+    kind = ConstraintKind::json_schema;
+    text = read_file(o.schema_file, "--json-schema");
+    source = o.schema_file;
+  }
+  const Grammar grammar = compile_constraint(kind, text, source, o.limits);
+  PushdownParser parser(grammar);
+  const LoadedModel m = load_model(o.gen);
+  const std::vector<std::string> bytes = token_byte_strings(*m.tokenizer);
+  const TokenTrie trie(bytes);
+  MaskComputer masks(parser, trie, bytes, kEosToken);
+  if (!o.gen.json) {
+    print_run_header("InferLab chapter 08: constrained sampling", m, o.gen,
+                     fmt::format("constraint: {} ({} rules, {} automaton nodes); vocabulary trie: {} nodes",
+                                 source, grammar.rules.size(), parser.num_nodes(), trie.num_nodes()));
+  }
+  ConstrainedOptions c;
+  c.prompt = o.gen.prompt;
+  c.steps = o.gen.steps;
+  c.sampling = o.gen.sampling;
+  const ConstrainedResult r = generate_constrained(*m.model, *m.tokenizer, parser, masks, bytes, c);
+  const Summary mask_us = summarize(r.mask_us);
+  if (o.gen.json) {
+    nlohmann::ordered_json j;
+    j["chapter"] = "08_constrained_sampling";
+    j["constraint"] = source;
+    j["tokens"] = r.tokens;
+    j["text"] = r.text;
+    j["valid"] = r.valid;
+    j["ended"] = r.ended;
+    j["mask_us_p50"] = mask_us.p50;
+    j["mask_us_p99"] = mask_us.p99;
+    j["removed_mass"] = r.removed_mass;
+    std::cout << j.dump(1) << '\n';
+    return 0;
+  }
+  std::printf("\n%s\n\n--- constrained ---\n", r.text.c_str());
+  std::printf("tokens: %zu, ended with EOS: %s, valid: %s\n", r.tokens.size(), r.ended ? "yes" : "no",
+              r.valid ? "yes" : "no (stopped before the constraint was complete: raise --steps)");
+  std::printf("mask time per token: p50 %.1f us, p99 %.1f us, max %.1f us (%zu parser states built)\n",
+              mask_us.p50, mask_us.p99, mask_us.max, parser.num_states());
+  if (o.compare) {
+    c.constrained = false;
+    const ConstrainedResult u = generate_constrained(*m.model, *m.tokenizer, parser, masks, bytes, c);
+    std::printf("\n--- unconstrained, same seed ---\n%s\nvalid: %s\n", u.text.c_str(), u.valid ? "yes" : "no");
+    std::printf("\nprobability mass the mask removed at each constrained step:\n  %4s  %8s  %9s  %s\n",
+                "step", "allowed", "removed", "token");
+    for (std::size_t i = 0; i < r.tokens.size(); ++i) {
+      const int t = r.tokens[i];
+      std::printf("  %4zu  %8d  %8.1f%%  %s\n", i, r.allowed[i], 100.0 * r.removed_mass[i],
+                  t == kEosToken ? "<eos>" : nlohmann::json(bytes[static_cast<std::size_t>(t)]).dump().c_str());
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"InferLab chapter 08: constrained sampling (regex, GBNF, JSON Schema, JSON mode as "
+               "token masks)"};
+  Options o;
+  add_generation_flags(app, o.gen);
+  app.add_option("--regex", o.regex, "constrain the output to this regular expression");
+  app.add_option("--grammar", o.grammar_file, "constrain the output to this GBNF grammar file");
+  app.add_option("--json-schema", o.schema_file, "constrain the output to this JSON Schema file");
+  app.add_flag("--json-mode", o.json_mode, "constrain the output to any JSON value");
+  app.add_flag("--compare", o.compare, "also generate unconstrained with the same seed and show the "
+                                        "probability mass the mask removed per step");
+  app.add_option("--maskbench", o.maskbench,
+                 "run the MaskBench protocol over these files or directories (needs --tokenizer)");
+  app.add_option("--max-whitespace", o.limits.max_whitespace,
+                 "JSON: longest run of whitespace between tokens (-1: unbounded)")
+      ->capture_default_str();
+  app.add_option("--time-limit", o.time_limit_s, "MaskBench: seconds allowed per file (default 60)");
+  app.add_flag("--cpu-clock", o.cpu_clock,
+               "MaskBench: time masks with the thread's CPU clock (a machine shared with other jobs)");
+  return run_chapter(app, argc, argv, [&] { return run(o); });
+}

@@ -1,0 +1,50 @@
+#pragma once
+/// @file json_schema.hpp
+/// @brief JSON Schema (draft 2020-12 and draft-07) and JSON mode compiled into the byte grammar.
+///
+/// Honoured: type (incl. lists), properties / required / additionalProperties (false, true,
+/// schema), enum, const, anyOf, oneOf (when its branches are provably disjoint), allOf and
+/// $ref with siblings (merged), $ref / $defs / definitions (recursive too), items /
+/// prefixItems / additionalItems, minItems / maxItems, minLength / maxLength, pattern, format
+/// (date, time, date-time, email, uuid, uri, ipv4), minimum / maximum / exclusive bounds for
+/// integers and numbers (numbers then without exponent), multipleOf for integers, `not` of a
+/// type, propertyNames / minProperties / maxProperties on objects without listed properties,
+/// unevaluatedProperties / unevaluatedItems in schemas without applicators, uniqueItems false. Annotations (title, description, default,
+/// examples, ...) and unknown keywords are ignored as the specification says. Every other
+/// keyword is a compile error naming it: it is never silently dropped.
+///
+/// Objects are generated with their properties in the schema's order (required ones present,
+/// optional ones optional), then any additional properties: a valid instance whose keys come
+/// in another order is rejected (the grammar is a subset of the schema, never a superset).
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "inferlab/constrain/grammar.hpp"
+
+namespace inferlab {
+
+/// @brief Limits applied while compiling a schema.
+struct JsonSchemaLimits {
+  int max_depth = 128;        ///< nesting of subschemas (and $ref expansion inside allOf)
+  int max_enum_values = 100000;  ///< values in one enum
+  /// Longest run of whitespace between tokens (-1: unbounded). JSON allows any amount, but a
+  /// model whose masked distribution favours spaces could then pad forever; the text starts
+  /// with the value itself for the same reason.
+  int max_whitespace = 32;
+};
+
+/// @brief Compiles @p schema into a grammar of the JSON texts that satisfy it.
+/// @throws inferlab::Error naming the unsupported keyword, the bad $ref, or the limit.
+Grammar json_schema_grammar(const nlohmann::ordered_json& schema, const JsonSchemaLimits& limits = {});
+
+/// @brief The grammar of any JSON value (JSON mode): whitespace between tokens as RFC 8259
+/// allows, up to JsonSchemaLimits::max_whitespace in a row, none before or after the value.
+Grammar json_mode_grammar(const JsonSchemaLimits& limits = {});
+
+/// @brief Serialises @p value as Python's `json.dumps(value)` does by default: separators
+/// `", "` and `": "`, non-ASCII kept as UTF-8 (ensure_ascii=False), floats in repr form.
+std::string python_json_dumps(const nlohmann::ordered_json& value);
+
+}  // namespace inferlab

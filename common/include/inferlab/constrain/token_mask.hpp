@@ -1,0 +1,127 @@
+#pragma once
+/// @file token_mask.hpp
+/// @brief Which tokens may come next: the tokenizer's pieces as byte strings in a trie, walked
+/// together with the parser so that a rejected prefix prunes its whole subtree; masks are
+/// cached per parser state. A brute-force oracle (every token, byte by byte, no cache) is the
+/// specification the fast path is tested against.
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "inferlab/constrain/parser.hpp"
+#include "inferlab/sampler.hpp"
+#include "inferlab/tokenizer.hpp"
+
+namespace inferlab {
+
+/// @brief The bytes each token appends to the text: `<0xXX>` pieces are that byte, other
+/// pieces their text; BOS, EOS and UNK append nothing and are never allowed as text (EOS is
+/// allowed separately, where the constraint can end). Index = token id.
+std::vector<std::string> token_byte_strings(const Tokenizer& tokenizer);
+
+/// @brief A bitset over the vocabulary: bit t set = token t allowed.
+struct TokenMask {
+  std::vector<std::uint64_t> words;  ///< (ceil(V / 64)) bit t of word t/64
+  /// @brief True when token @p t is allowed.
+  bool allowed(int t) const { return (words[static_cast<std::size_t>(t) >> 6] >> (t & 63)) & 1; }
+  /// @brief Allows token @p t.
+  void allow(int t) { words[static_cast<std::size_t>(t) >> 6] |= std::uint64_t{1} << (t & 63); }
+  /// @brief Number of allowed tokens.
+  int count() const;
+  /// @brief Bitwise equality.
+  bool operator==(const TokenMask&) const = default;
+};
+
+/// @brief The vocabulary's byte strings in a trie (children sorted by byte, stored flat).
+class TokenTrie {
+ public:
+  /// @brief Builds the trie of @p tokens (index = token id; empty strings are left out).
+  explicit TokenTrie(const std::vector<std::string>& tokens);
+  /// @brief Number of tokens (V).
+  int vocab_size() const { return vocab_size_; }
+  /// @brief Number of trie nodes, root included.
+  std::size_t num_nodes() const { return first_child_.size() - 1; }
+
+  /// @brief For a set L of bytes that lead a parser state back to itself (a string's ordinary
+  /// characters): per token, the depth of the last byte outside L on its path (a token below
+  /// node n whose bytes after n are all in L has last_out <= depth(n), and is allowed without a
+  /// walk), and per trie node whether its subtree holds a byte outside L (else it is never
+  /// walked). They depend only on the vocabulary and L, so they are cached here and shared by
+  /// every grammar: the vocabulary's ahead-of-time preprocessing.
+  struct LoopTables {
+    ByteSet loop;                          ///< L
+    std::vector<std::uint16_t> last_out;   ///< (V) by position in the sorted token order
+    std::vector<std::uint8_t> must_walk;   ///< (trie nodes)
+  };
+  /// @brief The tables of @p loop, built on first use (a pass over the trie) and cached.
+  /// @note Not thread-safe: the cache is filled lazily.
+  const LoopTables& loop_tables(const ByteSet& loop) const;
+  /// @brief The loop set of the inside of a JSON string: printable ASCII but `"` and `\`
+  /// (a byte of a multi-byte character does not lead back by itself). Precomputing its tables
+  /// takes the common case out of the first mask.
+  static ByteSet json_string_loop();
+
+ private:
+  friend class MaskComputer;
+  int vocab_size_ = 0;
+  // Node n's children are child_byte_/child_node_[first_child_[n] .. first_child_[n+1]); the
+  // tokens ending at n are token_ids_[first_token_[n] .. first_token_[n+1]).
+  std::vector<std::uint32_t> first_child_, first_token_;
+  std::vector<std::uint8_t> child_byte_;
+  std::vector<std::uint32_t> child_node_;
+  std::vector<int> token_ids_;
+  // The tokens sorted by bytes: node n's subtree holds exactly sorted_[lo_[n] .. hi_[n]).
+  std::vector<int> sorted_;
+  std::vector<std::uint32_t> lo_, hi_;
+  std::vector<std::uint16_t> depth_;
+  std::vector<std::uint32_t> node_of_sorted_;  // (V) the node where sorted_[i] ends
+  mutable std::map<std::array<std::uint64_t, 4>, std::unique_ptr<LoopTables>> loop_cache_;
+};
+
+/// @brief Computes token masks for the states of one parser.
+class MaskComputer {
+ public:
+  /// @brief A state with at least this many bytes leading back to itself uses the loop tables.
+  static constexpr int kMinLoopBytes = 16;
+  /// @brief ... and only below trie nodes with at least this many tokens in their subtree.
+  static constexpr std::uint32_t kMinLoopSubtree = 64;
+  /// @brief @p parser, @p trie and @p token_bytes must outlive this object. @p eos_token is allowed exactly
+  /// where the parser accepts; @p token_bytes is the trie's input (kept for the oracle).
+  MaskComputer(PushdownParser& parser, const TokenTrie& trie,
+               const std::vector<std::string>& token_bytes, int eos_token);
+
+  /// @brief The allowed tokens after the text that led to @p state: walks the trie, stepping
+  /// the parser one byte per edge and skipping every subtree whose prefix is dead. Cached per
+  /// state, so a state seen before costs a lookup.
+  /// @note Cost: one cached transition per trie node visited (at most the trie's size).
+  const TokenMask& mask(int state);
+  /// @brief The specification: for every token, feed its bytes to the parser one by one with
+  /// no cache at all (PushdownParser::step_uncached); allowed when the result is not dead.
+  /// @note Cost: V x token length closures; for tests and the bench only.
+  TokenMask oracle_mask(int state);
+  /// @brief Whether the mask of @p state is already cached.
+  bool cached(int state) const;
+
+ private:
+  PushdownParser* parser_;
+  const TokenTrie* trie_;
+  const std::vector<std::string>* token_bytes_;
+  int eos_;
+  std::vector<std::unique_ptr<TokenMask>> cache_;  // by state id
+  std::vector<const TokenTrie::LoopTables*> loop_of_state_;  // by state; nullptr: no loop
+  std::vector<std::uint8_t> loop_known_;                      // by state: loop_of_state_ set
+  const TokenTrie::LoopTables* loop_tables_for(int state);
+  void walk(std::uint32_t node, int state, TokenMask& out);
+  void walk_loop(std::uint32_t node, int state, const TokenTrie::LoopTables& t, TokenMask& out);
+};
+
+/// @brief Sets the logit of every token @p mask disallows to -inf (in place), so that any
+/// sampler gives them probability 0 after softmax. @p logits has V entries.
+void apply_token_mask(std::span<float> logits, const TokenMask& mask);
+
+}  // namespace inferlab

@@ -1,0 +1,158 @@
+// Grammar construction helpers and the UTF-8 range encoder shared by the front ends.
+#include "inferlab/constrain/grammar.hpp"
+
+namespace inferlab {
+
+namespace {
+int push(Grammar& g, Expr e) {
+  g.exprs.push_back(std::move(e));
+  return static_cast<int>(g.exprs.size()) - 1;
+}
+}  // namespace
+
+int Grammar::empty() { return push(*this, Expr{}); }
+
+int Grammar::bytes(const ByteSet& set) {
+  Expr e;
+  e.kind = ExprKind::bytes;
+  e.set = set;
+  return push(*this, std::move(e));
+}
+
+int Grammar::byte_range(unsigned lo, unsigned hi) {
+  ByteSet s;
+  s.add_range(lo, hi);
+  return bytes(s);
+}
+
+int Grammar::literal(std::string_view text) {
+  if (text.empty()) return empty();
+  std::vector<int> items;
+  for (const char c : text) {
+    const auto b = static_cast<unsigned char>(c);
+    items.push_back(byte_range(b, b));
+  }
+  return items.size() == 1 ? items[0] : seq(std::move(items));
+}
+
+int Grammar::seq(std::vector<int> items) {
+  if (items.size() == 1) return items[0];
+  Expr e;
+  e.kind = ExprKind::seq;
+  e.children = std::move(items);
+  return push(*this, std::move(e));
+}
+
+int Grammar::alt(std::vector<int> items) {
+  if (items.size() == 1) return items[0];
+  Expr e;
+  e.kind = ExprKind::alt;
+  e.children = std::move(items);
+  return push(*this, std::move(e));
+}
+
+int Grammar::repeat(int item, int min, int max) {
+  Expr e;
+  e.kind = ExprKind::repeat;
+  e.children = {item};
+  e.min = min;
+  e.max = max;
+  return push(*this, std::move(e));
+}
+
+int Grammar::ref(int rule) {
+  Expr e;
+  e.kind = ExprKind::ref;
+  e.rule = rule;
+  return push(*this, std::move(e));
+}
+
+int Grammar::add_rule(std::string name) {
+  rules.push_back(Rule{std::move(name), -1});
+  return static_cast<int>(rules.size()) - 1;
+}
+
+int Grammar::find_rule(std::string_view name) const {
+  for (std::size_t i = 0; i < rules.size(); ++i) {
+    if (rules[i].name == name) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+void append_utf8(std::string& out, std::uint32_t cp) {
+  if (cp < 0x80) {
+    out += static_cast<char>(cp);
+  } else if (cp < 0x800) {
+    out += static_cast<char>(0xC0 | (cp >> 6));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  } else if (cp < 0x10000) {
+    out += static_cast<char>(0xE0 | (cp >> 12));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  } else {
+    out += static_cast<char>(0xF0 | (cp >> 18));
+    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  }
+}
+
+namespace {
+
+// Splits [lo, hi] (same encoded length, no surrogates) until every piece's encodings form a
+// product of byte ranges, then emits each piece as a seq of byte ranges.
+void split_utf8(Grammar& g, std::uint32_t lo, std::uint32_t hi, std::vector<int>& out) {
+  static constexpr std::uint32_t kLengthEnds[] = {0x7F, 0x7FF, 0xFFFF};
+  for (const std::uint32_t end : kLengthEnds) {
+    if (lo <= end && hi > end) {
+      split_utf8(g, lo, end, out);
+      split_utf8(g, end + 1, hi, out);
+      return;
+    }
+  }
+  if (hi < 0x80) {
+    out.push_back(g.byte_range(lo, hi));
+    return;
+  }
+  const int n = hi < 0x800 ? 2 : hi < 0x10000 ? 3 : 4;
+  for (int i = 1; i < n; ++i) {
+    const std::uint32_t m = (1u << (6 * i)) - 1;
+    if ((lo & ~m) != (hi & ~m)) {
+      if ((lo & m) != 0) {
+        split_utf8(g, lo, lo | m, out);
+        split_utf8(g, (lo | m) + 1, hi, out);
+        return;
+      }
+      if ((hi & m) != m) {
+        split_utf8(g, lo, (hi & ~m) - 1, out);
+        split_utf8(g, hi & ~m, hi, out);
+        return;
+      }
+    }
+  }
+  std::string a, b;
+  append_utf8(a, lo);
+  append_utf8(b, hi);
+  std::vector<int> items;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    items.push_back(g.byte_range(static_cast<unsigned char>(a[i]), static_cast<unsigned char>(b[i])));
+  }
+  out.push_back(g.seq(std::move(items)));
+}
+
+}  // namespace
+
+int utf8_range(Grammar& g, std::uint32_t lo, std::uint32_t hi) {
+  std::vector<int> out;
+  if (hi > 0x10FFFF) hi = 0x10FFFF;
+  // UTF-8 cannot encode surrogates: cut them out of the range.
+  if (lo <= 0xDFFF && hi >= 0xD800) {
+    if (lo < 0xD800) split_utf8(g, lo, 0xD7FF, out);
+    if (hi > 0xDFFF) split_utf8(g, 0xE000, hi, out);
+  } else if (lo <= hi) {
+    split_utf8(g, lo, hi, out);
+  }
+  return g.alt(std::move(out));
+}
+
+}  // namespace inferlab

@@ -1,0 +1,412 @@
+// The pushdown engine: grammar -> per-rule NFAs (Thompson), trimmed to live nodes, checked for
+// left recursion; then parser states (sets of hash-consed stacks) built lazily as a DFA.
+#include "inferlab/constrain/parser.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "inferlab/error.hpp"
+
+namespace inferlab {
+
+namespace {
+
+enum class EdgeKind : std::uint8_t { bytes, call, eps };
+
+struct Edge {
+  EdgeKind kind;
+  int arg;     // bytes: index into sets; call: rule id
+  int target;  // node reached (for a call: the return node)
+};
+
+}  // namespace
+
+struct PushdownParser::Impl {
+  ParserLimits limits;
+  std::vector<ByteSet> sets;
+  std::vector<std::vector<Edge>> edges;  // per node
+  std::vector<int> node_rule;
+  std::vector<int> rule_start, rule_end;
+  std::vector<std::string> rule_name;
+  // Bytes that every byte set treats alike share a class: a transition computed for one byte
+  // of a class holds for all of them (the string-character bytes of JSON are one class).
+  std::array<std::uint8_t, 256> byte_class{};
+  std::vector<std::vector<std::uint8_t>> class_bytes;
+
+  // Hash-consed stacks: id -> (top node, parent stack id or -1).
+  std::vector<std::pair<int, int>> stacks;
+  std::unordered_map<std::uint64_t, int> stack_index;
+  std::vector<std::uint32_t> stamp;  // closure's visited marks, by stack id
+  std::uint32_t generation = 0;
+
+  int new_node(int rule) {
+    if (static_cast<int>(edges.size()) >= limits.max_nodes) {
+      throw Error(fmt::format("grammar too large: more than {} automaton nodes (counted "
+                              "repetitions are expanded; lower the counts)",
+                              limits.max_nodes));
+    }
+    edges.emplace_back();
+    node_rule.push_back(rule);
+    return static_cast<int>(edges.size()) - 1;
+  }
+
+  int set_index(const ByteSet& s) {
+    for (std::size_t i = 0; i < sets.size(); ++i) {
+      if (sets[i] == s) return static_cast<int>(i);
+    }
+    sets.push_back(s);
+    return static_cast<int>(sets.size()) - 1;
+  }
+
+  // Thompson construction: adds nodes and edges so that the paths from `from` to `to` spell
+  // exactly the strings of expression `e`. Loops always go through fresh nodes.
+  void build(const Grammar& g, int e, int from, int to, int rule, int depth) {
+    if (depth > 10000) throw Error("grammar expression nested more than 10000 levels deep");
+    const Expr& x = g.exprs[static_cast<std::size_t>(e)];
+    switch (x.kind) {
+      case ExprKind::empty:
+        edges[from].push_back({EdgeKind::eps, 0, to});
+        break;
+      case ExprKind::bytes:
+        if (!x.set.empty()) edges[from].push_back({EdgeKind::bytes, set_index(x.set), to});
+        break;
+      case ExprKind::ref:
+        edges[from].push_back({EdgeKind::call, x.rule, to});
+        break;
+      case ExprKind::seq: {
+        int cur = from;
+        for (std::size_t i = 0; i < x.children.size(); ++i) {
+          const int next = i + 1 == x.children.size() ? to : new_node(rule);
+          build(g, x.children[i], cur, next, rule, depth + 1);
+          cur = next;
+        }
+        if (x.children.empty()) edges[from].push_back({EdgeKind::eps, 0, to});
+        break;
+      }
+      case ExprKind::alt:
+        for (const int c : x.children) {
+          // A fresh entry node per branch keeps a branch's loops from mixing with the others.
+          const int a = new_node(rule);
+          edges[from].push_back({EdgeKind::eps, 0, a});
+          build(g, c, a, to, rule, depth + 1);
+        }
+        break;
+      case ExprKind::repeat: {
+        const int child = x.children[0];
+        int cur = from;
+        for (int i = 0; i < x.min; ++i) {
+          const int next = new_node(rule);
+          build(g, child, cur, next, rule, depth + 1);
+          cur = next;
+        }
+        if (x.max < 0) {
+          const int loop = new_node(rule);
+          edges[cur].push_back({EdgeKind::eps, 0, loop});
+          const int back = new_node(rule);
+          build(g, child, loop, back, rule, depth + 1);
+          edges[back].push_back({EdgeKind::eps, 0, loop});
+          edges[loop].push_back({EdgeKind::eps, 0, to});
+        } else {
+          for (int i = x.min; i < x.max; ++i) {
+            edges[cur].push_back({EdgeKind::eps, 0, to});
+            const int next = new_node(rule);
+            build(g, child, cur, next, rule, depth + 1);
+            cur = next;
+          }
+          edges[cur].push_back({EdgeKind::eps, 0, to});
+        }
+        break;
+      }
+    }
+  }
+
+  int intern_stack(int node, int parent) {
+    const std::uint64_t key =
+        (static_cast<std::uint64_t>(static_cast<std::uint32_t>(node)) << 32) |
+        static_cast<std::uint32_t>(parent + 1);
+    const auto [it, inserted] = stack_index.try_emplace(key, static_cast<int>(stacks.size()));
+    if (inserted) {
+      if (static_cast<int>(stacks.size()) >= limits.max_interned_stacks) {
+        throw Error(fmt::format("parser exceeded {} distinct stacks (nesting too deep)",
+                                limits.max_interned_stacks));
+      }
+      stacks.emplace_back(node, parent);
+      stamp.push_back(0);
+    }
+    return it->second;
+  }
+
+  // Follows every edge that reads no byte from the seed stacks: empty edges, calls (push the
+  // callee's start over the return address) and rule ends (pop). Keeps the stacks whose top
+  // can read a byte; sets accept when the start rule can end.
+  void closure(std::vector<int>& work, PushdownParser::RawState& out) {
+    if (++generation == 0) {
+      std::fill(stamp.begin(), stamp.end(), 0);
+      generation = 1;
+    }
+    while (!work.empty()) {
+      const int s = work.back();
+      work.pop_back();
+      if (stamp[static_cast<std::size_t>(s)] == generation) continue;
+      stamp[static_cast<std::size_t>(s)] = generation;
+      const auto [node, parent] = stacks[static_cast<std::size_t>(s)];
+      bool reads = false;
+      for (const Edge& e : edges[static_cast<std::size_t>(node)]) {
+        switch (e.kind) {
+          case EdgeKind::bytes: reads = true; break;
+          case EdgeKind::eps: work.push_back(intern_stack(e.target, parent)); break;
+          case EdgeKind::call:
+            work.push_back(intern_stack(rule_start[static_cast<std::size_t>(e.arg)],
+                                        intern_stack(e.target, parent)));
+            break;
+        }
+      }
+      if (reads) out.stacks.push_back(s);
+      if (node == rule_end[static_cast<std::size_t>(node_rule[static_cast<std::size_t>(node)])]) {
+        if (parent < 0) {
+          out.accept = true;
+        } else {
+          work.push_back(parent);
+        }
+      }
+    }
+    std::sort(out.stacks.begin(), out.stacks.end());
+    if (static_cast<int>(out.stacks.size()) > limits.max_stacks_per_state) {
+      throw Error(fmt::format("grammar too ambiguous: more than {} parser stacks in one state",
+                              limits.max_stacks_per_state));
+    }
+  }
+
+  PushdownParser::RawState step(const PushdownParser::RawState& from, unsigned char byte) {
+    std::vector<int> work;
+    for (const int s : from.stacks) {
+      const auto [node, parent] = stacks[static_cast<std::size_t>(s)];
+      for (const Edge& e : edges[static_cast<std::size_t>(node)]) {
+        if (e.kind == EdgeKind::bytes && sets[static_cast<std::size_t>(e.arg)].has(byte)) {
+          work.push_back(intern_stack(e.target, parent));
+        }
+      }
+    }
+    PushdownParser::RawState out;
+    if (!work.empty()) closure(work, out);
+    return out;
+  }
+
+  void trim();
+  void compute_byte_classes() {
+    std::array<int, 256> cls{};
+    int n = 1;
+    for (const ByteSet& s : sets) {
+      std::vector<int> split(static_cast<std::size_t>(2 * n), -1);
+      int next = 0;
+      for (int b = 0; b < 256; ++b) {
+        int& id = split[static_cast<std::size_t>(2 * cls[static_cast<std::size_t>(b)] + (s.has(static_cast<unsigned>(b)) ? 1 : 0))];
+        if (id < 0) id = next++;
+        cls[static_cast<std::size_t>(b)] = id;
+      }
+      n = next;
+    }
+    class_bytes.assign(static_cast<std::size_t>(n), {});
+    for (int b = 0; b < 256; ++b) {
+      byte_class[static_cast<std::size_t>(b)] = static_cast<std::uint8_t>(cls[static_cast<std::size_t>(b)]);
+      class_bytes[static_cast<std::size_t>(cls[static_cast<std::size_t>(b)])].push_back(static_cast<std::uint8_t>(b));
+    }
+  }
+  void check_left_recursion();
+};
+
+// Removes every node that cannot reach its rule's end (and the edges into it), and every call
+// of a rule that matches nothing: afterwards any stack can finish, so "not dead" means "viable".
+void PushdownParser::Impl::trim() {
+  const std::size_t n = edges.size(), r = rule_start.size();
+  std::vector<char> live(n, 0), productive(r, 0);
+  std::vector<std::vector<std::pair<int, int>>> rev(n);  // target -> (pred, call rule or -1)
+  std::vector<std::vector<std::pair<int, int>>> callers(r);  // rule -> (pred, return node)
+  for (std::size_t u = 0; u < n; ++u) {
+    for (const Edge& e : edges[u]) {
+      rev[static_cast<std::size_t>(e.target)].emplace_back(static_cast<int>(u),
+                                                           e.kind == EdgeKind::call ? e.arg : -1);
+      if (e.kind == EdgeKind::call) {
+        callers[static_cast<std::size_t>(e.arg)].emplace_back(static_cast<int>(u), e.target);
+      }
+    }
+  }
+  std::vector<int> work;
+  auto mark = [&](int u) {
+    if (!live[static_cast<std::size_t>(u)]) {
+      live[static_cast<std::size_t>(u)] = 1;
+      work.push_back(u);
+    }
+  };
+  for (std::size_t k = 0; k < r; ++k) mark(rule_end[k]);
+  std::vector<int> start_of(n, -1);
+  for (std::size_t k = 0; k < r; ++k) start_of[static_cast<std::size_t>(rule_start[k])] = static_cast<int>(k);
+  while (!work.empty()) {
+    const int u = work.back();
+    work.pop_back();
+    for (const auto& [pred, call] : rev[static_cast<std::size_t>(u)]) {
+      if (call < 0 || productive[static_cast<std::size_t>(call)]) mark(pred);
+    }
+    if (const int k = start_of[static_cast<std::size_t>(u)]; k >= 0 && !productive[static_cast<std::size_t>(k)]) {
+      productive[static_cast<std::size_t>(k)] = 1;
+      for (const auto& [pred, ret] : callers[static_cast<std::size_t>(k)]) {
+        if (live[static_cast<std::size_t>(ret)]) mark(pred);
+      }
+    }
+  }
+  for (auto& list : edges) {
+    std::erase_if(list, [&](const Edge& e) {
+      return !live[static_cast<std::size_t>(e.target)] ||
+             (e.kind == EdgeKind::call && !productive[static_cast<std::size_t>(e.arg)]);
+    });
+  }
+}
+
+// A rule that can call itself before reading any byte would push forever: reject it by name.
+void PushdownParser::Impl::check_left_recursion() {
+  const std::size_t r = rule_start.size();
+  std::vector<char> nullable(r, 0);
+  // Which rules each rule can call before reading a byte, and whether it can end that way.
+  auto scan = [&](std::size_t k, std::vector<int>* calls) {
+    std::vector<char> seen;
+    std::vector<int> work{rule_start[k]};
+    std::unordered_map<int, char> visited;
+    bool ends = false;
+    while (!work.empty()) {
+      const int u = work.back();
+      work.pop_back();
+      if (!visited.emplace(u, 1).second) continue;
+      if (u == rule_end[k]) ends = true;
+      for (const Edge& e : edges[static_cast<std::size_t>(u)]) {
+        if (e.kind == EdgeKind::eps) work.push_back(e.target);
+        if (e.kind == EdgeKind::call) {
+          if (calls) calls->push_back(e.arg);
+          if (nullable[static_cast<std::size_t>(e.arg)]) work.push_back(e.target);
+        }
+      }
+    }
+    return ends;
+  };
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (std::size_t k = 0; k < r; ++k) {
+      if (!nullable[k] && scan(k, nullptr)) nullable[k] = changed = true;
+    }
+  }
+  std::vector<std::vector<int>> left(r);
+  for (std::size_t k = 0; k < r; ++k) scan(k, &left[k]);
+  // Iterative DFS for a cycle in the "calls first" graph.
+  std::vector<char> color(r, 0);
+  for (std::size_t k0 = 0; k0 < r; ++k0) {
+    if (color[k0]) continue;
+    std::vector<std::pair<int, std::size_t>> st{{static_cast<int>(k0), 0}};
+    color[k0] = 1;
+    while (!st.empty()) {
+      auto& [k, i] = st.back();
+      const auto& out = left[static_cast<std::size_t>(k)];
+      if (i == out.size()) {
+        color[static_cast<std::size_t>(k)] = 2;
+        st.pop_back();
+        continue;
+      }
+      const int c = out[i++];
+      if (color[static_cast<std::size_t>(c)] == 1) {
+        throw Error(fmt::format("rule '{}' is left-recursive (it can reach itself before reading "
+                                "any input), which this parser does not support; rewrite it "
+                                "with repetition, e.g. a ::= b (\",\" b)*",
+                                rule_name[static_cast<std::size_t>(c)]));
+      }
+      if (color[static_cast<std::size_t>(c)] == 0) {
+        color[static_cast<std::size_t>(c)] = 1;
+        st.emplace_back(c, 0);
+      }
+    }
+  }
+}
+
+PushdownParser::PushdownParser(const Grammar& g, const ParserLimits& limits)
+    : impl_(std::make_unique<Impl>()) {
+  Impl& m = *impl_;
+  m.limits = limits;
+  if (g.root < 0 || g.root >= static_cast<int>(g.rules.size())) throw Error("grammar has no start rule");
+  const std::size_t r = g.rules.size();
+  for (std::size_t k = 0; k < r; ++k) {
+    if (g.rules[k].expr < 0) throw Error(fmt::format("rule '{}' is used but never defined", g.rules[k].name));
+    m.rule_name.push_back(g.rules[k].name);
+    m.rule_start.push_back(m.new_node(static_cast<int>(k)));
+    m.rule_end.push_back(m.new_node(static_cast<int>(k)));
+  }
+  for (std::size_t k = 0; k < r; ++k) {
+    m.build(g, g.rules[k].expr, m.rule_start[k], m.rule_end[k], static_cast<int>(k), 0);
+  }
+  m.trim();
+  m.check_left_recursion();
+  m.compute_byte_classes();
+  std::vector<int> work{m.intern_stack(m.rule_start[static_cast<std::size_t>(g.root)], -1)};
+  RawState init;
+  m.closure(work, init);
+  if (init.stacks.empty() && !init.accept) {
+    throw Error(fmt::format("the constraint is unsatisfiable: start rule '{}' matches no string",
+                            g.rules[static_cast<std::size_t>(g.root)].name));
+  }
+  initial_ = intern_state(std::move(init));
+}
+
+PushdownParser::~PushdownParser() = default;
+
+int PushdownParser::num_nodes() const { return static_cast<int>(impl_->edges.size()); }
+
+int PushdownParser::intern_state(RawState&& raw) {
+  std::string key(raw.stacks.size() * sizeof(int) + 1, '\0');
+  if (!raw.stacks.empty()) std::memcpy(key.data(), raw.stacks.data(), raw.stacks.size() * sizeof(int));
+  key.back() = raw.accept ? 1 : 0;
+  const auto [it, inserted] = state_index_.try_emplace(std::move(key), static_cast<int>(states_.size()));
+  if (inserted) {
+    State s;
+    s.stacks = std::move(raw.stacks);
+    s.accept = raw.accept;
+    states_.push_back(std::move(s));
+  }
+  return it->second;
+}
+
+int PushdownParser::step_slow(int state, unsigned char byte) {
+  State* s = &states_[static_cast<std::size_t>(state)];
+  if (!s->next) {
+    s->next = std::make_unique<int[]>(256);
+    std::fill_n(s->next.get(), 256, -2);
+  }
+  int next = s->next[byte];
+  if (next != -2) return next;
+  RawState from{s->stacks, s->accept};
+  RawState to = impl_->step(from, byte);
+  next = to.stacks.empty() && !to.accept ? kDead : intern_state(std::move(to));
+  // states_ may have moved; the result holds for every byte of this byte's class.
+  int* row = states_[static_cast<std::size_t>(state)].next.get();
+  for (const std::uint8_t b : impl_->class_bytes[impl_->byte_class[byte]]) row[b] = next;
+  return next;
+}
+
+int PushdownParser::advance(int state, std::string_view bytes) {
+  for (const char c : bytes) {
+    if (state == kDead) return kDead;
+    state = step(state, static_cast<unsigned char>(c));
+  }
+  return state;
+}
+
+PushdownParser::RawState PushdownParser::raw(int state) const {
+  if (state == kDead) return {};
+  const State& s = states_[static_cast<std::size_t>(state)];
+  return RawState{s.stacks, s.accept};
+}
+
+PushdownParser::RawState PushdownParser::step_uncached(const RawState& from, unsigned char byte) {
+  return impl_->step(from, byte);
+}
+
+}  // namespace inferlab

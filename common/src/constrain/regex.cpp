@@ -1,0 +1,393 @@
+// Recursive-descent regex parser emitting grammar expressions directly.
+#include "inferlab/constrain/regex.hpp"
+
+#include <algorithm>
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "inferlab/error.hpp"
+
+namespace inferlab {
+
+namespace {
+
+using Ranges = std::vector<std::pair<std::uint32_t, std::uint32_t>>;
+constexpr std::uint32_t kMaxCp = 0x10FFFF;
+constexpr int kMaxRepeat = 10000;
+
+Ranges normalize(Ranges r) {
+  std::sort(r.begin(), r.end());
+  Ranges out;
+  for (const auto& [lo, hi] : r) {
+    if (!out.empty() && lo <= out.back().second + 1) {
+      out.back().second = std::max(out.back().second, hi);
+    } else {
+      out.emplace_back(lo, hi);
+    }
+  }
+  return out;
+}
+
+Ranges complement(const Ranges& in) {
+  const Ranges r = normalize(in);
+  Ranges out;
+  std::uint32_t next = 0;
+  for (const auto& [lo, hi] : r) {
+    if (lo > next) out.emplace_back(next, lo - 1);
+    next = hi + 1;
+  }
+  if (next <= kMaxCp) out.emplace_back(next, kMaxCp);
+  return out;
+}
+
+Ranges digit_ranges() { return {{'0', '9'}}; }
+Ranges word_ranges() { return {{'0', '9'}, {'A', 'Z'}, {'_', '_'}, {'a', 'z'}}; }
+// ECMAScript's \s: ASCII whitespace plus the Unicode space separators and line terminators.
+Ranges space_ranges() {
+  return {{'\t', '\r'}, {' ', ' '},       {0xA0, 0xA0},     {0x1680, 0x1680}, {0x2000, 0x200A},
+          {0x2028, 0x2029}, {0x202F, 0x202F}, {0x205F, 0x205F}, {0x3000, 0x3000}, {0xFEFF, 0xFEFF}};
+}
+
+class RegexParser {
+ public:
+  RegexParser(Grammar& g, std::string_view p, RegexEncoding enc) : g_(g), p_(p), enc_(enc) {}
+
+  int parse(bool search) {
+    bool anchored_start = false, anchored_end = false;
+    if (pos_ < p_.size() && p_[pos_] == '^') {
+      anchored_start = true;
+      ++pos_;
+    }
+    // A final unescaped '$' anchors the end.
+    if (!p_.empty() && p_.back() == '$') {
+      std::size_t bs = 0;
+      for (std::size_t i = p_.size() - 1; i > 0 && p_[i - 1] == '\\'; --i) ++bs;
+      if (bs % 2 == 0 && p_.size() - 1 >= pos_) {
+        anchored_end = true;
+        end_ = p_.size() - 1;
+      }
+    }
+    const int body = parse_alt(0);
+    if (!at_end()) fail(p_[pos_] == ')' ? "unmatched ')'" : "unexpected character");
+    if (!search) {
+      return body;
+    }
+    std::vector<int> items;
+    const int any = class_expr({{0, kMaxCp}});
+    if (!anchored_start) items.push_back(g_.repeat(any, 0, -1));
+    items.push_back(body);
+    if (!anchored_end) items.push_back(g_.repeat(any, 0, -1));
+    return g_.seq(std::move(items));
+  }
+
+ private:
+  Grammar& g_;
+  std::string_view p_;
+  RegexEncoding enc_;
+  std::size_t pos_ = 0;
+  std::size_t end_ = std::string_view::npos;
+
+  [[noreturn]] void fail(const std::string& what) const {
+    throw Error(fmt::format("regex error at position {}: {} in /{}/", pos_, what, p_));
+  }
+  bool at_end() const { return pos_ >= std::min(end_, p_.size()); }
+  char peek() const { return p_[pos_]; }
+
+  int parse_alt(int depth) {
+    if (depth > 500) fail("groups nested more than 500 deep");
+    std::vector<int> branches{parse_seq(depth)};
+    while (!at_end() && peek() == '|') {
+      ++pos_;
+      branches.push_back(parse_seq(depth));
+    }
+    return g_.alt(std::move(branches));
+  }
+
+  int parse_seq(int depth) {
+    std::vector<int> items;
+    while (!at_end() && peek() != '|' && peek() != ')') items.push_back(parse_repeat(depth));
+    if (items.empty()) return g_.empty();
+    return g_.seq(std::move(items));
+  }
+
+  int read_int() {
+    const std::size_t start = pos_;
+    long v = 0;
+    while (!at_end() && peek() >= '0' && peek() <= '9') {
+      v = v * 10 + (peek() - '0');
+      if (v > kMaxRepeat) fail(fmt::format("repetition count above the limit {}", kMaxRepeat));
+      ++pos_;
+    }
+    return pos_ == start ? -1 : static_cast<int>(v);
+  }
+
+  int parse_repeat(int depth) {
+    int atom = parse_atom(depth);
+    while (!at_end()) {
+      const char c = peek();
+      int lo = 0, hi = -1;
+      if (c == '*') {
+        ++pos_;
+      } else if (c == '+') {
+        lo = 1;
+        ++pos_;
+      } else if (c == '?') {
+        hi = 1;
+        ++pos_;
+      } else if (c == '{') {
+        const std::size_t save = pos_;
+        ++pos_;
+        lo = read_int();
+        if (lo < 0) {  // not a quantifier: a literal '{'
+          pos_ = save;
+          return atom;
+        }
+        hi = lo;
+        if (!at_end() && peek() == ',') {
+          ++pos_;
+          hi = read_int();
+        }
+        if (at_end() || peek() != '}') fail("unterminated {m,n} quantifier");
+        ++pos_;
+        if (hi >= 0 && hi < lo) fail(fmt::format("quantifier {{{},{}}} has max < min", lo, hi));
+      } else {
+        return atom;
+      }
+      if (!at_end() && peek() == '?') ++pos_;  // lazy: same language
+      atom = g_.repeat(atom, lo, hi);
+    }
+    return atom;
+  }
+
+  std::uint32_t read_hex(int digits) {
+    std::uint32_t v = 0;
+    for (int i = 0; i < digits; ++i) {
+      if (at_end() || !std::isxdigit(static_cast<unsigned char>(peek()))) fail("bad hex escape");
+      const char c = peek();
+      v = v * 16 + static_cast<std::uint32_t>(c <= '9' ? c - '0' : (c | 0x20) - 'a' + 10);
+      ++pos_;
+    }
+    return v;
+  }
+
+  // Reads one UTF-8 encoded code point of the pattern itself.
+  std::uint32_t read_cp() {
+    const auto b0 = static_cast<unsigned char>(p_[pos_]);
+    int n = b0 < 0x80 ? 1 : b0 >= 0xF0 ? 4 : b0 >= 0xE0 ? 3 : b0 >= 0xC0 ? 2 : 0;
+    if (n == 0 || pos_ + static_cast<std::size_t>(n) > p_.size()) fail("invalid UTF-8 in pattern");
+    std::uint32_t cp = n == 1 ? b0 : b0 & (0xFF >> (n + 1));
+    for (int i = 1; i < n; ++i) cp = (cp << 6) | (static_cast<unsigned char>(p_[pos_ + i]) & 0x3F);
+    pos_ += static_cast<std::size_t>(n);
+    return cp;
+  }
+
+  // An escape after '\': a class (\d...) or one code point. Sets `cls` for classes.
+  std::uint32_t parse_escape(Ranges& cls, bool in_class) {
+    if (at_end()) fail("pattern ends with '\\'");
+    const char c = peek();
+    ++pos_;
+    switch (c) {
+      case 'd': cls = digit_ranges(); return 0;
+      case 'D': cls = complement(digit_ranges()); return 0;
+      case 'w': cls = word_ranges(); return 0;
+      case 'W': cls = complement(word_ranges()); return 0;
+      case 's': cls = space_ranges(); return 0;
+      case 'S': cls = complement(space_ranges()); return 0;
+      case 'n': return '\n';
+      case 't': return '\t';
+      case 'r': return '\r';
+      case 'f': return '\f';
+      case 'v': return '\v';
+      case '0': return 0;
+      case 'x': return read_hex(2);
+      case 'u':
+        if (!at_end() && peek() == '{') {
+          ++pos_;
+          std::uint32_t v = 0;
+          int n = 0;
+          while (!at_end() && peek() != '}' && n < 6) {
+            v = v * 16 + read_hex(1);
+            ++n;
+          }
+          if (at_end() || peek() != '}' || v > kMaxCp) fail("bad \\u{...} escape");
+          ++pos_;
+          return v;
+        }
+        return read_hex(4);
+      case 'b':
+        if (in_class) return '\b';
+        --pos_;
+        fail("word boundary \\b is not supported");
+      case 'B': --pos_; fail("word boundary \\B is not supported");
+      case 'p':
+      case 'P': --pos_; fail("Unicode property classes \\p{...} are not supported");
+      default:
+        if (c >= '1' && c <= '9') {
+          --pos_;
+          fail("backreferences are not regular and not supported");
+        }
+        if (std::isalnum(static_cast<unsigned char>(c))) {
+          --pos_;
+          fail(fmt::format("unknown escape '\\{}'", c));
+        }
+        --pos_;
+        return read_cp();
+    }
+  }
+
+  int parse_class() {
+    // at '[' already consumed
+    bool negate = false;
+    if (!at_end() && peek() == '^') {
+      negate = true;
+      ++pos_;
+    }
+    Ranges r;
+    bool first = true;
+    while (true) {
+      if (at_end()) fail("unterminated character class");
+      if (peek() == ']' && !first) {
+        ++pos_;
+        break;
+      }
+      first = false;
+      Ranges cls;
+      std::uint32_t lo;
+      if (peek() == '\\') {
+        ++pos_;
+        lo = parse_escape(cls, true);
+        if (!cls.empty()) {
+          r.insert(r.end(), cls.begin(), cls.end());
+          continue;
+        }
+      } else {
+        lo = read_cp();
+      }
+      std::uint32_t hi = lo;
+      if (pos_ + 1 < p_.size() && !at_end() && peek() == '-' && p_[pos_ + 1] != ']') {
+        ++pos_;
+        if (peek() == '\\') {
+          ++pos_;
+          Ranges c2;
+          hi = parse_escape(c2, true);
+          if (!c2.empty()) fail("a class escape cannot end a range");
+        } else {
+          hi = read_cp();
+        }
+        if (hi < lo) fail("range out of order in character class");
+      }
+      r.emplace_back(lo, hi);
+    }
+    return class_expr(negate ? complement(r) : normalize(r));
+  }
+
+  int parse_atom(int depth) {
+    const std::size_t at = pos_;
+    const char c = peek();
+    switch (c) {
+      case '(': {
+        ++pos_;
+        if (!at_end() && peek() == '?') {
+          ++pos_;
+          if (!at_end() && peek() == ':') {
+            ++pos_;
+          } else if (!at_end() && peek() == '<' && pos_ + 1 < p_.size() && p_[pos_ + 1] != '=' &&
+                     p_[pos_ + 1] != '!') {
+            while (!at_end() && peek() != '>') ++pos_;
+            if (at_end()) fail("unterminated group name");
+            ++pos_;
+          } else {
+            pos_ = at;
+            fail("lookaround and inline flags are not supported");
+          }
+        }
+        const int inner = parse_alt(depth + 1);
+        if (at_end() || peek() != ')') {
+          pos_ = at;
+          fail("unmatched '('");
+        }
+        ++pos_;
+        return inner;
+      }
+      case '[': ++pos_; return parse_class();
+      case '.': ++pos_; return class_expr(complement({{'\n', '\n'}, {'\r', '\r'}}));
+      case '*':
+      case '+':
+      case '?': fail("quantifier without anything to repeat");
+      case '^': fail("'^' is only supported at the start of the pattern");
+      case '$': fail("'$' is only supported at the end of the pattern");
+      case '\\': {
+        ++pos_;
+        Ranges cls;
+        const std::uint32_t cp = parse_escape(cls, false);
+        return cls.empty() ? class_expr({{cp, cp}}) : class_expr(normalize(cls));
+      }
+      default: {
+        const std::uint32_t cp = read_cp();
+        return class_expr({{cp, cp}});
+      }
+    }
+  }
+
+  // One code point from `r`, spelled as the encoding requires.
+  int class_expr(const Ranges& r) {
+    if (enc_ == RegexEncoding::json_string) return json_string_chars(g_, r, false);
+    std::vector<int> alts;
+    for (const auto& [lo, hi] : r) alts.push_back(utf8_range(g_, lo, hi));
+    return g_.alt(std::move(alts));
+  }
+};
+
+}  // namespace
+
+int json_string_chars(Grammar& g_, const CodePointRanges& r, bool canonical_only) {
+    std::vector<int> alts;
+    // JSON string: raw where JSON allows it, escaped otherwise (json.dumps's spelling).
+    auto escaped = [&](std::uint32_t cp) {
+      switch (cp) {
+        case '"': return std::string("\\\"");
+        case '\\': return std::string("\\\\");
+        case '\b': return std::string("\\b");
+        case '\f': return std::string("\\f");
+        case '\n': return std::string("\\n");
+        case '\r': return std::string("\\r");
+        case '\t': return std::string("\\t");
+        default: return fmt::format("\\u{:04x}", cp);
+      }
+    };
+    for (const auto& [lo, hi] : r) {
+      std::uint32_t a = lo;
+      while (a <= hi) {
+        if (a < 0x20 || a == '"' || a == '\\') {
+          alts.push_back(g_.literal(escaped(a)));
+          ++a;
+          continue;
+        }
+        std::uint32_t b = hi;
+        if (a < '"' && b >= '"') b = '"' - 1;
+        if (a < '\\' && b >= '\\') b = '\\' - 1;
+        alts.push_back(utf8_range(g_, a, b));
+        if (!canonical_only && a <= '/' && b >= '/') alts.push_back(g_.literal("\\/"));
+        if (b == 0xFFFFFFFF) break;
+        a = b + 1;
+      }
+    }
+    return g_.alt(std::move(alts));
+}
+
+int compile_regex(Grammar& g, std::string_view pattern, RegexEncoding encoding, bool search) {
+  RegexParser p(g, pattern, encoding);
+  return p.parse(search);
+}
+
+Grammar regex_grammar(std::string_view pattern) {
+  Grammar g;
+  g.root = g.add_rule("regex");
+  g.define(g.root, compile_regex(g, pattern, RegexEncoding::utf8, false));
+  return g;
+}
+
+}  // namespace inferlab

@@ -1,0 +1,528 @@
+// Chapter 08's engine: each front end against an independent reference (std::regex for regexes,
+// the JSON-Schema-Test-Suite's labels and a small validator written here for schemas), the fast
+// token masks against the brute-force oracle on every state the suite's valid instances reach,
+// the MaskBench protocol, constrained sampling, and bad input.
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "inferlab/constrain/constraint.hpp"
+#include "inferlab/constrain/gbnf.hpp"
+#include "inferlab/constrain/json_schema.hpp"
+#include "inferlab/constrain/maskbench.hpp"
+#include "inferlab/constrain/regex.hpp"
+#include "inferlab/error.hpp"
+#include "test_support.hpp"
+
+using namespace inferlab;
+using Json = nlohmann::ordered_json;
+using Catch::Matchers::Contains;
+
+namespace {
+
+bool matches(PushdownParser& p, std::string_view text) { return p.accepts(p.advance(p.initial_state(), text)); }
+
+std::filesystem::path suite_dir() {
+  if (const char* env = std::getenv("INFERLAB_JSONSCHEMA_SUITE"); env && *env) return env;
+  return test::models_dir() / ".." / "jsonschema-test-suite";
+}
+
+// Every group of the suite's files for one draft, as (file stem, group).
+std::vector<std::pair<std::string, Json>> suite_groups(const std::string& draft) {
+  const std::filesystem::path dir = test::require_file(suite_dir() / draft);
+  std::vector<std::pair<std::string, Json>> out;
+  for (const auto& path : list_json_files({dir.string()})) {
+    std::ifstream in(path);
+    const Json suite = Json::parse(in);
+    for (const auto& g : suite) out.emplace_back(std::filesystem::path(path).stem().string(), g);
+  }
+  return out;
+}
+
+// Every string of length <= n over `alphabet`.
+std::vector<std::string> all_strings(const std::string& alphabet, int n) {
+  std::vector<std::string> out{""};
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    if (static_cast<int>(out[i].size()) == n) continue;
+    for (const char c : alphabet) out.push_back(out[i] + c);
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("regex: the parser accepts exactly what std::regex matches", "[unit][constrain]") {
+  const std::vector<std::string> patterns = {
+      "a(b|c)*", "[a-c]{2,3}", "(ab|a)(c|bc)", "a?b+c*", "[^a]b", "(a|b|)c", "\\d+-?\\d*",
+      "(a{1,2}b?){2}", "[ab-]+", ".c", "(?:ab)*c?", "a|b|c1", "[a-b1]{0,2}-"};
+  const auto strings = all_strings("abc-1", 5);
+  for (const auto& pat : patterns) {
+    INFO("pattern " << pat);
+    PushdownParser p(regex_grammar(pat));
+    const std::regex re(pat, std::regex::ECMAScript);
+    for (const auto& s : strings) {
+      INFO("string '" << s << "'");
+      CHECK(matches(p, s) == std::regex_match(s, re));
+    }
+  }
+}
+
+TEST_CASE("regex: UTF-8 classes and JSON-string spelling", "[unit][constrain]") {
+  PushdownParser p(regex_grammar("[α-ω]+é?"));
+  CHECK(matches(p, "αβγ"));
+  CHECK(matches(p, "ωé"));
+  CHECK_FALSE(matches(p, "a"));
+  CHECK_FALSE(matches(p, "\xce"));  // half a character
+  // In a JSON string a pattern's '"' is written \" and a newline \n.
+  Grammar g;
+  g.root = g.add_rule("root");
+  g.define(g.root, compile_regex(g, "^a\"\n$", RegexEncoding::json_string, true));
+  PushdownParser q(g);
+  CHECK(matches(q, "a\\\"\\n"));
+  CHECK_FALSE(matches(q, "a\"\n"));
+}
+
+TEST_CASE("regex errors give the position", "[unit][constrain][bad-input]") {
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"a(b", "position 1: unmatched '('"},  {"ab)", "position 2: unmatched ')'"},
+      {"[z-a]", "range out of order"},       {"a{3,1}", "max < min"},
+      {"(a)\\1", "backreferences"},          {"(?=a)", "lookaround"},
+      {"*a", "position 0: quantifier without"}, {"a{99999}", "above the limit 10000"},
+      {"[abc", "unterminated character class"}, {"a^b", "position 1: '^'"}};
+  for (const auto& [pat, msg] : bad) {
+    INFO("pattern " << pat);
+    CHECK_THROWS_WITH(regex_grammar(pat), Contains("regex error at position") && Contains(msg));
+  }
+}
+
+TEST_CASE("GBNF: grammars parse and accept their language", "[unit][constrain]") {
+  const std::string text = R"g(# arithmetic, right-recursive
+root ::= expr
+expr ::= term (("+" | "-") term)*
+term ::= factor ("*" factor)*
+factor ::= [0-9]+ | "(" expr ")" | "-" factor
+)g";
+  PushdownParser p(parse_gbnf(text));
+  CHECK(matches(p, "1+2*3"));
+  CHECK(matches(p, "(1+2)*-3"));
+  CHECK(matches(p, "((((7))))"));
+  CHECK_FALSE(matches(p, "1+"));
+  CHECK_FALSE(matches(p, "(1"));
+  CHECK(p.can_continue(p.advance(p.initial_state(), "(1")));
+  // Multi-line rules, classes with escapes and negation, counted repetition, '.'.
+  PushdownParser q(parse_gbnf("root ::= \"<\" ([^>\\n] | \"\\\\>\"){1,3}\n  | x .\nx ::= [\\x41-\\x43]\n"));
+  CHECK(matches(q, "<ab"));
+  CHECK(matches(q, "<\\>"));
+  CHECK(matches(q, "Cé"));
+  CHECK_FALSE(matches(q, "<abcd"));
+  CHECK_FALSE(matches(q, "<>"));
+}
+
+TEST_CASE("GBNF errors give line:column, unknown rules and left recursion", "[unit][constrain][bad-input]") {
+  CHECK_THROWS_WITH(parse_gbnf("root ::= a\na ::= \"x\" @\n", "g.gbnf"), Contains("g.gbnf:2:11: unexpected character '@'"));
+  CHECK_THROWS_WITH(parse_gbnf("root ::= \"x\" y\n", "g.gbnf"), Contains("g.gbnf:1:14: unknown rule 'y'"));
+  CHECK_THROWS_WITH(parse_gbnf("root ::= \"abc\n"), Contains("1:10: unterminated string literal"));
+  CHECK_THROWS_WITH(parse_gbnf("a ::= \"x\"\n"), Contains("no 'root' rule"));
+  CHECK_THROWS_WITH(parse_gbnf("root ::= (\"a\"\n"), Contains("1:10: unmatched '('"));
+  CHECK_THROWS_WITH(parse_gbnf("root ::= \"a\"\nroot ::= \"b\"\n"), Contains("2:1: rule 'root' is defined twice"));
+  CHECK_THROWS_WITH(PushdownParser(parse_gbnf("root ::= e\ne ::= e \"+\" \"1\" | \"1\"\n")),
+                    Contains("rule 'e' is left-recursive"));
+  CHECK_THROWS_WITH(PushdownParser(parse_gbnf("root ::= n root \"x\" | \"y\"\nn ::= \"\" | \"z\"\n")),
+                    Contains("left-recursive"));
+  CHECK_THROWS_WITH(PushdownParser(parse_gbnf("root ::= r\nr ::= \"a\" r\n")), Contains("unsatisfiable"));
+}
+
+TEST_CASE("JSON mode accepts JSON and nothing else", "[unit][constrain]") {
+  PushdownParser p(json_mode_grammar());
+  for (const char* ok : {"{}", "[]", "{\"a\": [1, -2.5e+3, true, null, \"x\\u00e9\\n\"]}", "0", "[ 1 ,\n\t2 ]", "\"\\ud83d\\ude00\"",
+                         "[[[[[]]]]]", "{\"\": {}}", "\"é\""}) {
+    INFO(ok);
+    CHECK(matches(p, ok));
+  }
+  for (const char* bad : {" 0", "{", "[1,]", "{\"a\" 1}", "01", "1.", "\"\\ud83d\"", "\"\x01\"", "tru", "{'a': 1}", "\"\xff\""}) {
+    INFO(bad);
+    CHECK_FALSE(matches(p, bad));
+  }
+}
+
+TEST_CASE("JSON Schema: integer ranges and multipleOf are exact", "[unit][constrain]") {
+  const std::vector<std::pair<std::string, std::function<bool(long)>>> cases = {
+      {R"({"type":"integer","minimum":-13,"maximum":217})", [](long x) { return x >= -13 && x <= 217; }},
+      {R"({"type":"integer","exclusiveMinimum":99.5})", [](long x) { return x > 99; }},
+      {R"({"type":"integer","exclusiveMaximum":-7})", [](long x) { return x < -7; }},
+      {R"({"type":"integer","multipleOf":7})", [](long x) { return x % 7 == 0; }},
+  };
+  for (const auto& [schema, want] : cases) {
+    INFO(schema);
+    PushdownParser p(json_schema_grammar(Json::parse(schema)));
+    for (long x = -1200; x <= 1200; ++x) {
+      INFO(x);
+      CHECK(matches(p, std::to_string(x)) == want(x));
+    }
+    CHECK_FALSE(matches(p, "007"));
+  }
+}
+
+TEST_CASE("JSON Schema: decimal bounds on numbers are exact", "[unit][constrain]") {
+  std::vector<std::string> numbers;
+  for (const char* i : {"0", "1", "2", "3", "12"}) {
+    for (const char* f : {"", ".0", ".05", ".1", ".10", ".15", ".5", ".949", ".95", ".951", ".999"}) {
+      numbers.push_back(std::string(i) + f);
+      numbers.push_back("-" + numbers.back());
+    }
+  }
+  const std::vector<double> bounds = {-2.5, -1, -0.1, 0, 0.05, 0.1, 1, 1.5, 2.95};
+  int checked = 0;
+  for (int lo_kind = 0; lo_kind < 3; ++lo_kind) {    // none, minimum, exclusiveMinimum
+    for (int hi_kind = 0; hi_kind < 3; ++hi_kind) {  // none, maximum, exclusiveMaximum
+      if (lo_kind == 0 && hi_kind == 0) continue;
+      for (const double lo : bounds) {
+        for (const double hi : bounds) {
+          Json schema = {{"type", "number"}};
+          if (lo_kind == 1) schema["minimum"] = lo;
+          if (lo_kind == 2) schema["exclusiveMinimum"] = lo;
+          if (hi_kind == 1) schema["maximum"] = hi;
+          if (hi_kind == 2) schema["exclusiveMaximum"] = hi;
+          std::unique_ptr<PushdownParser> p;
+          try {
+            p = std::make_unique<PushdownParser>(json_schema_grammar(schema));
+          } catch (const Error& e) {
+            CHECK_THAT(e.what(), Contains("unsatisfiable"));  // an empty range
+            continue;
+          }
+          for (const auto& x : numbers) {
+            const double v = std::strtod(x.c_str(), nullptr);
+            bool want = true;
+            if (lo_kind == 1) want = want && v >= lo;
+            if (lo_kind == 2) want = want && v > lo;
+            if (hi_kind == 1) want = want && v <= hi;
+            if (hi_kind == 2) want = want && v < hi;
+            if (x.rfind("-0", 0) == 0 && v == 0) continue;  // "-0": never generated, both fine
+            INFO(schema.dump() << " " << x);
+            CHECK(matches(*p, x) == want);
+            ++checked;
+          }
+        }
+        if (hi_kind == 0) break;
+      }
+    }
+  }
+  CHECK(checked > 5000);
+}
+
+TEST_CASE("JSON Schema: free objects with propertyNames and property counts", "[unit][constrain]") {
+  PushdownParser p(json_schema_grammar(Json::parse(
+      R"({"type":"object","propertyNames":{"maxLength":2},"additionalProperties":{"type":"integer"},"minProperties":1,"maxProperties":2})")));
+  CHECK(matches(p, R"({"a": 1})"));
+  CHECK(matches(p, R"({"ab": 1, "c": -2})"));
+  CHECK_FALSE(matches(p, R"({})"));
+  CHECK_FALSE(matches(p, R"({"abc": 1})"));
+  CHECK_FALSE(matches(p, R"({"a": 1, "b": 2, "c": 3})"));
+  CHECK_FALSE(matches(p, R"({"a": "x"})"));
+  PushdownParser none(json_schema_grammar(Json::parse(R"({"type":"object","propertyNames":false})")));
+  CHECK(matches(none, "{}"));
+  CHECK_FALSE(matches(none, R"({"a": 1})"));
+}
+
+TEST_CASE("JSON Schema bad input: unsupported keywords named, limits, no crash", "[unit][constrain][bad-input]") {
+  auto compile = [](const std::string& s) { return PushdownParser(json_schema_grammar(Json::parse(s))); };
+  CHECK_THROWS_WITH(compile(R"({"type":"array","contains":{"type":"integer"}})"), Contains("unsupported JSON Schema keyword 'contains'"));
+  CHECK_THROWS_WITH(compile(R"({"patternProperties":{"^a":{}}})"), Contains("'patternProperties'"));
+  CHECK_THROWS_WITH(compile(R"({"type":"string","format":"hostname"})"), Contains("'format' with value 'hostname'"));
+  CHECK_THROWS_WITH(compile(R"({"$ref":"http://example.com/x.json"})"), Contains("only local references"));
+  CHECK_THROWS_WITH(compile(R"({"$ref":"#/$defs/missing"})"), Contains("does not resolve"));
+  CHECK_THROWS_WITH(compile(R"({"oneOf":[{"type":"integer"},{"minimum":2}]})"), Contains("'oneOf'"));
+  CHECK_THROWS_WITH(compile(R"({"type":"string","pattern":"a(b"})"), Contains("regex error at position 1"));
+  CHECK_THROWS_WITH(compile("false"), Contains("unsatisfiable"));
+  CHECK_THROWS_WITH(compile(R"({"type":"integer","minimum":5,"maximum":4})"), Contains("unsatisfiable"));
+  // Nested thousands deep: a clear error, not a stack overflow.
+  std::string deep;
+  for (int i = 0; i < 5000; ++i) deep += R"({"items":)";
+  deep += "{}";
+  for (int i = 0; i < 5000; ++i) deep += "}";
+  CHECK_THROWS_WITH(compile(deep), Contains("deeper than 128 levels"));
+  // A recursive schema is fine: it becomes a recursive rule.
+  PushdownParser rec = compile(R"({"$defs":{"t":{"type":"array","items":{"$ref":"#/$defs/t"}}},"$ref":"#/$defs/t"})");
+  CHECK(matches(rec, "[[[], [[]]], []]"));
+  CHECK_FALSE(matches(rec, "[1]"));
+  // A huge enum compiles and is exact.
+  Json big = Json::array();
+  for (int i = 0; i < 20000; ++i) big.push_back(std::string("v").append(std::to_string(i * 3)));
+  PushdownParser e = compile(Json{{"enum", big}}.dump());
+  CHECK(matches(e, "\"v59997\""));
+  CHECK_FALSE(matches(e, "\"v59998\""));
+}
+
+namespace {
+
+// An independent validator for the keywords the compiler honours (std::regex for patterns),
+// used to check what constrained decoding generates.
+bool validate(const Json& root, const Json& s, const Json& x, int depth = 0) {
+  if (depth > 64) return false;
+  if (s.is_boolean()) return s.get<bool>();
+  auto type_ok = [&](const std::string& t) {
+    if (t == "null") return x.is_null();
+    if (t == "boolean") return x.is_boolean();
+    if (t == "object") return x.is_object();
+    if (t == "array") return x.is_array();
+    if (t == "string") return x.is_string();
+    if (t == "number") return x.is_number();
+    return x.is_number() && std::floor(x.get<double>()) == x.get<double>();
+  };
+  if (s.contains("$ref")) {
+    const std::string r = s["$ref"].get<std::string>();
+    const Json& target = r == "#" ? root : root.at(Json::json_pointer(r.substr(1)));
+    if (!validate(root, target, x, depth + 1)) return false;
+  }
+  if (s.contains("type")) {
+    bool any = false;
+    if (s["type"].is_string()) any = type_ok(s["type"].get<std::string>());
+    else for (const auto& t : s["type"]) any = any || type_ok(t.get<std::string>());
+    if (!any) return false;
+  }
+  if (s.contains("enum") && std::find(s["enum"].begin(), s["enum"].end(), x) == s["enum"].end()) return false;
+  if (s.contains("const") && s["const"] != x) return false;
+  if (s.contains("allOf")) for (const auto& b : s["allOf"]) if (!validate(root, b, x, depth + 1)) return false;
+  if (s.contains("anyOf")) {
+    bool any = false;
+    for (const auto& b : s["anyOf"]) any = any || validate(root, b, x, depth + 1);
+    if (!any) return false;
+  }
+  if (s.contains("oneOf")) {
+    int n = 0;
+    for (const auto& b : s["oneOf"]) n += validate(root, b, x, depth + 1);
+    if (n != 1) return false;
+  }
+  if (s.contains("not") && validate(root, s["not"], x, depth + 1)) return false;
+  if (x.is_number()) {
+    const double v = x.get<double>();
+    if (s.contains("minimum") && v < s["minimum"].get<double>()) return false;
+    if (s.contains("maximum") && v > s["maximum"].get<double>()) return false;
+    if (s.contains("exclusiveMinimum") && v <= s["exclusiveMinimum"].get<double>()) return false;
+    if (s.contains("exclusiveMaximum") && v >= s["exclusiveMaximum"].get<double>()) return false;
+    if (s.contains("multipleOf") && std::fmod(v, s["multipleOf"].get<double>()) != 0) return false;
+  }
+  if (x.is_string()) {
+    const std::string v = x.get<std::string>();
+    long n = 0;
+    for (const unsigned char c : v) n += (c & 0xC0) != 0x80;
+    if (s.contains("minLength") && n < s["minLength"].get<long>()) return false;
+    if (s.contains("maxLength") && n > s["maxLength"].get<long>()) return false;
+    if (s.contains("pattern") && !std::regex_search(v, std::regex(s["pattern"].get<std::string>()))) return false;
+  }
+  if (x.is_array()) {
+    const long n = static_cast<long>(x.size());
+    if (s.contains("minItems") && n < s["minItems"].get<long>()) return false;
+    if (s.contains("maxItems") && n > s["maxItems"].get<long>()) return false;
+    std::size_t prefix = 0;
+    const Json* pre = s.contains("prefixItems") ? &s["prefixItems"] : (s.contains("items") && s["items"].is_array() ? &s["items"] : nullptr);
+    if (pre) {
+      prefix = pre->size();
+      for (std::size_t i = 0; i < std::min(prefix, x.size()); ++i) if (!validate(root, (*pre)[i], x[i], depth + 1)) return false;
+    }
+    const Json* rest = s.contains("prefixItems") ? (s.contains("items") ? &s["items"] : nullptr)
+                       : pre ? (s.contains("additionalItems") ? &s["additionalItems"] : nullptr)
+                             : (s.contains("items") ? &s["items"] : nullptr);
+    if (rest) for (std::size_t i = prefix; i < x.size(); ++i) if (!validate(root, *rest, x[i], depth + 1)) return false;
+  }
+  if (x.is_object()) {
+    if (s.contains("required")) for (const auto& r : s["required"]) if (!x.contains(r.get<std::string>())) return false;
+    for (const auto& [k, v] : x.items()) {
+      if (s.contains("properties") && s["properties"].contains(k)) {
+        if (!validate(root, s["properties"][k], v, depth + 1)) return false;
+      } else if (s.contains("additionalProperties") && !validate(root, s["additionalProperties"], v, depth + 1)) {
+        return false;
+      }
+    }
+    if (s.contains("minProperties") && static_cast<long>(x.size()) < s["minProperties"].get<long>()) return false;
+    if (s.contains("maxProperties") && static_cast<long>(x.size()) > s["maxProperties"].get<long>()) return false;
+  }
+  return true;
+}
+
+// Forces every valid instance of every compilable group through the engine; at every distinct
+// state reached, the fast mask must equal the oracle's. Returns the number of states checked.
+int check_masks_against_oracle(const Tokenizer& tok, const std::string& draft, int every_nth_group) {
+  const std::vector<std::string> bytes = token_byte_strings(tok);
+  const TokenTrie trie(bytes);
+  int checked = 0, groups = 0, index = 0;
+  for (const auto& [file, group] : suite_groups(draft)) {
+    if (index++ % every_nth_group != 0) continue;
+    std::unique_ptr<PushdownParser> parser;
+    try {
+      parser = std::make_unique<PushdownParser>(json_schema_grammar(group["schema"]));
+    } catch (const Error&) {
+      continue;  // a compile error: nothing to compare
+    }
+    ++groups;
+    MaskComputer masks(*parser, trie, bytes, kEosToken);
+    std::set<int> seen;
+    for (const auto& t : group["tests"]) {
+      if (!t["valid"].get<bool>()) continue;
+      std::vector<int> ids = tok.encode(python_json_dumps(t["data"]), false, false, false);
+      int state = parser->initial_state();
+      for (std::size_t i = 0; i <= ids.size() && state != PushdownParser::kDead; ++i) {
+        if (seen.insert(state).second) {
+          INFO(draft << "/" << file << ": " << group["description"] << " / " << t["description"] << ", token " << i);
+          REQUIRE(masks.mask(state) == masks.oracle_mask(state));
+          ++checked;
+        }
+        if (i < ids.size()) {
+          if (!masks.mask(state).allowed(ids[i])) break;  // ordering limits: the instance leaves the grammar
+          state = parser->advance(state, bytes[static_cast<std::size_t>(ids[i])]);
+        }
+      }
+    }
+  }
+  CHECK(groups > 100 / every_nth_group);
+  return checked;
+}
+
+}  // namespace
+
+TEST_CASE("fast masks equal the oracle on every state of the test suite (tok512)", "[constrain][oracle]") {
+  const Tokenizer tok = Tokenizer::load(test::model_file("tok512.bin"), 512);
+  for (const char* draft : {"draft2020-12", "draft7"}) {
+    const int n = check_masks_against_oracle(tok, draft, 1);
+    INFO(draft << ": " << n << " states");
+    CHECK(n > 500);
+  }
+}
+
+TEST_CASE("fast masks equal the oracle on every state of the test suite (Llama 2 32K)", "[constrain][oracle]") {
+  const Tokenizer tok = Tokenizer::load(test::model_file("tokenizer.bin"), 32000);
+  // Every group of 2020-12; the oracle costs V x token length closures per state.
+  CHECK(check_masks_against_oracle(tok, "draft2020-12", 1) > 500);
+}
+
+TEST_CASE("MaskBench over the test suite: no invalid instance accepted, no crash", "[constrain][maskbench]") {
+  const Tokenizer tok = Tokenizer::load(test::model_file("tokenizer.bin"), 32000);
+  const MaskBenchVocab vocab(tok);
+  for (const char* draft : {"draft2020-12", "draft7"}) {
+    std::vector<MaskBenchResult> results;
+    int index = 0;
+    for (const auto& [file, group] : suite_groups(draft)) {
+      for (const Json& f : maskbench_from_test_suite(Json::array({group}))) {
+        results.push_back(run_maskbench(f, file + "-" + std::to_string(index++), vocab, 60));
+        const MaskBenchResult& r = results.back();
+        INFO(r.to_json().dump());
+        CHECK_FALSE(r.invalid_accepted);
+        CHECK(r.crash.empty());
+      }
+    }
+    const Json s = maskbench_summary(results)["summary"];
+    INFO(s.dump());
+    CHECK(s["crashes"] == 0);
+    CHECK(s["invalid_accepted"] == 0);
+    CHECK(s["passing"].get<int>() >= 120);  // 253 of 640 at the time of writing; a regression guard
+  }
+}
+
+TEST_CASE("constrained random walks generate instances the validator accepts", "[constrain][validator]") {
+  const Tokenizer tok = Tokenizer::load(test::model_file("tok512.bin"), 512);
+  const std::vector<std::string> bytes = token_byte_strings(tok);
+  const TokenTrie trie(bytes);
+  Rng rng(1234);
+  int generated = 0;
+  for (const auto& [file, group] : suite_groups("draft2020-12")) {
+    const Json& schema = group["schema"];
+    if (file == "format" || file == "ref" || file == "refRemote" || file == "defs" || file == "dynamicRef" ||
+        file == "anchor" || file == "vocabulary" || file == "unevaluatedItems" || file == "unevaluatedProperties") {
+      continue;  // the validator above does not resolve these (formats, $id-relative refs)
+    }
+    std::unique_ptr<PushdownParser> parser;
+    try {
+      parser = std::make_unique<PushdownParser>(json_schema_grammar(schema));
+    } catch (const Error&) {
+      continue;
+    }
+    MaskComputer masks(*parser, trie, bytes, kEosToken);
+    for (int sample = 0; sample < 3; ++sample) {
+      int state = parser->initial_state();
+      std::string text;
+      bool ended = false;
+      for (int step = 0; step < 64 && !ended; ++step) {
+        const TokenMask& m = masks.mask(state);
+        REQUIRE(m.count() > 0);  // a live state always has a way on
+        // Prefer ending, then short tokens, so that the walk terminates.
+        if (m.allowed(kEosToken) && rng.next_f32() < 0.7f) {
+          ended = true;
+          break;
+        }
+        std::vector<int> allowed;
+        for (int t = 0; t < tok.vocab_size(); ++t) {
+          if (m.allowed(t) && t != kEosToken && (bytes[static_cast<std::size_t>(t)].size() <= 2 || rng.next_f32() < 0.1f)) allowed.push_back(t);
+        }
+        if (allowed.empty()) {
+          for (int t = 0; t < tok.vocab_size(); ++t) if (m.allowed(t) && t != kEosToken) allowed.push_back(t);
+        }
+        if (allowed.empty()) break;
+        const int t = allowed[rng.next_u32() % allowed.size()];
+        text += bytes[static_cast<std::size_t>(t)];
+        state = parser->advance(state, bytes[static_cast<std::size_t>(t)]);
+        REQUIRE(state != PushdownParser::kDead);
+      }
+      if (!ended) continue;
+      INFO(file << ": " << group["description"] << "\nschema " << schema.dump() << "\ngenerated " << text);
+      Json x;
+      try {
+        x = Json::parse(text);
+      } catch (const nlohmann::json::out_of_range&) {
+        continue;  // a number beyond double (7e822): valid JSON that nlohmann cannot hold
+      }
+      CHECK(validate(schema, schema, x));
+      ++generated;
+    }
+  }
+  CHECK(generated > 100);
+}
+
+TEST_CASE("constrained sampling: every chapter 01 sampler setting yields valid output", "[constrain][sampling]") {
+  const Model model = make_synthetic_model("stories260K");
+  const Tokenizer tok = Tokenizer::synthetic(512);
+  const std::vector<std::string> bytes = token_byte_strings(tok);
+  const TokenTrie trie(bytes);
+  std::vector<SamplingParams> settings(5);
+  settings[0].temperature = 0.0f;
+  settings[1].temperature = 1.3f;
+  settings[2].top_k = 5;
+  settings[3].top_p = 0.5f;
+  settings[3].min_p = 0.05f;
+  settings[4].repetition_penalty = 1.3f;
+  settings[4].frequency_penalty = 0.5f;
+  settings[4].presence_penalty = 0.5f;
+  const std::vector<std::pair<ConstraintKind, std::string>> constraints = {
+      {ConstraintKind::regex, "[a-z]{3,8}@(example|test)\\.(com|org)"},
+      {ConstraintKind::gbnf, "root ::= \"(\" num (\",\" num){0,3} \")\"\nnum ::= [1-9] [0-9]{0,2}\n"},
+      {ConstraintKind::json_schema, R"({"type":"object","properties":{"a":{"type":"integer","minimum":0,"maximum":9},"b":{"enum":["x","y"]}},"required":["a","b"],"additionalProperties":false})"},
+  };
+  int ended = 0;
+  for (const auto& [kind, text] : constraints) {
+    for (std::size_t i = 0; i < settings.size(); ++i) {
+      PushdownParser parser(compile_constraint(kind, text, "test"));
+      MaskComputer masks(parser, trie, bytes, kEosToken);
+      ConstrainedOptions o;
+      o.prompt = "x";
+      o.steps = 200;
+      o.sampling = settings[i];
+      o.sampling.seed = 7 + i;
+      const ConstrainedResult r = generate_constrained(model, tok, parser, masks, bytes, o);
+      INFO(text << " / setting " << i << ": " << r.text);
+      // Replay on a fresh parser: the text never left the language, and when generation ended
+      // (EOS) it is complete. A random model may run out of steps first (e.g. in a string).
+      PushdownParser replay(compile_constraint(kind, text, "test"));
+      const int end = replay.advance(replay.initial_state(), r.text);
+      CHECK(end != PushdownParser::kDead);
+      if (r.ended) {
+        CHECK(r.valid);
+        CHECK(replay.accepts(end));
+        ++ended;
+      }
+      for (const double m : r.removed_mass) CHECK((m >= -1e-6 && m <= 1 + 1e-6));
+    }
+  }
+  CHECK(ended >= 10);  // of 15 runs
+}
