@@ -129,6 +129,31 @@ TEST_CASE("matmul_cpu_version rejects an unknown version", "[unit][kernel]") {
                     std::invalid_argument);
 }
 
+TEST_CASE("softmax_exp is within 2e-7 relative of exp on [-87, 0] and clamps below",
+          "[unit][kernel]") {
+  double worst = 0.0;
+  float worst_x = 0.0f;
+  // A dense sweep (every 1e-4) plus the end points and exact multiples of ln 2, where the
+  // range reduction switches from one power of two to the next.
+  std::vector<float> xs;
+  for (int i = 0; i <= 870000; ++i) xs.push_back(-float(i) * 1e-4f);
+  for (int k = 0; k <= 125; ++k) xs.push_back(-float(k) * 0.69314718f);
+  xs.push_back(-87.0f);
+  for (float x : xs) {
+    const double want = std::exp(double(x));
+    const double rel = std::fabs(double(softmax_exp(x)) - want) / want;
+    if (rel > worst) {
+      worst = rel;
+      worst_x = x;
+    }
+  }
+  INFO("worst relative error " << worst << " at x = " << worst_x);
+  REQUIRE(worst < 2e-7);
+  CHECK(softmax_exp(0.0f) == 1.0f);
+  CHECK(softmax_exp(-1000.0f) == softmax_exp(-87.0f));
+  CHECK(softmax_exp(-INFINITY) == softmax_exp(-87.0f));
+}
+
 TEST_CASE("rmsnorm_cpu matches the reference and the definition", "[unit][kernel]") {
   for (int n : {1, 31, 33, 4097}) {
     const int T = 3;

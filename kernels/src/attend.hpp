@@ -6,7 +6,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
 #include <vector>
+
+#include "inferlab/kernels/softmax.hpp"
 
 namespace inferlab::kernels::detail {
 
@@ -17,59 +22,135 @@ struct LoadF32 {
   float at(std::size_t rh, int i) const { return d[rh * hs + i]; }
 };
 
+// Eight float lanes (GCC/Clang vector extension): one AVX register, two SSE ones. Used where
+// the head size is a compile-time multiple of 8, so the lane loops below are whole vectors.
+typedef float V8 __attribute__((vector_size(8 * sizeof(float))));
+
+// Elements i..i+7 of row `rh` as a vector: one load from a float cache, a conversion otherwise.
+template <class Load>
+inline V8 load8(const Load& ld, std::size_t rh, int i) {
+  V8 r;
+  if constexpr (std::is_same_v<Load, LoadF32>) {
+    std::memcpy(&r, ld.d + rh * ld.hs + i, sizeof r);
+  } else {
+    for (int l = 0; l < 8; ++l) r[l] = ld.at(rh, i + l);
+  }
+  return r;
+}
+
 // One query head at position p: scores over positions 0..p, softmax, weighted sum of values.
-// `scores` holds p + 1 floats.
-template <class KLoad, class VLoad>
+// `scores` holds p + 1 floats. HS > 0 fixes the head size at compile time (the common sizes:
+// the loops then unroll completely, which matters for tiny heads like stories260K's 8); HS = 0
+// reads it from head_size. Both perform the same operations in the same order.
+template <int HS, class KLoad, class VLoad>
 void attend_row(float* out, const float* q, const KLoad& kl, const VLoad& vl, int p, int kv_head,
                 int n_kv_heads, int head_size, float* scores) {
+  if constexpr (HS > 0) head_size = HS;
   const float scale = 1.0f / std::sqrt(float(head_size));
-  float max = -INFINITY;
   for (int s = 0; s <= p; ++s) {
     const std::size_t rh = std::size_t(s) * n_kv_heads + kv_head;
     // Eight independent partial sums: the compiler vectorises them without reassociating, and
     // the dot product stops being one long chain of dependent additions (which made long
     // contexts crawl). The order depends only on head_size, so batch invariance holds.
-    float lanes[8] = {};
-    const int body = head_size - head_size % 8;
-    for (int i = 0; i < body; i += 8)
-      for (int l = 0; l < 8; ++l) lanes[l] += q[i + l] * kl.at(rh, i + l);
-    float dot = ((lanes[0] + lanes[4]) + (lanes[1] + lanes[5])) +
-                ((lanes[2] + lanes[6]) + (lanes[3] + lanes[7]));
-    for (int i = body; i < head_size; ++i) dot += q[i] * kl.at(rh, i);
+    float dot;
+    if constexpr (HS > 0 && HS % 8 == 0) {
+      // The same lanes as one vector: GCC does not always turn the unrolled lane loop of a
+      // tiny head (8) into a vector multiply-add by itself.
+      V8 lanes = {};
+      for (int i = 0; i < HS; i += 8) {
+        V8 qv;
+        std::memcpy(&qv, q + i, sizeof qv);
+        lanes += qv * load8(kl, rh, i);
+      }
+      dot = ((lanes[0] + lanes[4]) + (lanes[1] + lanes[5])) +
+            ((lanes[2] + lanes[6]) + (lanes[3] + lanes[7]));
+    } else {
+      float lanes[8] = {};
+      const int body = head_size - head_size % 8;
+      for (int i = 0; i < body; i += 8)
+        for (int l = 0; l < 8; ++l) lanes[l] += q[i + l] * kl.at(rh, i + l);
+      dot = ((lanes[0] + lanes[4]) + (lanes[1] + lanes[5])) +
+            ((lanes[2] + lanes[6]) + (lanes[3] + lanes[7]));
+      for (int i = body; i < head_size; ++i) dot += q[i] * kl.at(rh, i);
+    }
     // A per-row scale factors out of the dot product: sum(q * s * k8) = s * sum(q * k8).
     scores[s] = dot * kl.scale(rh) * scale;
-    max = std::max(max, scores[s]);
   }
+  // Then the softmax in separate passes, each a loop over positions in 16 lanes that the
+  // compiler turns into vector instructions (one chain of scalar max or add would cost a few
+  // cycles per position). The max is exact in any order; the sum's order depends only on p.
+  float lane_max[16], lane_sum[16] = {};
+  for (int l = 0; l < 16; ++l) lane_max[l] = -INFINITY;
+  const int body = (p + 1) - (p + 1) % 16;
+  for (int s = 0; s < body; s += 16)
+    for (int l = 0; l < 16; ++l) lane_max[l] = lane_max[l] < scores[s + l] ? scores[s + l] : lane_max[l];
+  float max = -INFINITY;
+  for (int l = 0; l < 16; ++l) max = std::max(max, lane_max[l]);
+  for (int s = body; s <= p; ++s) max = std::max(max, scores[s]);
+  for (int s = 0; s <= p; ++s) scores[s] = softmax_exp(scores[s] - max);
+  for (int s = 0; s < body; s += 16)
+    for (int l = 0; l < 16; ++l) lane_sum[l] += scores[s + l];
   float sum = 0.0f;
-  for (int s = 0; s <= p; ++s) {
-    scores[s] = std::exp(scores[s] - max);  // subtracting the max keeps exp() from overflowing
-    sum += scores[s];
-  }
+  for (int l = 0; l < 16; ++l) sum += lane_sum[l];
+  for (int s = body; s <= p; ++s) sum += scores[s];
   const float inv = 1.0f / sum;
-  for (int i = 0; i < head_size; ++i) out[i] = 0.0f;
-  for (int s = 0; s <= p; ++s) {
-    const std::size_t rh = std::size_t(s) * n_kv_heads + kv_head;
-    const float a = scores[s] * inv * vl.scale(rh);
-    for (int i = 0; i < head_size; ++i) out[i] += a * vl.at(rh, i);
+  if constexpr (HS > 0 && HS % 8 == 0) {
+    V8 acc[HS / 8] = {};  // the output row in registers for the whole walk over positions
+    for (int s = 0; s <= p; ++s) {
+      const std::size_t rh = std::size_t(s) * n_kv_heads + kv_head;
+      const float a = scores[s] * inv * vl.scale(rh);
+      for (int j = 0; j < HS / 8; ++j) acc[j] += a * load8(vl, rh, 8 * j);
+    }
+    std::memcpy(out, acc, sizeof acc);
+  } else {
+    for (int i = 0; i < head_size; ++i) out[i] = 0.0f;
+    for (int s = 0; s <= p; ++s) {
+      const std::size_t rh = std::size_t(s) * n_kv_heads + kv_head;
+      const float a = scores[s] * inv * vl.scale(rh);
+      for (int i = 0; i < head_size; ++i) out[i] += a * vl.at(rh, i);
+    }
   }
 }
 
+// The scratch row of scores, one per thread and reused. It starts at 4096 positions and doubles
+// when a longer context needs more, so decode allocates here only on its first step and at the
+// few doublings past 4096 positions, never on an ordinary step.
+inline float* scores_scratch(std::size_t n) {
+  thread_local std::vector<float> scores;
+  if (scores.size() < n) scores.resize(std::max<std::size_t>({n, 2 * scores.size(), 4096}));
+  return scores.data();
+}
+
 // All (token, head) pairs, in parallel when there is enough work to pay for waking threads.
-template <class KLoad, class VLoad>
-void attend_all(float* out, const float* q, const KLoad& kl, const VLoad& vl, const int* pos,
-                int T, int n_heads, int n_kv_heads, int head_size) {
+template <int HS, class KLoad, class VLoad>
+void attend_all_hs(float* out, const float* q, const KLoad& kl, const VLoad& vl, const int* pos,
+                   int T, int n_heads, int n_kv_heads, int head_size) {
   const int q_dim = n_heads * head_size, group = n_heads / n_kv_heads;
   int max_pos = 0;
   for (int t = 0; t < T; ++t) max_pos = std::max(max_pos, pos[t]);
 #pragma omp parallel if (std::size_t(T) * n_heads * (max_pos + 1) * head_size >= (1u << 17))
   {
-    std::vector<float> scores(std::size_t(max_pos) + 1);  // one scratch row per thread
+    float* scores = scores_scratch(std::size_t(max_pos) + 1);
 #pragma omp for schedule(dynamic, 4) collapse(2)
     for (int t = 0; t < T; ++t)
       for (int h = 0; h < n_heads; ++h)
-        attend_row(out + std::size_t(t) * q_dim + std::size_t(h) * head_size,
-                   q + std::size_t(t) * q_dim + std::size_t(h) * head_size, kl, vl, pos[t],
-                   h / group, n_kv_heads, head_size, scores.data());
+        attend_row<HS>(out + std::size_t(t) * q_dim + std::size_t(h) * head_size,
+                       q + std::size_t(t) * q_dim + std::size_t(h) * head_size, kl, vl, pos[t],
+                       h / group, n_kv_heads, head_size, scores);
+  }
+}
+
+template <class KLoad, class VLoad>
+void attend_all(float* out, const float* q, const KLoad& kl, const VLoad& vl, const int* pos,
+                int T, int n_heads, int n_kv_heads, int head_size) {
+  switch (head_size) {
+    case 8: attend_all_hs<8>(out, q, kl, vl, pos, T, n_heads, n_kv_heads, head_size); break;
+    case 16: attend_all_hs<16>(out, q, kl, vl, pos, T, n_heads, n_kv_heads, head_size); break;
+    case 32: attend_all_hs<32>(out, q, kl, vl, pos, T, n_heads, n_kv_heads, head_size); break;
+    case 48: attend_all_hs<48>(out, q, kl, vl, pos, T, n_heads, n_kv_heads, head_size); break;
+    case 64: attend_all_hs<64>(out, q, kl, vl, pos, T, n_heads, n_kv_heads, head_size); break;
+    case 128: attend_all_hs<128>(out, q, kl, vl, pos, T, n_heads, n_kv_heads, head_size); break;
+    default: attend_all_hs<0>(out, q, kl, vl, pos, T, n_heads, n_kv_heads, head_size); break;
   }
 }
 
