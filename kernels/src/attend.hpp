@@ -27,15 +27,15 @@ struct LoadF32 {
 typedef float V8 __attribute__((vector_size(8 * sizeof(float))));
 
 // Elements i..i+7 of row `rh` as a vector: one load from a float cache, a conversion otherwise.
+// (An output parameter, not a return value: returning a 32-byte vector from a function built
+// without AVX changes the calling convention, and GCC warns about it.)
 template <class Load>
-inline V8 load8(const Load& ld, std::size_t rh, int i) {
-  V8 r;
+inline void load8(V8& r, const Load& ld, std::size_t rh, int i) {
   if constexpr (std::is_same_v<Load, LoadF32>) {
     std::memcpy(&r, ld.d + rh * ld.hs + i, sizeof r);
   } else {
     for (int l = 0; l < 8; ++l) r[l] = ld.at(rh, i + l);
   }
-  return r;
 }
 
 // One query head at position p: scores over positions 0..p, softmax, weighted sum of values.
@@ -58,9 +58,10 @@ void attend_row(float* out, const float* q, const KLoad& kl, const VLoad& vl, in
       // tiny head (8) into a vector multiply-add by itself.
       V8 lanes = {};
       for (int i = 0; i < HS; i += 8) {
-        V8 qv;
+        V8 qv, kv;
         std::memcpy(&qv, q + i, sizeof qv);
-        lanes += qv * load8(kl, rh, i);
+        load8(kv, kl, rh, i);
+        lanes += qv * kv;
       }
       dot = ((lanes[0] + lanes[4]) + (lanes[1] + lanes[5])) +
             ((lanes[2] + lanes[6]) + (lanes[3] + lanes[7]));
@@ -99,7 +100,11 @@ void attend_row(float* out, const float* q, const KLoad& kl, const VLoad& vl, in
     for (int s = 0; s <= p; ++s) {
       const std::size_t rh = std::size_t(s) * n_kv_heads + kv_head;
       const float a = scores[s] * inv * vl.scale(rh);
-      for (int j = 0; j < HS / 8; ++j) acc[j] += a * load8(vl, rh, 8 * j);
+      for (int j = 0; j < HS / 8; ++j) {
+        V8 vv;
+        load8(vv, vl, rh, 8 * j);
+        acc[j] += a * vv;
+      }
     }
     std::memcpy(out, acc, sizeof acc);
   } else {
