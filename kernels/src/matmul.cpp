@@ -13,8 +13,10 @@
 // batch, on the tile the output falls in, or on the thread count.
 #include "inferlab/kernels/matmul.hpp"
 
-#include <immintrin.h>
 #include <omp.h>
+#if defined(__SSE2__)
+#include <immintrin.h>
+#endif
 
 #include <algorithm>
 #include <cstddef>
@@ -147,7 +149,7 @@ inline __m256 halve16(Acc16 a) { return _mm256_add_ps(a.lo, a.hi); }
 inline void pin(Acc16& a) { asm("" : "+x"(a.lo), "+x"(a.hi)); }  // see the AVX-512 version
 // Register budget (16 ymm): 2 x 3 accumulators of two registers each + weights + one token.
 constexpr int kRows = 2, kTokens = 3;
-#else  // SSE2, part of every x86-64 CPU
+#elif defined(__SSE2__)  // part of every x86-64 CPU
 struct Acc16 {
   __m128 a, b, c, d;  // lanes 0-3, 4-7, 8-11, 12-15
 };
@@ -162,6 +164,22 @@ inline Acc16 mul_add16(Acc16 x, Acc16 y, Acc16 z) {
 inline void pin(Acc16& v) { asm("" : "+x"(v.a), "+x"(v.b), "+x"(v.c), "+x"(v.d)); }
 // Register budget (16 xmm): 1 x 2 accumulators of four registers each + weights + one token.
 constexpr int kRows = 1, kTokens = 2;
+#else  // not x86 (e.g. ARM): plain lanes, which the compiler maps to its own vector registers
+struct Acc16 {
+  float v[16];
+};
+inline Acc16 zero16() { return {}; }
+inline Acc16 load16(const float* p) {
+  Acc16 a;
+  for (int l = 0; l < 16; ++l) a.v[l] = p[l];
+  return a;
+}
+inline Acc16 mul_add16(Acc16 a, Acc16 b, Acc16 c) {
+  for (int l = 0; l < 16; ++l) c.v[l] += a.v[l] * b.v[l];  // written as v1 writes it
+  return c;
+}
+inline void pin(Acc16&) {}
+constexpr int kRows = 2, kTokens = 2;
 #endif
 
 #if defined(__AVX__)
@@ -172,12 +190,14 @@ inline float reduce16(Acc16 a) {
   const __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
   return _mm_cvtss_f32(_mm_add_ss(s2, _mm_shuffle_ps(s2, s2, 1)));
 }
-#else
+#elif defined(__SSE2__)
 inline float reduce16(Acc16 v) {
   const __m128 s4 = _mm_add_ps(_mm_add_ps(v.a, v.c), _mm_add_ps(v.b, v.d));
   const __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
   return _mm_cvtss_f32(_mm_add_ss(s2, _mm_shuffle_ps(s2, s2, 1)));
 }
+#else
+inline float reduce16(Acc16 a) { return reduce_lanes(a.v); }
 #endif
 
 // The n % 16 leftover products, in order: the same expression as v1's tail, so the compiler
