@@ -44,15 +44,13 @@ int main(int argc, char** argv) {
     o.progress = [](const std::string& line) { std::fprintf(stderr, "[bench] %s\n", line.c_str()); };
 
     std::fprintf(stderr, "[bench] measuring the roofs\n");
-    // Medians of several probes: on a shared machine one probe can land on a busy moment.
-    std::vector<double> bws, fmas;
+    // A roof is the best the machine can do: the best of three probes (on a shared machine one
+    // probe can land on a busy moment). The workloads below report medians.
+    double bw = 0.0, fma = 0.0;
     for (int r = 0; r < 3; ++r) {
-      bws.push_back(measure_read_bandwidth(std::size_t{512} << 20, nth, 3).read_gbs * 1e9);
-      fmas.push_back(measure_fma_peak(nth, 3).flops);
+      bw = std::max(bw, measure_read_bandwidth(std::size_t{512} << 20, nth, 3).read_gbs * 1e9);
+      fma = std::max(fma, measure_fma_peak(nth, 3).flops);
     }
-    std::sort(bws.begin(), bws.end());
-    std::sort(fmas.begin(), fmas.end());
-    const double bw = bws[1], fma = fmas[1];
     const double eigen = measure_gemm_flops(1024, nth, 3);
 
     const Model model = model_path.empty() ? make_synthetic_model(synthetic) : Model::load(model_path);
