@@ -133,15 +133,25 @@ void attend_all_hs(float* out, const float* q, const KLoad& kl, const VLoad& vl,
   const int q_dim = n_heads * head_size, group = n_heads / n_kv_heads;
   int max_pos = 0;
   for (int t = 0; t < T; ++t) max_pos = std::max(max_pos, pos[t]);
-#pragma omp parallel if (std::size_t(T) * n_heads * (max_pos + 1) * head_size >= (1u << 17))
+  auto pair = [&](int t, int h, float* scores) {
+    attend_row<HS>(out + std::size_t(t) * q_dim + std::size_t(h) * head_size,
+                   q + std::size_t(t) * q_dim + std::size_t(h) * head_size, kl, vl, pos[t],
+                   h / group, n_kv_heads, head_size, scores);
+  };
+  // Small work stays out of the OpenMP runtime altogether: even a region with if(false) costs
+  // hundreds of nanoseconds, paid in every layer of every decode step.
+  if (std::size_t(T) * n_heads * (max_pos + 1) * head_size < (1u << 17)) {
+    float* scores = scores_scratch(std::size_t(max_pos) + 1);
+    for (int t = 0; t < T; ++t)
+      for (int h = 0; h < n_heads; ++h) pair(t, h, scores);
+    return;
+  }
+#pragma omp parallel
   {
     float* scores = scores_scratch(std::size_t(max_pos) + 1);
 #pragma omp for schedule(dynamic, 4) collapse(2)
     for (int t = 0; t < T; ++t)
-      for (int h = 0; h < n_heads; ++h)
-        attend_row<HS>(out + std::size_t(t) * q_dim + std::size_t(h) * head_size,
-                       q + std::size_t(t) * q_dim + std::size_t(h) * head_size, kl, vl, pos[t],
-                       h / group, n_kv_heads, head_size, scores);
+      for (int h = 0; h < n_heads; ++h) pair(t, h, scores);
   }
 }
 

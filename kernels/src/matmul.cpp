@@ -280,38 +280,46 @@ inline void tile_any(int nr, int nt, float* y, std::size_t ldy, const float* w, 
 // panel passes over it, so each weight comes from memory once per call, not once per panel.
 constexpr std::size_t kRowBlockBytes = std::size_t{192} << 10;
 
-void matmul_blocked(float* y, const float* x, const float* w, int T, int n, int d) {
+// The rows of thread `id` of `threads`: each owns a contiguous slice of the rows (of W and of
+// the columns of y), so in decode every core streams its own part of the weights, and no two
+// threads write one cache line of y except at the slice boundaries.
+void matmul_blocked_slice(float* y, const float* x, const float* w, int T, int n, int d, int id,
+                          int threads) {
   const int groups = (d + kRows - 1) / kRows;  // groups of kRows weight rows
   const int groups_per_block =
       int(std::max<std::size_t>(1, kRowBlockBytes / (std::size_t(n) * sizeof(float) * kRows)));
-#pragma omp parallel if (long(T) * n * d >= kParallelMacs)
-  {
-    // Each thread owns a contiguous slice of the rows (of W and of the columns of y): in decode
-    // every core streams its own part of the weights, and no two threads write one cache line
-    // of y except at the slice boundaries.
-    const int threads = omp_get_num_threads(), id = omp_get_thread_num();
-    const int g_begin = int(long(groups) * id / threads), g_end = int(long(groups) * (id + 1) / threads);
-    if (T == 1) {
-      // Decode: one row at a time is one contiguous stream through W, which the hardware
-      // prefetcher follows best (interleaving rows measured slower: 14 against 24 GB/s).
-      const int o_end = std::min(d, g_end * kRows);
-      for (int o = g_begin * kRows; o < o_end; ++o)
-        tile<1, 1>(y + o, d, w + std::size_t(o) * n, x, n, /*stream=*/false);
-    } else {
-      for (int b0 = g_begin; b0 < g_end; b0 += groups_per_block) {
-        const int b1 = std::min(b0 + groups_per_block, g_end);
-        // The row block (in L2) meets every token panel (kTokens rows of x, in L1) in turn.
-        for (int t0 = 0; t0 < T; t0 += kTokens) {
-          const int nt = std::min(kTokens, T - t0);
-          for (int g = b0; g < b1; ++g) {
-            const int o = g * kRows;
-            tile_any(std::min(kRows, d - o), nt, y + std::size_t(t0) * d + o, d,
-                     w + std::size_t(o) * n, x + std::size_t(t0) * n, n, /*stream=*/t0 == 0);
-          }
-        }
+  const int g_begin = int(long(groups) * id / threads), g_end = int(long(groups) * (id + 1) / threads);
+  if (T == 1) {
+    // Decode: one row at a time is one contiguous stream through W, which the hardware
+    // prefetcher follows best (interleaving rows measured slower: 14 against 24 GB/s).
+    const int o_end = std::min(d, g_end * kRows);
+    for (int o = g_begin * kRows; o < o_end; ++o)
+      tile<1, 1>(y + o, d, w + std::size_t(o) * n, x, n, /*stream=*/false);
+    return;
+  }
+  for (int b0 = g_begin; b0 < g_end; b0 += groups_per_block) {
+    const int b1 = std::min(b0 + groups_per_block, g_end);
+    // The row block (in L2) meets every token panel (kTokens rows of x, in L1) in turn.
+    for (int t0 = 0; t0 < T; t0 += kTokens) {
+      const int nt = std::min(kTokens, T - t0);
+      for (int g = b0; g < b1; ++g) {
+        const int o = g * kRows;
+        tile_any(std::min(kRows, d - o), nt, y + std::size_t(t0) * d + o, d,
+                 w + std::size_t(o) * n, x + std::size_t(t0) * n, n, /*stream=*/t0 == 0);
       }
     }
   }
+}
+
+void matmul_blocked(float* y, const float* x, const float* w, int T, int n, int d) {
+  // Below the threshold the OpenMP runtime is not entered at all: even a region with
+  // if(false) costs a few hundred nanoseconds, and a stories260K token runs dozens of them.
+  if (long(T) * n * d < kParallelMacs) {
+    matmul_blocked_slice(y, x, w, T, n, d, 0, 1);
+    return;
+  }
+#pragma omp parallel
+  matmul_blocked_slice(y, x, w, T, n, d, omp_get_thread_num(), omp_get_num_threads());
 }
 
 }  // namespace

@@ -31,8 +31,7 @@ void rope_cpu(float* q, float* k, const int* pos, int T, int n_heads, int n_kv_h
   const int half = head_size / 2;
   // No scratch buffers (this runs in every layer of every decode step): each pair index j gets
   // its cos/sin once per token and rotates that pair in every query and key head.
-#pragma omp parallel for schedule(static) if (long(T) * (n_heads + n_kv_heads) * head_size >= (1L << 16))
-  for (int t = 0; t < T; ++t) {
+  auto token = [&](int t) {
     float* qt = q + std::size_t(t) * n_heads * head_size;
     float* kt = k + std::size_t(t) * n_kv_heads * head_size;
     for (int j = 0; j < half; ++j) {
@@ -50,7 +49,14 @@ void rope_cpu(float* q, float* k, const int* pos, int T, int n_heads, int n_kv_h
       rotate(qt, n_heads);
       rotate(kt, n_kv_heads);
     }
+  };
+  // Small work stays out of the OpenMP runtime altogether (see rmsnorm_cpu).
+  if (long(T) * (n_heads + n_kv_heads) * head_size < (1L << 16)) {
+    for (int t = 0; t < T; ++t) token(t);
+    return;
   }
+#pragma omp parallel for schedule(static)
+  for (int t = 0; t < T; ++t) token(t);
 }
 
 }  // namespace inferlab::kernels
