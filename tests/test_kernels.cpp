@@ -102,22 +102,29 @@ TEST_CASE("CPU matmul is batch invariant: a token's row has the same bits alone 
 
 TEST_CASE("CPU matmul versions share one summation order: identical bits on random floats",
           "[unit][kernel]") {
-  // Large enough for the blocked version to use several row blocks, both threads and the
-  // parallel path (T * n * d above the one-thread threshold).
-  const int T = 19, n = 1000, d = 131;
-  const auto x = random_vector(std::size_t(T) * n, 11);
-  const auto w = random_vector(std::size_t(d) * n, 12);
-  std::vector<float> first(std::size_t(T) * d);
-  matmul_cpu_version(1, first.data(), x.data(), w.data(), T, n, d);
-  for (int v = 2; v <= matmul_cpu_versions(); ++v) {
-    std::vector<float> y(first.size());
-    matmul_cpu_version(v, y.data(), x.data(), w.data(), T, n, d);
-    INFO("version " << v);
-    REQUIRE(std::memcmp(y.data(), first.data(), y.size() * sizeof(float)) == 0);
+  // Large enough for the blocked version to use several row blocks, several token blocks
+  // (n = 2048: 30 tokens per block), both threads and the parallel path.
+  const int shapes[][3] = {{19, 1000, 131}, {70, 2048, 37}};
+  for (const auto& shape : shapes) {
+    const int T = shape[0], n = shape[1], d = shape[2];
+    INFO("T=" << T << " n=" << n << " d=" << d);
+    const auto x = random_vector(std::size_t(T) * n, 11);
+    const auto w = random_vector(std::size_t(d) * n, 12);
+    std::vector<float> first(std::size_t(T) * d);
+    matmul_cpu_version(1, first.data(), x.data(), w.data(), T, n, d);
+    for (int v = 2; v <= matmul_cpu_versions(); ++v) {
+      std::vector<float> y(first.size());
+      matmul_cpu_version(v, y.data(), x.data(), w.data(), T, n, d);
+      INFO("version " << v);
+      REQUIRE(std::memcmp(y.data(), first.data(), y.size() * sizeof(float)) == 0);
+    }
+    std::vector<float> best(first.size()), last(d);
+    matmul_cpu(best.data(), x.data(), w.data(), T, n, d);
+    REQUIRE(std::memcmp(best.data(), first.data(), best.size() * sizeof(float)) == 0);
+    // The last token (in the last token block), alone.
+    matmul_cpu(last.data(), x.data() + std::size_t(T - 1) * n, w.data(), 1, n, d);
+    REQUIRE(std::memcmp(last.data(), first.data() + std::size_t(T - 1) * d, d * sizeof(float)) == 0);
   }
-  std::vector<float> best(first.size());
-  matmul_cpu(best.data(), x.data(), w.data(), T, n, d);
-  REQUIRE(std::memcmp(best.data(), first.data(), best.size() * sizeof(float)) == 0);
 }
 
 TEST_CASE("matmul_cpu_version rejects an unknown version", "[unit][kernel]") {
