@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <cstring>
 #include <random>
+#include <stdexcept>
 #include <vector>
 
 #include "inferlab/kernels/attention.hpp"
@@ -45,46 +46,119 @@ std::vector<float> integer_vector(std::size_t n, std::uint32_t seed) {
 
 }  // namespace
 
-TEST_CASE("matmul_cpu equals the reference exactly on integer inputs", "[unit][kernel]") {
+TEST_CASE("every CPU matmul version equals the reference exactly on integer inputs",
+          "[unit][kernel]") {
   const int shapes[][3] = {{1, 1, 1},    {1, 31, 33},  {3, 33, 31},  {5, 4097, 7},
-                           {1, 64, 32001}, {37, 64, 96}, {4, 172, 64}, {64, 288, 33}};
-  for (const auto& s : shapes) {
-    const int T = s[0], n = s[1], d = s[2];
-    INFO("T=" << T << " n=" << n << " d=" << d);
-    const auto x = integer_vector(std::size_t(T) * n, 1 + T);
-    const auto w = integer_vector(std::size_t(d) * n, 2 + n);
-    std::vector<float> y(std::size_t(T) * d, NAN), ref(std::size_t(T) * d, NAN);
-    matmul_ref(ref.data(), x.data(), w.data(), T, n, d);
-    matmul_cpu(y.data(), x.data(), w.data(), T, n, d);
-    REQUIRE_CLOSE(y, ref, y.size(), 0.0, 0.0);
+                           {1, 64, 32001}, {37, 64, 96}, {4, 172, 64}, {64, 288, 33},
+                           {13, 48, 5},  {2, 17, 2}};
+  for (int v = 1; v <= matmul_cpu_versions(); ++v) {
+    for (const auto& s : shapes) {
+      const int T = s[0], n = s[1], d = s[2];
+      INFO("version " << v << " T=" << T << " n=" << n << " d=" << d);
+      const auto x = integer_vector(std::size_t(T) * n, 1 + T);
+      const auto w = integer_vector(std::size_t(d) * n, 2 + n);
+      std::vector<float> y(std::size_t(T) * d, NAN), ref(std::size_t(T) * d, NAN);
+      matmul_ref(ref.data(), x.data(), w.data(), T, n, d);
+      matmul_cpu_version(v, y.data(), x.data(), w.data(), T, n, d);
+      REQUIRE_CLOSE(y, ref, y.size(), 0.0, 0.0);
+    }
   }
 }
 
-TEST_CASE("matmul_cpu matches the reference on random floats", "[unit][kernel]") {
+TEST_CASE("every CPU matmul version matches the reference on random floats", "[unit][kernel]") {
   const int T = 9, n = 4097, d = 33;
   const auto x = random_vector(std::size_t(T) * n, 3);
   const auto w = random_vector(std::size_t(d) * n, 4);
-  std::vector<float> y(std::size_t(T) * d), ref(std::size_t(T) * d);
+  std::vector<float> ref(std::size_t(T) * d);
   matmul_ref(ref.data(), x.data(), w.data(), T, n, d);
-  matmul_cpu(y.data(), x.data(), w.data(), T, n, d);
-  REQUIRE_CLOSE(y, ref, y.size(), 1e-4, 1e-4);
+  for (int v = 1; v <= matmul_cpu_versions(); ++v) {
+    INFO("version " << v);
+    std::vector<float> y(std::size_t(T) * d, NAN);
+    matmul_cpu_version(v, y.data(), x.data(), w.data(), T, n, d);
+    REQUIRE_CLOSE(y, ref, y.size(), 1e-4, 1e-4);
+  }
 }
 
-TEST_CASE("matmul_cpu is batch invariant: a token's row has the same bits alone or batched",
+TEST_CASE("CPU matmul is batch invariant: a token's row has the same bits alone or batched",
           "[unit][kernel]") {
+  // n = 300: a 16-wide body and a tail of 12; d = 70: partial row groups at the edge. T covers
+  // every partial token panel and enough tokens for several panels and threads.
   const int n = 300, d = 70;
   const auto w = random_vector(std::size_t(d) * n, 5);
-  for (int T : {2, 5, 33, 70}) {
-    const auto x = random_vector(std::size_t(T) * n, 6 + T);
-    std::vector<float> batched(std::size_t(T) * d);
-    matmul_cpu(batched.data(), x.data(), w.data(), T, n, d);
-    for (int t = 0; t < T; ++t) {
-      std::vector<float> alone(d);
-      matmul_cpu(alone.data(), x.data() + std::size_t(t) * n, w.data(), 1, n, d);
-      INFO("T=" << T << " t=" << t);
-      REQUIRE(std::memcmp(alone.data(), batched.data() + std::size_t(t) * d, d * sizeof(float)) == 0);
+  for (int v = 1; v <= matmul_cpu_versions(); ++v) {
+    for (int T : {2, 3, 4, 5, 6, 7, 11, 13, 33, 70}) {
+      const auto x = random_vector(std::size_t(T) * n, 6 + T);
+      std::vector<float> batched(std::size_t(T) * d);
+      matmul_cpu_version(v, batched.data(), x.data(), w.data(), T, n, d);
+      for (int t = 0; t < T; ++t) {
+        std::vector<float> alone(d);
+        matmul_cpu_version(v, alone.data(), x.data() + std::size_t(t) * n, w.data(), 1, n, d);
+        INFO("version " << v << " T=" << T << " t=" << t);
+        REQUIRE(std::memcmp(alone.data(), batched.data() + std::size_t(t) * d, d * sizeof(float)) == 0);
+      }
     }
   }
+}
+
+TEST_CASE("CPU matmul versions share one summation order: identical bits on random floats",
+          "[unit][kernel]") {
+  // Large enough for the blocked version to use several row blocks, several token blocks
+  // (n = 2048: 30 tokens per block), both threads and the parallel path.
+  const int shapes[][3] = {{19, 1000, 131}, {70, 2048, 37}};
+  for (const auto& shape : shapes) {
+    const int T = shape[0], n = shape[1], d = shape[2];
+    INFO("T=" << T << " n=" << n << " d=" << d);
+    const auto x = random_vector(std::size_t(T) * n, 11);
+    const auto w = random_vector(std::size_t(d) * n, 12);
+    std::vector<float> first(std::size_t(T) * d);
+    matmul_cpu_version(1, first.data(), x.data(), w.data(), T, n, d);
+    for (int v = 2; v <= matmul_cpu_versions(); ++v) {
+      std::vector<float> y(first.size());
+      matmul_cpu_version(v, y.data(), x.data(), w.data(), T, n, d);
+      INFO("version " << v);
+      REQUIRE(std::memcmp(y.data(), first.data(), y.size() * sizeof(float)) == 0);
+    }
+    std::vector<float> best(first.size()), last(d);
+    matmul_cpu(best.data(), x.data(), w.data(), T, n, d);
+    REQUIRE(std::memcmp(best.data(), first.data(), best.size() * sizeof(float)) == 0);
+    // The last token (in the last token block), alone.
+    matmul_cpu(last.data(), x.data() + std::size_t(T - 1) * n, w.data(), 1, n, d);
+    REQUIRE(std::memcmp(last.data(), first.data() + std::size_t(T - 1) * d, d * sizeof(float)) == 0);
+  }
+}
+
+TEST_CASE("matmul_cpu_version rejects an unknown version", "[unit][kernel]") {
+  float y = 0.0f;
+  const float x = 1.0f, w = 1.0f;
+  REQUIRE_THROWS_WITH(matmul_cpu_version(0, &y, &x, &w, 1, 1, 1),
+                      Catch::Contains("version 0 outside 1.."));
+  REQUIRE_THROWS_AS(matmul_cpu_version(matmul_cpu_versions() + 1, &y, &x, &w, 1, 1, 1),
+                    std::invalid_argument);
+}
+
+TEST_CASE("softmax_exp is within 2e-7 relative of exp on [-87, 0] and clamps below",
+          "[unit][kernel]") {
+  double worst = 0.0;
+  float worst_x = 0.0f;
+  // A dense sweep (every 1e-4) plus the end points and exact multiples of ln 2, where the
+  // range reduction switches from one power of two to the next.
+  std::vector<float> xs;
+  for (int i = 0; i <= 870000; ++i) xs.push_back(-float(i) * 1e-4f);
+  for (int k = 0; k <= 125; ++k) xs.push_back(-float(k) * 0.69314718f);
+  xs.push_back(-87.0f);
+  for (float x : xs) {
+    const double want = std::exp(double(x));
+    const double rel = std::fabs(double(softmax_exp(x)) - want) / want;
+    if (rel > worst) {
+      worst = rel;
+      worst_x = x;
+    }
+  }
+  INFO("worst relative error " << worst << " at x = " << worst_x);
+  REQUIRE(worst < 2e-7);
+  CHECK(softmax_exp(0.0f) == 1.0f);
+  CHECK(softmax_exp(-1000.0f) == softmax_exp(-87.0f));
+  CHECK(softmax_exp(-INFINITY) == softmax_exp(-87.0f));
 }
 
 TEST_CASE("rmsnorm_cpu matches the reference and the definition", "[unit][kernel]") {

@@ -10,7 +10,10 @@
 #include <string>
 
 #include "inferlab/error.hpp"
+#include "inferlab/fma_peak.hpp"
 #include "inferlab/hardware.hpp"
+#include "inferlab/model.hpp"
+#include "inferlab/model_points.hpp"
 #include "inferlab/roofline.hpp"
 
 using inferlab::CostOptions;
@@ -245,4 +248,53 @@ TEST_CASE("this machine, quickly measured: plausible roofs and kernel points",
   const auto sweep = inferlab::measure_critical_batch(512, 512, {1, 2, 4, 8}, 1);
   REQUIRE(sweep.rows.size() == 4);
   CHECK(sweep.asymptote_batch > 0.0);
+}
+
+TEST_CASE("forward_flops counts 2 per weight per token, the classifier per logit row, attention",
+          "[roofline][unit]") {
+  inferlab::ModelConfig c;
+  c.dim = 4;
+  c.hidden_dim = 6;
+  c.n_layers = 2;
+  c.n_heads = 2;
+  c.n_kv_heads = 1;  // kv_dim 2
+  c.vocab_size = 10;
+  c.seq_len = 8;
+  // Per layer: wq, wo 4x4; wk, wv 2x4; w1, w2, w3 6x4: 16 + 16 + 8 + 8 + 72 = 120 weights.
+  const double per_token = 2.0 * 2 * 120;
+  // One token at position 0: attention over 1 position, 4 FLOPs x D x layers.
+  CHECK(inferlab::forward_flops(c, 1, 0, 1) == per_token + 2.0 * 10 * 4 + 4.0 * 2 * 4 * 1);
+  // Three tokens at positions 5, 6, 7 with no logits: 6 + 7 + 8 attended positions.
+  CHECK(inferlab::forward_flops(c, 3, 5, 0) == 3 * per_token + 4.0 * 2 * 4 * (6 + 7 + 8));
+}
+
+TEST_CASE("measure_model_points: one prefill and one decode point per batch, plausible units",
+          "[roofline][unit]") {
+  const inferlab::Model model = inferlab::make_synthetic_model("stories260K");
+  inferlab::ModelPointOptions o;
+  o.prompt_tokens = 16;
+  o.batches = {1, 3};
+  o.decode_steps = 2;
+  o.reps = 1;
+  const auto m = inferlab::measure_model_points(model, o);
+  CHECK(m.prefill.tokens == 16);
+  CHECK(m.prefill.seconds > 0.0);
+  CHECK(m.prefill.flops == inferlab::forward_flops(model.config(), 16, 0, 1));
+  REQUIRE(m.batched.size() == 2);
+  CHECK(m.batched[1].tokens == 3);
+  CHECK(m.batched[1].seconds > 0.0);
+  CHECK(m.batched[0].bytes >= double(model.config().bytes_read_per_token()));
+  o.batches = {2, 4};
+  REQUIRE_THROWS_WITH(inferlab::measure_model_points(model, o), Catch::Contains("start at 1"));
+  o.batches = {1};
+  o.prompt_tokens = model.config().seq_len + 1;
+  REQUIRE_THROWS_WITH(inferlab::measure_model_points(model, o), Catch::Contains("outside 1.."));
+}
+
+TEST_CASE("the FMA peak probe reports FLOP/s in plausible units", "[roofline][unit]") {
+  const auto r = inferlab::measure_fma_peak(1, 1);
+  CHECK(r.threads == 1);
+  CHECK((r.vector_width == 4 || r.vector_width == 8 || r.vector_width == 16));
+  CHECK(r.flops > 1e7);   // even a Debug build under sanitizers
+  CHECK(r.flops < 1e13);  // one core
 }

@@ -4,10 +4,12 @@
 // arithmetic intensity of every linear layer against the number of tokens in the batch, the
 // intensity of decode attention, the ridge point, the decode step time and tokens/s bound, the
 // critical batch size, and the prefill time. With --hardware this it then measures this
-// machine (bandwidth and GEMM peak per thread count), times the core's real kernels (a linear
-// layer at batch 1/8/64/512, decode attention over a long context), places them on the
-// measured roofline, and finds the critical batch empirically, beside the formula. All the
-// logic lives in common/ (hardware, kv_calc, roofline, svg); this file only wires and prints.
+// machine (bandwidth, FMA peak and Eigen's GEMM per thread count), times the core's real
+// kernels (a linear layer at batch 1/8/64/512, decode attention over a long context) and, for a
+// model small enough to build here, the whole model (prefill, decode at several batch sizes),
+// places them on the measured roofline, and finds the critical batch empirically, beside the
+// formula. All the logic lives in common/ (hardware, kv_calc, roofline, model_points, svg);
+// this file only wires and prints.
 #include <omp.h>
 
 #include <algorithm>
@@ -27,6 +29,7 @@
 #include "inferlab/hardware.hpp"
 #include "inferlab/kv_calc.hpp"
 #include "inferlab/model.hpp"
+#include "inferlab/model_points.hpp"
 #include "inferlab/roofline.hpp"
 #include "inferlab/svg.hpp"
 
@@ -42,6 +45,10 @@ struct Options {
   double utilisation = 1.0;
   bool json = false, quick = false;
 };
+
+// Whole-model points are measured for configurations up to this many bytes of weights
+// (stories110M is 0.44 GB; Llama-3-8B, 32 GB, stays a prediction) and above the last-level cache.
+constexpr double kModelPointsMaxBytes = 2e9;
 
 // JSON has no infinity: a critical batch that does not exist is null.
 json finite_or_null(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
@@ -65,6 +72,8 @@ struct Measured {
   double formula_batch = 0.0;               // linear_critical_batch on the measured roofs
   double kernel_peak_flops = 0.0;           // matmul_cpu's best FLOP/s in the sweep
   double kernel_formula_batch = 0.0;        // the same formula with that as the compute roof
+  std::optional<ModelPoints> model;         // the whole model, when its weights fit in memory
+  std::string model_note;                   // why it was not measured, when it was not
 };
 
 Measured measure(const Options& o, const ModelConfig& c) {
@@ -98,12 +107,36 @@ Measured measure(const Options& o, const ModelConfig& c) {
   if (!o.quick) batches.push_back(512);
   m.sweep = measure_critical_batch(m.n_in, m.d_out, batches, reps, progress);
   m.formula_batch = linear_critical_batch(m.n_in, m.d_out, m.machine.hardware, DType::fp32, DType::fp32);
-  // matmul_cpu is not Eigen: its own compute roof is the best it did in the sweep.
+  // matmul_cpu does not reach the FMA peak: its own compute roof is the best it did in the sweep.
   for (const auto& r : m.sweep.rows)
     m.kernel_peak_flops = std::max(m.kernel_peak_flops, 2.0 * m.n_in * m.d_out * r.batch / r.seconds);
   Hardware kernel_roof = m.machine.hardware;
   kernel_roof.peak_flops = m.kernel_peak_flops;
   m.kernel_formula_batch = linear_critical_batch(m.n_in, m.d_out, kernel_roof, DType::fp32, DType::fp32);
+
+  // The whole model (random weights of this shape) when it is small enough to build here: its
+  // decode, prefill and batched decode go on the same plot as the kernels.
+  const double model_bytes = double(c.n_params()) * sizeof(float);
+  if (model_bytes > kModelPointsMaxBytes) {
+    m.model_note = fmt::format("{}'s {} of weights are too many to build here: the model stays "
+                               "a prediction", o.config, format_bytes(model_bytes));
+  } else if (model_bytes < double(last_level_cache_bytes())) {
+    // Decode would read the weights from the cache and sit above the (memory) roof.
+    m.model_note = fmt::format("{}'s {} of weights fit in the {} last-level cache: timed, its "
+                               "decode would sit above the memory roof, so it is not placed on it",
+                               o.config, format_bytes(model_bytes),
+                               format_bytes(double(last_level_cache_bytes())));
+  } else {
+    progress(fmt::format("building a random-weight {} to time the whole model", o.config));
+    const Model model = make_synthetic_model(o.config);
+    ModelPointOptions mpo;
+    mpo.prompt_tokens = std::min(o.quick ? 64 : 512, c.seq_len);
+    mpo.batches = o.quick ? std::vector<int>{1, 8} : std::vector<int>{1, 4, 16, 64};
+    mpo.decode_steps = o.quick ? 2 : 8;
+    mpo.reps = o.quick ? 1 : 3;
+    mpo.progress = progress;
+    m.model = measure_model_points(model, mpo);
+  }
   return m;
 }
 
@@ -166,12 +199,18 @@ int run(const Options& o) {
     if (measured) {
       // The model's prediction for exactly the kernels that were timed, and what they did.
       for (const MeasuredPoint& p : measured->linear) {
-        // Unlabelled: the measured point beside it carries the name.
-        points.push_back({"", p.intensity(), attainable_flops(hw, p.intensity()), false});
+        points.push_back({p.name + " (model)", p.intensity(), attainable_flops(hw, p.intensity()), false});
         points.push_back({p.name, p.intensity(), p.flops_per_second(), true});
       }
       for (const MeasuredPoint& p : measured->attention)
         points.push_back({p.name, p.intensity(), p.flops_per_second(), true});
+      if (measured->model) {
+        const ModelPoints& mp = *measured->model;
+        points.push_back({o.config + " " + mp.prefill.name, mp.prefill.intensity(),
+                          mp.prefill.flops_per_second(), true});
+        for (const ModelPoint& p : mp.batched)
+          points.push_back({o.config + " " + p.name, p.intensity(), p.flops_per_second(), true});
+      }
     } else {
       for (int b : {1, 64}) {
         const double i = linear_cost("", b, c.dim, c.hidden_dim, cost.weight_dtype, cost.activation_dtype).intensity();
@@ -232,7 +271,7 @@ int run(const Options& o) {
     if (measured) {
       json rows = json::array(), linear_points = json::array(), attention_points = json::array(), sweep = json::array();
       for (const ThreadMeasurement& r : measured->machine.per_threads)
-        rows.push_back({{"threads", r.threads}, {"read_bytes_per_s", r.read_bandwidth}, {"gemm_flops", r.gemm_flops}});
+        rows.push_back({{"threads", r.threads}, {"read_bytes_per_s", r.read_bandwidth}, {"gemm_flops", r.gemm_flops}, {"fma_flops", r.fma_flops}});
       for (const MeasuredPoint& p : measured->linear) linear_points.push_back(point_json(p, hw));
       for (const MeasuredPoint& p : measured->attention) attention_points.push_back(point_json(p, hw));
       for (const auto& r : measured->sweep.rows)
@@ -247,7 +286,24 @@ int run(const Options& o) {
             {"empirical_knee", measured->sweep.knee_batch},
             {"formula", finite_or_null(measured->formula_batch)},
             {"kernel_peak_flops", measured->kernel_peak_flops},
-            {"formula_kernel_roof", finite_or_null(measured->kernel_formula_batch)}}}};
+            {"formula_kernel_roof", finite_or_null(measured->kernel_formula_batch)}}},
+          {"model", nullptr}};
+      if (measured->model) {
+        json model_points = json::array();
+        auto add = [&](const ModelPoint& p) {
+          model_points.push_back({{"name", p.name}, {"tokens", p.tokens}, {"flops", p.flops},
+                                  {"bytes", p.bytes}, {"seconds", p.seconds},
+                                  {"tokens_per_second", p.tokens_per_second()},
+                                  {"intensity", p.intensity()},
+                                  {"flops_per_second", p.flops_per_second()},
+                                  {"attainable_flops_per_second", attainable_flops(hw, p.intensity())}});
+        };
+        add(measured->model->prefill);
+        for (const ModelPoint& p : measured->model->batched) add(p);
+        out["measured"]["model"] = model_points;
+      } else {
+        out["measured"]["model_note"] = measured->model_note;
+      }
     }
     std::cout << out.dump(1) << '\n';
     return 0;
@@ -268,9 +324,11 @@ int run(const Options& o) {
               dtype_name(cost.weight_dtype), bytes_w);
 
   if (measured) {
-    std::printf("this machine, per thread count:\n  %7s  %14s  %16s\n", "threads", "read GB/s", "GEMM GFLOP/s");
+    std::printf("this machine, per thread count:\n  %7s  %14s  %16s  %16s\n", "threads", "read GB/s",
+                "FMA GFLOP/s", "Eigen GFLOP/s");
     for (const ThreadMeasurement& r : measured->machine.per_threads)
-      std::printf("  %7d  %14.2f  %16.2f\n", r.threads, r.read_bandwidth / 1e9, r.gemm_flops / 1e9);
+      std::printf("  %7d  %14.2f  %16.2f  %16.2f\n", r.threads, r.read_bandwidth / 1e9,
+                  r.fma_flops / 1e9, r.gemm_flops / 1e9);
     std::printf("\n");
   }
 
@@ -348,12 +406,28 @@ int run(const Options& o) {
                 m.sweep.knee_batch > 0 ? fmt::format("batch {}", m.sweep.knee_batch).c_str()
                                        : "no batch in the sweep");
     std::printf("  critical batch, formula B* = n d 4 / (2 n d BW/P - (n+d) 4) on the measured roofs "
-                "(P = Eigen GEMM %.1f GFLOP/s): %s\n",
+                "(P = FMA peak %.1f GFLOP/s): %s\n",
                 hw.peak_flops / 1e9, batch_text(m.formula_batch).c_str());
-    std::printf("  the same formula with matmul_cpu's own best, P = %.1f GFLOP/s (%.0f %% of Eigen's): "
+    std::printf("  the same formula with matmul_cpu's own best, P = %.1f GFLOP/s (%.0f %% of the peak): "
                 "%s  <- compare with the empirical value\n",
                 m.kernel_peak_flops / 1e9, 100.0 * m.kernel_peak_flops / hw.peak_flops,
                 batch_text(m.kernel_formula_batch).c_str());
+    if (m.model) {
+      const ModelPoint& d1 = m.model->batched.front();
+      std::printf("\n  the whole model (%s, random weights), median of the repetitions:\n", o.config.c_str());
+      std::printf("  %-16s  %10s  %12s  %10s  %11s  %12s  %8s\n", "workload", "FLOP/byte",
+                  "tokens/s", "GB/s", "GFLOP/s", "roof GFLOP/s", "vs B=1");
+      auto model_row = [&](const ModelPoint& p) {
+        std::printf("  %-16s  %10.2f  %12.1f  %10.2f  %11.2f  %12.2f  %7.2fx\n", p.name.c_str(),
+                    p.intensity(), p.tokens_per_second(), p.bytes_per_second() / 1e9,
+                    p.flops_per_second() / 1e9, attainable_flops(hw, p.intensity()) / 1e9,
+                    p.tokens_per_second() / d1.tokens_per_second());
+      };
+      model_row(m.model->prefill);
+      for (const ModelPoint& p : m.model->batched) model_row(p);
+    } else {
+      std::printf("\n  the whole model: %s\n", m.model_note.c_str());
+    }
   } else {
     std::printf("\n(no measurements: they run with --hardware this, on this machine's own roofline)\n");
   }

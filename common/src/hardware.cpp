@@ -1,6 +1,8 @@
 // The hardware table and the measurement of this machine.
 #include "inferlab/hardware.hpp"
 
+#include <unistd.h>
+
 #include <omp.h>
 
 #include <algorithm>
@@ -9,6 +11,7 @@
 #include <fmt/ranges.h>
 
 #include "inferlab/error.hpp"
+#include "inferlab/fma_peak.hpp"
 #include "inferlab/membw.hpp"
 #include "inferlab/timer.hpp"
 
@@ -66,17 +69,18 @@ MachineMeasurement measure_this_machine(const MeasureOptions& options) {
     if (t < 1) throw Error(fmt::format("measure_this_machine: bad thread count {}", t));
     if (options.progress)
       options.progress(fmt::format("measuring this machine with {} thread(s): read bandwidth over "
-                                   "{} MiB, then a {}^3 float32 GEMM",
+                                   "{} MiB, then a {}^3 float32 GEMM and the FMA peak",
                                    t, options.bandwidth_bytes >> 20, options.gemm_size));
     ThreadMeasurement row;
     row.threads = t;
     row.read_bandwidth =
         measure_read_bandwidth(options.bandwidth_bytes, t, options.bandwidth_reps).read_gbs * 1e9;
     row.gemm_flops = measure_gemm_flops(options.gemm_size, t, options.gemm_reps);
+    row.fma_flops = measure_fma_peak(t, options.gemm_reps).flops;
     m.per_threads.push_back(row);
   }
   // The roofs are the best the machine showed: bandwidth often peaks before all cores are busy,
-  // GEMM usually wants every core.
+  // the FMA units want every core.
   Hardware& h = m.hardware;
   h.name = "this";
   h.dtype = "fp32";
@@ -84,15 +88,15 @@ MachineMeasurement measure_this_machine(const MeasureOptions& options) {
   int best_bw_threads = 0, best_flops_threads = 0;
   for (const ThreadMeasurement& row : m.per_threads) {
     if (row.read_bandwidth > h.bandwidth) h.bandwidth = row.read_bandwidth, best_bw_threads = row.threads;
-    if (row.gemm_flops > h.peak_flops) h.peak_flops = row.gemm_flops, best_flops_threads = row.threads;
+    if (row.fma_flops > h.peak_flops) h.peak_flops = row.fma_flops, best_flops_threads = row.threads;
   }
   h.description = fmt::format("this machine (CPU, up to {} threads)", max_threads);
   h.memory_bytes = 0.0;  // not measured: the roofline does not need it
   h.source = fmt::format(
-      "measured: read bandwidth {:.1f} GB/s ({} threads, {} MiB buffer), float32 Eigen GEMM "
-      "{:.1f} GFLOP/s ({} threads, n = {})",
+      "measured: read bandwidth {:.1f} GB/s ({} threads, {} MiB buffer), float32 FMA peak "
+      "{:.1f} GFLOP/s ({} threads)",
       h.bandwidth / 1e9, best_bw_threads, options.bandwidth_bytes >> 20, h.peak_flops / 1e9,
-      best_flops_threads, options.gemm_size);
+      best_flops_threads);
   return m;
 }
 
@@ -102,6 +106,12 @@ Hardware hardware_by_name(const std::string& name, const MeasureOptions& options
     if (h.name == name) return h;
   throw Error(fmt::format("unknown hardware '{}'; known: {}", name,
                           fmt::join(hardware_names(), ", ")));
+}
+
+std::size_t last_level_cache_bytes() {
+  long llc = sysconf(_SC_LEVEL3_CACHE_SIZE);
+  if (llc <= 0) llc = sysconf(_SC_LEVEL2_CACHE_SIZE);
+  return llc > 0 ? std::size_t(llc) : std::size_t{32} << 20;
 }
 
 }  // namespace inferlab

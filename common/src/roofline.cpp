@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "inferlab/error.hpp"
+#include "inferlab/hardware.hpp"
 #include "inferlab/kernels/attention.hpp"
 #include "inferlab/kernels/matmul.hpp"
 #include "inferlab/timer.hpp"
@@ -44,17 +45,26 @@ void fill(std::vector<float>& v, unsigned seed) {
 }
 
 // Best of reps after one warm-up run (page faults, thread start-up): the least disturbed run is
-// the one closest to what the hardware can do.
+// the one closest to what the hardware can do. run(call) gets the call's index, to rotate over
+// copies of the data.
 template <class F>
 double best_seconds(int reps, F&& run) {
-  run();
+  run(0);
   double best = kInfinity;
   for (int r = 0; r < std::max(reps, 1); ++r) {
     const double t0 = now_seconds();
-    run();
+    run(r + 1);
     best = std::min(best, now_seconds() - t0);
   }
   return best;
+}
+
+// How many copies of `bytes` of data to cycle through so that every call finds its data in
+// memory, not in the last-level cache: together they span 4x that cache. Timing one copy again and again would let a layer of
+// 64 MiB run partly from a 48 MiB cache and put a memory-bound point above the memory roof.
+int copies_beyond_cache(std::size_t bytes) {
+  const std::size_t want = 4 * last_level_cache_bytes();
+  return int(std::clamp<std::size_t>((want + bytes - 1) / std::max<std::size_t>(bytes, 1), 1, 16));
 }
 
 }  // namespace
@@ -200,12 +210,16 @@ double linear_critical_batch(int n_in, int d_out, const Hardware& hw, DType weig
 
 MeasuredPoint measure_linear_point(int tokens, int n_in, int d_out, int reps) {
   if (tokens < 1 || n_in < 1 || d_out < 1) throw Error("measure_linear_point: bad shape");
-  std::vector<float> w(std::size_t(d_out) * n_in), x(std::size_t(tokens) * n_in),
-      y(std::size_t(tokens) * d_out);
-  fill(w, 1);
+  const std::size_t w_size = std::size_t(d_out) * n_in;
+  std::vector<std::vector<float>> ws(std::size_t(copies_beyond_cache(w_size * sizeof(float))));
+  for (std::size_t i = 0; i < ws.size(); ++i) {
+    ws[i].resize(w_size);
+    fill(ws[i], unsigned(1 + 10 * i));
+  }
+  std::vector<float> x(std::size_t(tokens) * n_in), y(std::size_t(tokens) * d_out);
   fill(x, 2);
-  const double t = best_seconds(reps, [&] {
-    kernels::matmul_cpu(y.data(), x.data(), w.data(), tokens, n_in, d_out);
+  const double t = best_seconds(reps, [&](int call) {
+    kernels::matmul_cpu(y.data(), x.data(), ws[std::size_t(call) % ws.size()].data(), tokens, n_in, d_out);
   });
   const OpCost op = linear_cost(fmt::format("linear B={}", tokens), tokens, n_in, d_out,
                                 DType::fp32, DType::fp32);
@@ -217,15 +231,23 @@ MeasuredPoint measure_decode_attention_point(int context, int n_heads, int n_kv_
   if (context < 1 || n_heads < 1 || n_kv_heads < 1 || n_heads % n_kv_heads != 0 || head_size < 1)
     throw Error("measure_decode_attention_point: bad shape");
   const std::size_t kv = std::size_t(n_kv_heads) * head_size;
-  std::vector<float> k(std::size_t(context) * kv), v(k.size()),
-      q(std::size_t(n_heads) * head_size), out(q.size());
-  fill(k, 3);
-  fill(v, 4);
+  const std::size_t cache_size = std::size_t(context) * kv;
+  // Copies of the (K, V) pair, cycled through like the linear layer's weights.
+  const int copies = copies_beyond_cache(2 * cache_size * sizeof(float));
+  std::vector<std::vector<float>> ks(static_cast<std::size_t>(copies)), vs(ks.size());
+  for (std::size_t i = 0; i < ks.size(); ++i) {
+    ks[i].resize(cache_size);
+    vs[i].resize(cache_size);
+    fill(ks[i], unsigned(3 + 10 * i));
+    fill(vs[i], unsigned(4 + 10 * i));
+  }
+  std::vector<float> q(std::size_t(n_heads) * head_size), out(q.size());
   fill(q, 5);
   const int pos = context - 1;  // the new token is the last position; its K/V are cached
-  const double t = best_seconds(reps, [&] {
-    kernels::attention_cpu(out.data(), q.data(), k.data(), v.data(), &pos, 1, n_heads, n_kv_heads,
-                           head_size);
+  const double t = best_seconds(reps, [&](int call) {
+    const std::size_t c = std::size_t(call) % ks.size();
+    kernels::attention_cpu(out.data(), q.data(), ks[c].data(), vs[c].data(), &pos, 1, n_heads,
+                           n_kv_heads, head_size);
   });
   MeasuredPoint p;
   p.name = n_heads == n_kv_heads ? fmt::format("attention MHA S={}", context)
@@ -242,15 +264,19 @@ EmpiricalCriticalBatch measure_critical_batch(int n_in, int d_out, const std::ve
   if (batches.empty() || batches.front() != 1 || !std::is_sorted(batches.begin(), batches.end()))
     throw Error("measure_critical_batch: batches must be ascending and start at 1");
   const int max_batch = batches.back();
-  std::vector<float> w(std::size_t(d_out) * n_in), x(std::size_t(max_batch) * n_in),
-      y(std::size_t(max_batch) * d_out);
-  fill(w, 1);
+  const std::size_t w_size = std::size_t(d_out) * n_in;
+  std::vector<std::vector<float>> ws(std::size_t(copies_beyond_cache(w_size * sizeof(float))));
+  for (std::size_t i = 0; i < ws.size(); ++i) {
+    ws[i].resize(w_size);
+    fill(ws[i], unsigned(1 + 10 * i));
+  }
+  std::vector<float> x(std::size_t(max_batch) * n_in), y(std::size_t(max_batch) * d_out);
   fill(x, 2);
   EmpiricalCriticalBatch r;
   for (int b : batches) {
     if (progress) progress(fmt::format("timing a {} x {} linear layer at batch {}", d_out, n_in, b));
-    const double t = best_seconds(reps, [&] {
-      kernels::matmul_cpu(y.data(), x.data(), w.data(), b, n_in, d_out);
+    const double t = best_seconds(reps, [&](int call) {
+      kernels::matmul_cpu(y.data(), x.data(), ws[std::size_t(call) % ws.size()].data(), b, n_in, d_out);
     });
     r.rows.push_back({b, t, b / t});
   }

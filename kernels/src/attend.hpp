@@ -6,7 +6,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
 #include <vector>
+
+#include "inferlab/kernels/softmax.hpp"
 
 namespace inferlab::kernels::detail {
 
@@ -16,6 +21,22 @@ struct LoadF32 {
   float scale(std::size_t) const { return 1.0f; }
   float at(std::size_t rh, int i) const { return d[rh * hs + i]; }
 };
+
+// Eight float lanes (GCC/Clang vector extension): one AVX register, two SSE ones. Used where
+// the head size is a compile-time multiple of 8, so the lane loops below are whole vectors.
+typedef float V8 __attribute__((vector_size(8 * sizeof(float))));
+
+// Elements i..i+7 of row `rh` as a vector: one load from a float cache, a conversion otherwise.
+// (An output parameter, not a return value: returning a 32-byte vector from a function built
+// without AVX changes the calling convention, and GCC warns about it.)
+template <class Load>
+inline void load8(V8& r, const Load& ld, std::size_t rh, int i) {
+  if constexpr (std::is_same_v<Load, LoadF32>) {
+    std::memcpy(&r, ld.d + rh * ld.hs + i, sizeof r);
+  } else {
+    for (int l = 0; l < 8; ++l) r[l] = ld.at(rh, i + l);
+  }
+}
 
 // Where position s is stored: row s of a contiguous cache, or a row found through a block table
 // (PagedAttention). Only the address changes, never the order of the arithmetic.
@@ -28,9 +49,9 @@ struct RowMap {
   }
 };
 
-// Which cache positions one query attends to, in order. The causal case is rows 0..p; a listed one
-// (tree attention, chapter 07) is an explicit ascending list. The loop below is the same for
-// both, so a listed chain 0..p gives the causal result bit for bit.
+// Which cache positions one query attends to, in order. The causal case is positions 0..p; a
+// listed one (tree attention, chapter 07) is an explicit ascending list. The loop below is the
+// same for both, so a listed chain 0..p gives the causal result bit for bit.
 struct CausalRows {
   int n;  // p + 1
   int size() const { return n; }
@@ -43,69 +64,160 @@ struct ListedRows {
   int operator[](int s) const { return rows[s]; }
 };
 
-// One query head over the rows `rows` selects: scores, softmax, weighted sum of values.
-// `scores` holds rows.size() floats.
-template <class KLoad, class VLoad, class Rows>
+// One query head over the positions `rows` selects: scores, softmax, weighted sum of values.
+// `scores` holds rows.size() floats. HS > 0 fixes the head size at compile time (the common
+// sizes: the loops then unroll completely, which matters for tiny heads like stories260K's 8);
+// HS = 0 reads it from head_size. Both perform the same operations in the same order.
+template <int HS, class KLoad, class VLoad, class Rows>
 void attend_rows(float* out, const float* q, const KLoad& kl, const VLoad& vl, const Rows& rows,
-                 int kv_head, int n_kv_heads, int head_size, float* scores,
-                 const RowMap& row = {}) {
+                 int kv_head, int n_kv_heads, int head_size, float* scores, const RowMap& row) {
+  if constexpr (HS > 0) head_size = HS;
   const float scale = 1.0f / std::sqrt(float(head_size));
-  const int n = rows.size();
-  float max = -INFINITY;
-  for (int s = 0; s < n; ++s) {
+  const int p = rows.size() - 1;
+  for (int s = 0; s <= p; ++s) {
     const std::size_t rh = row(rows[s]) * n_kv_heads + kv_head;
     // Eight independent partial sums: the compiler vectorises them without reassociating, and
     // the dot product stops being one long chain of dependent additions (which made long
     // contexts crawl). The order depends only on head_size, so batch invariance holds.
-    float lanes[8] = {};
-    const int body = head_size - head_size % 8;
-    for (int i = 0; i < body; i += 8)
-      for (int l = 0; l < 8; ++l) lanes[l] += q[i + l] * kl.at(rh, i + l);
-    float dot = ((lanes[0] + lanes[4]) + (lanes[1] + lanes[5])) +
-                ((lanes[2] + lanes[6]) + (lanes[3] + lanes[7]));
-    for (int i = body; i < head_size; ++i) dot += q[i] * kl.at(rh, i);
+    float dot;
+    if constexpr (HS > 0 && HS % 8 == 0) {
+      // The same lanes as one vector: GCC does not always turn the unrolled lane loop of a
+      // tiny head (8) into a vector multiply-add by itself.
+      V8 lanes = {};
+      for (int i = 0; i < HS; i += 8) {
+        V8 qv, kv;
+        std::memcpy(&qv, q + i, sizeof qv);
+        load8(kv, kl, rh, i);
+        lanes += qv * kv;
+      }
+      dot = ((lanes[0] + lanes[4]) + (lanes[1] + lanes[5])) +
+            ((lanes[2] + lanes[6]) + (lanes[3] + lanes[7]));
+    } else {
+      float lanes[8] = {};
+      const int body = head_size - head_size % 8;
+      for (int i = 0; i < body; i += 8)
+        for (int l = 0; l < 8; ++l) lanes[l] += q[i + l] * kl.at(rh, i + l);
+      dot = ((lanes[0] + lanes[4]) + (lanes[1] + lanes[5])) +
+            ((lanes[2] + lanes[6]) + (lanes[3] + lanes[7]));
+      for (int i = body; i < head_size; ++i) dot += q[i] * kl.at(rh, i);
+    }
     // A per-row scale factors out of the dot product: sum(q * s * k8) = s * sum(q * k8).
     scores[s] = dot * kl.scale(rh) * scale;
-    max = std::max(max, scores[s]);
   }
+  // Then the softmax in separate passes, each a loop over positions in 16 lanes that the
+  // compiler turns into vector instructions (one chain of scalar max or add would cost a few
+  // cycles per position). The max is exact in any order; the sum's order depends only on p.
+  float lane_max[16], lane_sum[16] = {};
+  for (int l = 0; l < 16; ++l) lane_max[l] = -INFINITY;
+  const int body = (p + 1) - (p + 1) % 16;
+  for (int s = 0; s < body; s += 16)
+    for (int l = 0; l < 16; ++l) lane_max[l] = lane_max[l] < scores[s + l] ? scores[s + l] : lane_max[l];
+  float max = -INFINITY;
+  for (int l = 0; l < 16; ++l) max = std::max(max, lane_max[l]);
+  for (int s = body; s <= p; ++s) max = std::max(max, scores[s]);
+  for (int s = 0; s <= p; ++s) scores[s] = softmax_exp(scores[s] - max);
+  for (int s = 0; s < body; s += 16)
+    for (int l = 0; l < 16; ++l) lane_sum[l] += scores[s + l];
   float sum = 0.0f;
-  for (int s = 0; s < n; ++s) {
-    scores[s] = std::exp(scores[s] - max);  // subtracting the max keeps exp() from overflowing
-    sum += scores[s];
-  }
+  for (int l = 0; l < 16; ++l) sum += lane_sum[l];
+  for (int s = body; s <= p; ++s) sum += scores[s];
   const float inv = 1.0f / sum;
-  for (int i = 0; i < head_size; ++i) out[i] = 0.0f;
-  for (int s = 0; s < n; ++s) {
-    const std::size_t rh = row(rows[s]) * n_kv_heads + kv_head;
-    const float a = scores[s] * inv * vl.scale(rh);
-    for (int i = 0; i < head_size; ++i) out[i] += a * vl.at(rh, i);
+  if constexpr (HS > 0 && HS % 8 == 0) {
+    V8 acc[HS / 8] = {};  // the output row in registers for the whole walk over positions
+    for (int s = 0; s <= p; ++s) {
+      const std::size_t rh = row(rows[s]) * n_kv_heads + kv_head;
+      const float a = scores[s] * inv * vl.scale(rh);
+      for (int j = 0; j < HS / 8; ++j) {
+        V8 vv;
+        load8(vv, vl, rh, 8 * j);
+        acc[j] += a * vv;
+      }
+    }
+    std::memcpy(out, acc, sizeof acc);
+  } else {
+    for (int i = 0; i < head_size; ++i) out[i] = 0.0f;
+    for (int s = 0; s <= p; ++s) {
+      const std::size_t rh = row(rows[s]) * n_kv_heads + kv_head;
+      const float a = scores[s] * inv * vl.scale(rh);
+      for (int i = 0; i < head_size; ++i) out[i] += a * vl.at(rh, i);
+    }
   }
 }
 
-// One query head at position p: causal attention over positions 0..p.
-template <class KLoad, class VLoad>
+// The causal case: position p attends to 0..p.
+template <int HS, class KLoad, class VLoad>
 void attend_row(float* out, const float* q, const KLoad& kl, const VLoad& vl, int p, int kv_head,
                 int n_kv_heads, int head_size, float* scores, const RowMap& row = {}) {
-  attend_rows(out, q, kl, vl, CausalRows{p + 1}, kv_head, n_kv_heads, head_size, scores, row);
+  attend_rows<HS>(out, q, kl, vl, CausalRows{p + 1}, kv_head, n_kv_heads, head_size, scores, row);
+}
+
+// The scratch row of scores, one per thread and reused. It starts at 4096 positions and doubles
+// when a longer context needs more, so decode allocates here only on its first step and at the
+// few doublings past 4096 positions, never on an ordinary step.
+inline float* scores_scratch(std::size_t n) {
+  thread_local std::vector<float> scores;
+  if (scores.size() < n) scores.resize(std::max<std::size_t>({n, 2 * scores.size(), 4096}));
+  return scores.data();
 }
 
 // All (token, head) pairs, in parallel when there is enough work to pay for waking threads.
+// `rows_of(t)` gives token t's Rows (causal or listed); `longest` bounds their sizes.
+template <int HS, class KLoad, class VLoad, class RowsOf>
+void attend_all_hs(float* out, const float* q, const KLoad& kl, const VLoad& vl,
+                   const RowsOf& rows_of, int longest, int T, int n_heads, int n_kv_heads,
+                   int head_size, const RowMap& row) {
+  const int q_dim = n_heads * head_size, group = n_heads / n_kv_heads;
+  const int max_pos = longest - 1;
+  auto pair = [&](int t, int h, float* scores) {
+    attend_rows<HS>(out + std::size_t(t) * q_dim + std::size_t(h) * head_size,
+                    q + std::size_t(t) * q_dim + std::size_t(h) * head_size, kl, vl, rows_of(t),
+                    h / group, n_kv_heads, head_size, scores, row);
+  };
+  // Small work stays out of the OpenMP runtime altogether: even a region with if(false) costs
+  // hundreds of nanoseconds, paid in every layer of every decode step.
+  if (std::size_t(T) * n_heads * (max_pos + 1) * head_size < (1u << 17)) {
+    float* scores = scores_scratch(std::size_t(max_pos) + 1);
+    for (int t = 0; t < T; ++t)
+      for (int h = 0; h < n_heads; ++h) pair(t, h, scores);
+    return;
+  }
+#pragma omp parallel
+  {
+    float* scores = scores_scratch(std::size_t(max_pos) + 1);
+#pragma omp for schedule(dynamic, 4) collapse(2)
+    for (int t = 0; t < T; ++t)
+      for (int h = 0; h < n_heads; ++h) pair(t, h, scores);
+  }
+}
+
+// Dispatches on the head size so that the common ones get the unrolled loops.
+template <class KLoad, class VLoad, class RowsOf>
+void attend_all_rows(float* out, const float* q, const KLoad& kl, const VLoad& vl,
+                     const RowsOf& rows_of, int longest, int T, int n_heads, int n_kv_heads,
+                     int head_size, const RowMap& row) {
+#define INFERLAB_ATTEND(HS)                                                                     \
+  attend_all_hs<HS>(out, q, kl, vl, rows_of, longest, T, n_heads, n_kv_heads, head_size, row); \
+  break
+  switch (head_size) {
+    case 8: INFERLAB_ATTEND(8);
+    case 16: INFERLAB_ATTEND(16);
+    case 32: INFERLAB_ATTEND(32);
+    case 48: INFERLAB_ATTEND(48);
+    case 64: INFERLAB_ATTEND(64);
+    case 128: INFERLAB_ATTEND(128);
+    default: INFERLAB_ATTEND(0);
+  }
+#undef INFERLAB_ATTEND
+}
+
+// Causal attention for all (token, head) pairs: token t attends to positions 0..pos[t].
 template <class KLoad, class VLoad>
 void attend_all(float* out, const float* q, const KLoad& kl, const VLoad& vl, const int* pos,
                 int T, int n_heads, int n_kv_heads, int head_size, const RowMap& row = {}) {
-  const int q_dim = n_heads * head_size, group = n_heads / n_kv_heads;
   int max_pos = 0;
   for (int t = 0; t < T; ++t) max_pos = std::max(max_pos, pos[t]);
-#pragma omp parallel if (std::size_t(T) * n_heads * (max_pos + 1) * head_size >= (1u << 17))
-  {
-    std::vector<float> scores(std::size_t(max_pos) + 1);  // one scratch row per thread
-#pragma omp for schedule(dynamic, 4) collapse(2)
-    for (int t = 0; t < T; ++t)
-      for (int h = 0; h < n_heads; ++h)
-        attend_row(out + std::size_t(t) * q_dim + std::size_t(h) * head_size,
-                   q + std::size_t(t) * q_dim + std::size_t(h) * head_size, kl, vl, pos[t],
-                   h / group, n_kv_heads, head_size, scores.data(), row);
-  }
+  attend_all_rows(out, q, kl, vl, [pos](int t) { return CausalRows{pos[t] + 1}; }, max_pos + 1,
+                  T, n_heads, n_kv_heads, head_size, row);
 }
 
 // Listed attention for all (token, head) pairs: token t attends to rows[begin[t] .. begin[t+1]).
@@ -113,20 +225,11 @@ template <class KLoad, class VLoad>
 void attend_all_listed(float* out, const float* q, const KLoad& kl, const VLoad& vl,
                        const int* begin, const int* rows, int T, int n_heads, int n_kv_heads,
                        int head_size, const RowMap& row = {}) {
-  const int q_dim = n_heads * head_size, group = n_heads / n_kv_heads;
-  int longest = 0;
+  int longest = 1;
   for (int t = 0; t < T; ++t) longest = std::max(longest, begin[t + 1] - begin[t]);
-#pragma omp parallel if (std::size_t(T) * n_heads * longest * head_size >= (1u << 17))
-  {
-    std::vector<float> scores(std::size_t(longest) + 1);
-#pragma omp for schedule(dynamic, 4) collapse(2)
-    for (int t = 0; t < T; ++t)
-      for (int h = 0; h < n_heads; ++h)
-        attend_rows(out + std::size_t(t) * q_dim + std::size_t(h) * head_size,
-                    q + std::size_t(t) * q_dim + std::size_t(h) * head_size, kl, vl,
-                    ListedRows{rows + begin[t], begin[t + 1] - begin[t]}, h / group, n_kv_heads,
-                    head_size, scores.data(), row);
-  }
+  attend_all_rows(out, q, kl, vl,
+                  [begin, rows](int t) { return ListedRows{rows + begin[t], begin[t + 1] - begin[t]}; },
+                  longest, T, n_heads, n_kv_heads, head_size, row);
 }
 
 }  // namespace inferlab::kernels::detail

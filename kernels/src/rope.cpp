@@ -3,7 +3,6 @@
 
 #include <cmath>
 #include <cstddef>
-#include <vector>
 
 namespace inferlab::kernels {
 
@@ -30,30 +29,34 @@ void rope_ref(float* q, float* k, const int* pos, int T, int n_heads, int n_kv_h
 void rope_cpu(float* q, float* k, const int* pos, int T, int n_heads, int n_kv_heads,
               int head_size, float theta) {
   const int half = head_size / 2;
-  std::vector<float> inv_freq(half);
-  for (int j = 0; j < half; ++j) inv_freq[j] = 1.0f / std::pow(theta, float(2 * j) / float(head_size));
-#pragma omp parallel for schedule(static) if (long(T) * (n_heads + n_kv_heads) * head_size >= (1L << 16))
-  for (int t = 0; t < T; ++t) {
-    // One cos/sin per pair index, shared by every head of the token.
-    std::vector<float> cs(half), sn(half);
+  // No scratch buffers (this runs in every layer of every decode step): each pair index j gets
+  // its cos/sin once per token and rotates that pair in every query and key head.
+  auto token = [&](int t) {
+    float* qt = q + std::size_t(t) * n_heads * head_size;
+    float* kt = k + std::size_t(t) * n_kv_heads * head_size;
     for (int j = 0; j < half; ++j) {
-      const float angle = float(pos[t]) * inv_freq[j];
-      cs[j] = std::cos(angle);
-      sn[j] = std::sin(angle);
-    }
-    auto rotate = [&](float* v, int heads) {
-      for (int h = 0; h < heads; ++h) {
-        float* vh = v + std::size_t(h) * head_size;
-        for (int j = 0; j < half; ++j) {
-          const float a = vh[2 * j], b = vh[2 * j + 1];
-          vh[2 * j] = a * cs[j] - b * sn[j];
-          vh[2 * j + 1] = a * sn[j] + b * cs[j];
+      const float inv_freq = 1.0f / std::pow(theta, float(2 * j) / float(head_size));
+      const float angle = float(pos[t]) * inv_freq;
+      const float c = std::cos(angle), s = std::sin(angle);
+      auto rotate = [&](float* v, int heads) {
+        for (int h = 0; h < heads; ++h) {
+          float* pair = v + std::size_t(h) * head_size + 2 * j;
+          const float a = pair[0], b = pair[1];
+          pair[0] = a * c - b * s;
+          pair[1] = a * s + b * c;
         }
-      }
-    };
-    rotate(q + std::size_t(t) * n_heads * head_size, n_heads);
-    rotate(k + std::size_t(t) * n_kv_heads * head_size, n_kv_heads);
+      };
+      rotate(qt, n_heads);
+      rotate(kt, n_kv_heads);
+    }
+  };
+  // Small work stays out of the OpenMP runtime altogether (see rmsnorm_cpu).
+  if (long(T) * (n_heads + n_kv_heads) * head_size < (1L << 16)) {
+    for (int t = 0; t < T; ++t) token(t);
+    return;
   }
+#pragma omp parallel for schedule(static)
+  for (int t = 0; t < T; ++t) token(t);
 }
 
 }  // namespace inferlab::kernels

@@ -10,8 +10,9 @@
 /// of the bandwidth and 40-80 % of the FLOP/s.
 ///
 /// "this" is measured, not looked up: the bandwidth with the STREAM-style read probe of
-/// membw.hpp, the FLOP/s with a float32 GEMM from Eigen (the tuned reference the CPU kernels are
-/// compared against), each for several thread counts; the best of each is the machine's roof.
+/// membw.hpp, the FLOP/s with the register-only FMA probe of fma_peak.hpp (and, for comparison,
+/// a float32 GEMM from Eigen, a tuned library), each for several thread counts; the best of
+/// each is the machine's roof.
 /// On a CPU the "tensor cores" are the SIMD FMA units, and the data type is float32.
 
 #include <cstddef>
@@ -47,6 +48,7 @@ struct ThreadMeasurement {
   int threads = 0;              ///< OpenMP threads both probes ran with
   double read_bandwidth = 0.0;  ///< bytes/s, best of the repetitions
   double gemm_flops = 0.0;      ///< float32 FLOP/s of an n x n x n Eigen GEMM, best of the reps
+  double fma_flops = 0.0;       ///< float32 FMA peak (fma_peak.hpp): the compute roof
 };
 
 /// @brief How hard to measure this machine.
@@ -65,7 +67,8 @@ struct MeasureOptions {
 MeasureOptions quick_measure_options();
 
 /// @brief The measurement of this machine: one row per thread count, and the Hardware made of
-/// the best bandwidth and the best GEMM FLOP/s over all of them.
+/// the best bandwidth and the best FMA peak over all of them (a kernel can reach the FMA peak,
+/// never exceed it; Eigen's GEMM, also measured, is what a tuned library reaches below it).
 struct MachineMeasurement {
   Hardware hardware;                          ///< "this": best bandwidth, best FLOP/s
   std::vector<ThreadMeasurement> per_threads;  ///< one row per thread count, in the order tried
@@ -79,6 +82,11 @@ MachineMeasurement measure_this_machine(const MeasureOptions& options = {});
 /// @brief The float32 FLOP/s of one n x n x n Eigen GEMM with @p threads threads (best of
 /// @p reps after a warm-up); Eigen's own thread setting is restored afterwards.
 double measure_gemm_flops(int n, int threads, int reps);
+
+/// @brief Size of this machine's last-level cache as the C library reports it (L3, else L2),
+/// or 32 MiB when it reports neither. A working set several times larger is served from memory.
+/// @return bytes
+std::size_t last_level_cache_bytes();
 
 /// @brief Looks a machine up by name ("a100-sxm", "h100-sxm", "h200", "b200", "mi300x"), or
 /// measures it ("this", with @p options).

@@ -213,12 +213,15 @@ struct MeasuredPoint {
 };
 
 /// @brief Times kernels::matmul_cpu as a linear layer of @p tokens tokens, n = @p n_in,
-/// d = @p d_out, float32 (best of @p reps after a warm-up). Choose n d x 4 bytes well above the
-/// last-level cache, or the "memory" it measures is the cache.
+/// d = @p d_out, float32 (best of @p reps after a warm-up). Each call uses the next of several
+/// copies of the weights, together 4x the last-level cache, so that the weights come from
+/// memory as in a real forward pass, never from the cache (which would put a memory-bound
+/// point above the memory roof).
 MeasuredPoint measure_linear_point(int tokens, int n_in, int d_out, int reps);
 
 /// @brief Times kernels::attention_cpu for ONE decode token over @p context cached positions
-/// (one layer, one sequence, float32 cache).
+/// (one layer, one sequence, float32 cache), cycling through copies of the cache like
+/// measure_linear_point().
 MeasuredPoint measure_decode_attention_point(int context, int n_heads, int n_kv_heads,
                                              int head_size, int reps);
 
@@ -242,7 +245,8 @@ struct EmpiricalCriticalBatch {
 };
 
 /// @brief Times a linear layer (n_in -> d_out, matmul_cpu) at each batch in @p batches
-/// (ascending, the first 1) and finds the critical batch empirically.
+/// (ascending, the first 1; weights cycled as in measure_linear_point()) and finds the critical
+/// batch empirically.
 /// @p progress, if set, is called with one line per batch.
 EmpiricalCriticalBatch measure_critical_batch(int n_in, int d_out, const std::vector<int>& batches,
                                               int reps,
