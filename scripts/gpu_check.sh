@@ -33,7 +33,7 @@ if ! configure native; then
 fi
 
 BENCHES=(matmul rmsnorm rope softmax swiglu attention sampling)
-TARGETS=(inferlab_gpu_tests)
+TARGETS=(inferlab_gpu_tests bench_runner)
 for b in "${BENCHES[@]}"; do TARGETS+=("bench_$b"); done
 echo "gpu_check: building ${TARGETS[*]} with $(nproc) jobs"
 if ! cmake --build "$BUILD" -j "$(nproc)" --target "${TARGETS[@]}" >"$BUILD.build.log" 2>&1; then
@@ -55,6 +55,15 @@ for b in "${BENCHES[@]}"; do
   [[ $rc -ne 0 ]] && BENCH_FAILED+=("bench_$b(rc=$rc)")
 done
 
+# End to end through the model runner: decode at batch 1 and 16 on two real shapes (the 7B
+# shape keeps 8 of its 32 layers so the synthetic weights build quickly on the host).
+timeout 240 "$BUILD/bin/bench_runner" --device cuda --config stories110M --batch 1 16 --steps 32 \
+  2>&1 | tee "$BUILD.bench_runner.log"
+[[ ${PIPESTATUS[0]} -ne 0 ]] && BENCH_FAILED+=("bench_runner(stories110M)")
+timeout 240 "$BUILD/bin/bench_runner" --device cuda --config llama2-7b --layers 8 --batch 1 16 \
+  --steps 16 2>&1 | tee -a "$BUILD.bench_runner.log"
+[[ ${PIPESTATUS[0]} -ne 0 ]] && BENCH_FAILED+=("bench_runner(llama2-7b)")
+
 # --- summary -----------------------------------------------------------------------------------
 echo
 echo "================================ gpu_check summary ================================"
@@ -63,7 +72,7 @@ SKIPPED=$(grep -cE "\((Skipped|Not Run)\)" "$BUILD.gpu_tests.log" || true)
 echo "tests skipped: $SKIPPED"
 grep -hE "^\s+[0-9]+ - .*\((Failed|Timeout|SEGFAULT|Subprocess aborted|Exception)\)" \
   "$BUILD.gpu_tests.log" || true
-for b in "${BENCHES[@]}"; do grep -h "^SUMMARY" "$BUILD.bench_$b.log" | sed 's/^SUMMARY /  /'; done
+for b in "${BENCHES[@]}" runner; do grep -h "^SUMMARY" "$BUILD.bench_$b.log" | sed 's/^SUMMARY /  /'; done
 grep -hE " FAIL " "$BUILD".bench_*.log || true
 echo "total time: $((SECONDS - START)) s"
 if [[ $TEST_RC -ne 0 || ${#BENCH_FAILED[@]} -ne 0 || $SKIPPED -ne 0 ]]; then
