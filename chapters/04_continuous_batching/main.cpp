@@ -17,6 +17,9 @@
 #include "inferlab/chapter_cli.hpp"
 #include "inferlab/engine.hpp"
 #include "inferlab/error.hpp"
+#include "inferlab/input_checks.hpp"
+#include "inferlab/request.hpp"
+#include "inferlab/safe_files.hpp"
 #include "inferlab/trace.hpp"
 #include "inferlab/workload.hpp"
 
@@ -50,6 +53,10 @@ struct Options {
 };
 
 double ms(double s) { return s * 1e3; }
+
+// The real clock sleeps until each arrival: a workload longer than this is a mistake (or a job
+// for the simulated clock), not something to wait for.
+constexpr double kMaxRealClockWait = 3600.0;
 
 nlohmann::json latency_json(const RequestResult& r) {
   const RequestMetrics& m = r.metrics;
@@ -172,18 +179,49 @@ void run_sweep(const Options& o, const LoadedModel& m, nlohmann::json* json) {
                 params * 4.0 / 1e6);
 }
 
+// The flags that only mean something in one mode: given in another, they are errors, not
+// silently ignored.
+void check_mode_flags(const CLI::App& app, const Options& o) {
+  const bool sim = o.clock == "sim";
+  if (!sim) {
+    for (const char* flag : {"--hardware", "--config"})
+      if (app.count(flag)) throw Error(fmt::format("{} applies only to --clock sim", flag));
+  } else if (o.sweep) {
+    throw Error("--sweep measures the real model: it applies only to --clock real");
+  }
+  if (!o.sweep) {
+    for (const char* flag : {"--sweep-context", "--sweep-steps"})
+      if (app.count(flag)) throw Error(fmt::format("{} applies only with --sweep", flag));
+  }
+  if (!o.trace_file.empty()) {
+    for (const char* flag : {"--rate", "--requests", "--prompt-lens", "--output-lens",
+                             "--max-prompt", "--max-output", "--workload-seed"})
+      if (app.count(flag))
+        throw Error(fmt::format("{} describes a generated workload: it does not apply with "
+                                "--trace-file", flag));
+  }
+}
+
 int run(Options o) {
   const GenerationFlags& f = o.gen;
   if (!f.dump_logits.empty()) throw Error("--dump-logits does not apply to this chapter");
   if (o.clock != "real" && o.clock != "sim")
     throw Error(fmt::format("--clock '{}' (expected real or sim)", o.clock));
-  const LoadedModel m = load_model(f);  // validates the sampling flags first
   const bool sim = o.clock == "sim";
   std::vector<Policy> policies;
   if (o.policy == "both") policies = {Policy::static_batching, Policy::continuous};
   else policies = {parse_policy(o.policy)};
   const SchedulerConfig base{Policy::continuous, o.max_seqs, o.max_batched_tokens};
   const Slo slo{o.slo_ttft, o.slo_tpot};
+  if (!o.perfetto.empty()) require_writable_output(o.perfetto, "--perfetto");
+  if (!o.plot.empty()) require_writable_output(o.plot, "--plot");
+  SimEngine sim_engine;
+  if (sim) {
+    sim_engine.config = named_config(o.config);
+    sim_engine.hardware = hardware_by_name(o.hardware);
+    sim_engine.cost = cost_options_for(sim_engine.hardware);
+  }
+  f.sampling.validate();  // before reading a trace, whose lines take these as defaults
 
   // --- the workload: one list of requests, served by every policy ---
   std::vector<Request> requests;
@@ -211,12 +249,23 @@ int run(Options o) {
                                          : "all arriving at t = 0",
                            spec.prompt.describe(), spec.output.describe(), spec.seed);
   }
+  if (!sim && requests.back().arrival > kMaxRealClockWait) {
+    throw Error(fmt::format("the last request arrives at {:g} s: the real clock really waits for "
+                            "each arrival, up to {:g} s; use --clock sim for a longer workload",
+                            requests.back().arrival, kMaxRealClockWait));
+  }
 
-  SimEngine sim_engine;
+  const LoadedModel m = load_model(f);
+  // Every request's lengths against the context, now, not when the engine reaches it.
+  const ModelConfig& served = sim ? sim_engine.config : m.model->config();
+  for (const Request& r : requests)
+    make_sequence(r, &*m.tokenizer, served.vocab_size, served.seq_len);
+  if (o.sweep && std::int64_t{o.sweep_context} + o.sweep_steps + 1 > m.model->config().seq_len)
+    throw Error(fmt::format("--sweep-context {} + --sweep-steps {} does not fit the model's context "
+                            "of {} positions",
+                            o.sweep_context, o.sweep_steps, m.model->config().seq_len));
+
   if (sim) {
-    sim_engine.config = named_config(o.config);
-    sim_engine.hardware = hardware_by_name(o.hardware);
-    sim_engine.cost = cost_options_for(sim_engine.hardware);
     sim_engine.tokenizer = &*m.tokenizer;  // counts the tokens of text prompts
   }
   if (!f.json) {
@@ -311,10 +360,7 @@ int run(Options o) {
   if (!o.perfetto.empty())
     std::printf("trace written to %s (open it in https://ui.perfetto.dev)\n", o.perfetto.c_str());
   if (!o.plot.empty()) std::printf("Gantt chart written to %s\n", o.plot.c_str());
-  if (o.sweep) {
-    if (sim) std::printf("\n(--sweep measures the real model; run it with --clock real)\n");
-    else run_sweep(o, m, nullptr);
-  }
+  if (o.sweep) run_sweep(o, m, nullptr);  // real clock only (check_mode_flags)
   return same_tokens || sim ? 0 : 1;
 }
 
@@ -324,6 +370,9 @@ int main(int argc, char** argv) {
   CLI::App app{"InferLab chapter 04: continuous batching (static vs iteration-level scheduling)"};
   Options o;
   add_generation_flags(app, o.gen);
+  // Chapter 04 serves a workload: the single-prompt flags do not apply (and are not accepted).
+  for (const char* flag : {"--prompt", "--steps", "--device"}) app.remove_option(app.get_option(flag));
+  o.gen.steps = 0;  // each request may use the whole context
   app.add_option("--policy", o.policy, "static, continuous or both (side by side)")
       ->capture_default_str();
   app.add_option("--clock", o.clock, "real (run the model) or sim (roofline cost model)")
@@ -332,8 +381,10 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--config", o.config, "sim: the model shape to time")->capture_default_str();
   app.add_option("--rate", o.rate,
-                 "Poisson arrival rate, requests/s (0: all at once; default: real 0, sim 40)");
-  app.add_option("--requests", o.requests, "requests to generate (default: real 64, sim 400)");
+                 "Poisson arrival rate, requests/s (0: all at once; default: real 0, sim 40)")
+      ->check(finite_in(0.0, 1e6));
+  app.add_option("--requests", o.requests, "requests to generate (default: real 64, sim 400)")
+      ->check(integer_in(1, kMaxRequests));
   app.add_option("--prompt-lens", o.prompt_lens,
                  "prompt length distribution, BOS included: fixed:N, uniform:LO:HI, "
                  "lognormal:MEAN[:SIGMA], pareto:MEAN[:ALPHA]")
@@ -341,30 +392,42 @@ int main(int argc, char** argv) {
   app.add_option("--output-lens", o.output_lens, "output length distribution (same forms)")
       ->capture_default_str();
   app.add_option("--max-prompt", o.max_prompt, "cap on generated prompt lengths")
+      ->check(integer_in(1, 1 << 20))
       ->capture_default_str();
   app.add_option("--max-output", o.max_output, "cap on generated output lengths")
+      ->check(integer_in(1, 1 << 20))
       ->capture_default_str();
   app.add_option("--workload-seed", o.workload_seed, "seed of the workload generator")
+      ->check(unsigned_64())
       ->capture_default_str();
   app.add_option("--trace-file", o.trace_file,
                  "JSONL requests instead of generating: {\"arrival\": 0.25, \"prompt\": \"...\", "
                  "\"max_tokens\": 64} or \"prompt_len\": N");
   app.add_option("--max-batched-tokens", o.max_batched_tokens,
                  "token budget of one step (chunked prefill)")
+      ->check(integer_in(1, 1 << 20))
       ->capture_default_str();
   app.add_option("--max-seqs", o.max_seqs, "batch slots: sequences running at once")
+      ->check(integer_in(1, 4096))
       ->capture_default_str();
   app.add_option("--slo-ttft", o.slo_ttft, "SLO on time to first token, seconds (goodput)")
+      ->check(finite_in(0.0, kMaxArrivalSeconds, /*lo_open=*/true))
       ->capture_default_str();
   app.add_option("--slo-tpot", o.slo_tpot, "SLO on time per output token, seconds (goodput)")
+      ->check(finite_in(0.0, kMaxArrivalSeconds, /*lo_open=*/true))
       ->capture_default_str();
   app.add_option("--perfetto", o.perfetto, "write a Chrome/Perfetto trace-event JSON here");
   app.add_option("--plot", o.plot, "write an SVG Gantt chart of the slots here");
   app.add_flag("--sweep", o.sweep,
                "real model: decode throughput at 1, 2, 4, ..., 64 concurrent sequences");
   app.add_option("--sweep-context", o.sweep_context, "sweep: cached tokens per sequence")
+      ->check(integer_in(1, 1 << 20))
       ->capture_default_str();
   app.add_option("--sweep-steps", o.sweep_steps, "sweep: decode steps timed per batch")
+      ->check(integer_in(1, 10000))
       ->capture_default_str();
-  return run_chapter(app, argc, argv, [&] { return run(o); });
+  return run_chapter(app, argc, argv, [&] {
+    check_mode_flags(app, o);
+    return run(o);
+  });
 }

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "inferlab/error.hpp"
+#include "inferlab/input_checks.hpp"
 
 namespace inferlab {
 
@@ -36,6 +37,10 @@ KVCache::KVCache(const ModelConfig& config, int capacity, KVType type)
   }
   const std::size_t elements = std::size_t(n_layers_) * capacity_ * kv_dim_;
   const std::size_t bytes = elements * kernels::kv_element_bytes(type_);
+  // Say what is too big before trying, instead of a bare std::bad_alloc.
+  require_allocation(2.0 * double(bytes),
+                     fmt::format("the {} KV cache for a context of {} tokens", kv_type_name(type_),
+                                 capacity_));
   keys_.assign(bytes, 0);
   values_.assign(bytes, 0);
   if (type_ == KVType::int8) {
