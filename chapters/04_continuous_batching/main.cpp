@@ -258,8 +258,13 @@ int run(Options o) {
   const LoadedModel m = load_model(f);
   // Every request's lengths against the context, now, not when the engine reaches it.
   const ModelConfig& served = sim ? sim_engine.config : m.model->config();
-  for (const Request& r : requests)
-    make_sequence(r, &*m.tokenizer, served.vocab_size, served.seq_len);
+  try {
+    for (const Request& r : requests)
+      make_sequence(r, &*m.tokenizer, served.vocab_size, served.seq_len);
+  } catch (const Error& e) {
+    throw Error(fmt::format("{}: {}", o.trace_file.empty() ? "the generated workload" : o.trace_file,
+                            e.what()));
+  }
   if (o.sweep && std::int64_t{o.sweep_context} + o.sweep_steps + 1 > m.model->config().seq_len)
     throw Error(fmt::format("--sweep-context {} + --sweep-steps {} does not fit the model's context "
                             "of {} positions",

@@ -36,13 +36,28 @@ void add_generation_flags(CLI::App& app, GenerationFlags& f) {
       ->check(integer_in(0, std::numeric_limits<int>::max(), "0 = the whole context"))
       ->capture_default_str();
   SamplingParams& s = f.sampling;
-  app.add_option("--temperature", s.temperature, "0 = greedy")->capture_default_str();
-  app.add_option("--top-k", s.top_k, "0 = off")->capture_default_str();
-  app.add_option("--top-p", s.top_p, "1 = off")->capture_default_str();
-  app.add_option("--min-p", s.min_p, "0 = off")->capture_default_str();
-  app.add_option("--repetition-penalty", s.repetition_penalty, "1 = off")->capture_default_str();
-  app.add_option("--frequency-penalty", s.frequency_penalty, "0 = off")->capture_default_str();
-  app.add_option("--presence-penalty", s.presence_penalty, "0 = off")->capture_default_str();
+  // The ranges SamplingParams::validate() enforces, checked as the flags are read so that the
+  // message names the flag; float flags stop at FLT_MAX, beyond which they would be infinite.
+  constexpr double kFloatMax = std::numeric_limits<float>::max();
+  app.add_option("--temperature", s.temperature, "0 = greedy")
+      ->check(finite_in(0.0, kFloatMax))
+      ->capture_default_str();
+  app.add_option("--top-k", s.top_k, "0 = off")
+      ->check(integer_in(0, std::numeric_limits<int>::max()))
+      ->capture_default_str();
+  app.add_option("--top-p", s.top_p, "1 = off")
+      ->check(finite_in(0.0, 1.0, /*lo_open=*/true))
+      ->capture_default_str();
+  app.add_option("--min-p", s.min_p, "0 = off")->check(finite_in(0.0, 1.0))->capture_default_str();
+  app.add_option("--repetition-penalty", s.repetition_penalty, "1 = off")
+      ->check(finite_in(0.0, kFloatMax, /*lo_open=*/true))
+      ->capture_default_str();
+  app.add_option("--frequency-penalty", s.frequency_penalty, "0 = off")
+      ->check(finite_in(-kFloatMax, kFloatMax))
+      ->capture_default_str();
+  app.add_option("--presence-penalty", s.presence_penalty, "0 = off")
+      ->check(finite_in(-kFloatMax, kFloatMax))
+      ->capture_default_str();
   app.add_option("--seed", s.seed, "RNG seed")->check(unsigned_64())->capture_default_str();
   app.add_option("--threads", f.threads, "CPU threads (0 = OpenMP default)")->check(thread_count());
   app.add_option("--device", f.device, "where the forward pass runs: cpu or cuda")

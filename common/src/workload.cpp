@@ -172,7 +172,7 @@ std::vector<Request> read_trace(std::istream& in, const std::string& source,
     nlohmann::json j;
     try {
       j = nlohmann::json::parse(line);
-    } catch (const nlohmann::json::parse_error& e) {
+    } catch (const nlohmann::json::exception& e) {  // a syntax error, or a number overflow
       throw fail(fmt::format("not valid JSON ({})", e.what()));
     }
     if (!j.is_object()) throw fail("expected a JSON object, one request per line");
