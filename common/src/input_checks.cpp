@@ -183,6 +183,8 @@ int run_main(CLI::App& app, int argc, char** argv, const std::function<int()>& b
     failure = "an unknown exception";
   }
   std::fflush(stdout);  // what was printed so far stays above the error
+  // On a terminal, text streamed so far may end mid-line: the error starts a line of its own.
+  if (::isatty(STDOUT_FILENO) && ::isatty(STDERR_FILENO)) std::fputc('\n', stderr);
   std::fprintf(stderr, "error: %s\n", failure ? failure : message.c_str());
   return 1;
 }

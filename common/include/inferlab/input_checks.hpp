@@ -53,8 +53,8 @@ void require_allocation(double bytes, const std::string& what);
 /// @brief Offset of the first byte that is not part of valid UTF-8 in @p text, or npos.
 std::size_t invalid_utf8_offset(std::string_view text);
 
-/// @brief Throws unless @p text is valid UTF-8. @throws inferlab::Error "<what> is not valid
-/// UTF-8 (byte N: 0xXX)".
+/// @brief Throws unless @p text is valid UTF-8. @throws inferlab::Error naming @p what and the
+/// first bad byte, e.g. `--prompt is not valid UTF-8 (byte 1: 0xFF)`.
 void require_utf8(std::string_view text, const std::string& what);
 
 /// @brief The `main` of every binary: parses @p argv with @p app, then runs @p body. A usage

@@ -21,7 +21,7 @@ namespace inferlab {
 /// for reading.
 /// @param path the file
 /// @param what what the file is for, used as the start of the message (e.g. "model file",
-/// "--trace-file"): `<what> '<path>': is a FIFO, not a regular file`
+/// "trace file"), as in `model file 'x.bin' is a FIFO (named pipe), not a regular file`
 /// @throws inferlab::Error naming @p what, @p path and the reason (missing, directory, FIFO,
 /// device, socket, symlink loop, permission denied).
 void require_regular_file(const std::string& path, const std::string& what);
@@ -51,7 +51,8 @@ bool read_bounded_line(std::istream& in, std::string& line, std::size_t max_byte
 /// a new file, and the path itself is not a directory or anything but a regular file.
 /// @param path the output file
 /// @param flag the flag that named it, for the message (e.g. "--plot")
-/// @throws inferlab::Error "<flag> '<path>': <why>".
+/// @throws inferlab::Error naming @p flag, @p path and why, e.g.
+/// `--plot 'out': folder 'out' not found`.
 void require_writable_output(const std::string& path, const std::string& flag);
 
 /// @brief An output file written atomically: the text goes to a temporary file in the same
