@@ -20,6 +20,7 @@ Sequence make_test_sequence(int id, int prompt, int output) {
   s.request.max_tokens = output;
   s.tokens.assign(static_cast<std::size_t>(prompt), 5);
   s.prompt_tokens = prompt;
+  s.prefill_target = prompt;
   s.max_new_tokens = output;
   return s;
 }
@@ -32,7 +33,8 @@ struct Trace {
 };
 
 // Plays the engine: every request has arrived at the start; each step appends one token to
-// sampling chunks and finishes sequences at their output length.
+// sampling chunks (never end of text), and the scheduler's postprocess finishes sequences at
+// their output length.
 Trace drive(const SchedulerConfig& config, std::deque<Sequence>& seqs) {
   Scheduler scheduler(config);
   for (Sequence& s : seqs) scheduler.add(s);
@@ -48,12 +50,9 @@ Trace drive(const SchedulerConfig& config, std::deque<Sequence>& seqs) {
     t.running_ids.push_back(ids);
     for (const ScheduledChunk& c : plan.chunks) {
       if (seen.insert(c.seq->request.id).second) t.admission_order.push_back(c.seq->request.id);
-      if (c.samples) {
-        c.seq->tokens.push_back(7);
-        if (c.seq->generated() >= c.seq->max_new_tokens) c.seq->status = SequenceStatus::finished;
-      }
+      if (c.samples) c.seq->tokens.push_back(7);
     }
-    scheduler.complete_step(plan);
+    scheduler.postprocess(plan);
     t.plans.push_back(std::move(plan));
   }
   return t;
@@ -144,12 +143,9 @@ TEST_CASE("continuous batching fills a freed slot at the next step", "[unit][sch
       CHECK(scheduler.running().size() == 4);
       ++checked;
     }
-    for (const ScheduledChunk& c : plan.chunks) {
-      if (!c.samples) continue;
-      c.seq->tokens.push_back(7);
-      if (c.seq->generated() >= c.seq->max_new_tokens) c.seq->status = SequenceStatus::finished;
-    }
-    scheduler.complete_step(plan);
+    for (const ScheduledChunk& c : plan.chunks)
+      if (c.samples) c.seq->tokens.push_back(7);
+    scheduler.postprocess(plan);
   }
   CHECK(checked > 0);
 }
@@ -171,7 +167,7 @@ TEST_CASE("chunked prefill: decodes first, prompts split under the budget", "[un
   CHECK(p.chunks[1].count == 13);
   CHECK_FALSE(p.chunks[1].samples);
   seqs[0].tokens.push_back(9);
-  scheduler.complete_step(p);
+  scheduler.postprocess(p);
   // Following steps: request 0 decodes first (1 token), request 1's prompt takes 15.
   int prompt_done = 13, steps = 1;
   while (seqs[1].prefilling()) {
@@ -185,7 +181,7 @@ TEST_CASE("chunked prefill: decodes first, prompts split under the budget", "[un
     prompt_done += p.chunks[1].count;
     seqs[0].tokens.push_back(9);
     if (p.chunks[1].samples) seqs[1].tokens.push_back(9);
-    scheduler.complete_step(p);
+    scheduler.postprocess(p);
   }
   CHECK(prompt_done == 100);
   CHECK(steps == 1 + 6);  // 13 + 15 * 5 = 88, then 12: the time to first token is 7 steps

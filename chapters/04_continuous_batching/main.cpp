@@ -18,8 +18,8 @@
 #include "inferlab/engine.hpp"
 #include "inferlab/error.hpp"
 #include "inferlab/input_checks.hpp"
-#include "inferlab/request.hpp"
 #include "inferlab/safe_files.hpp"
+#include "inferlab/serving_cli.hpp"
 #include "inferlab/trace.hpp"
 #include "inferlab/workload.hpp"
 
@@ -29,20 +29,8 @@ namespace {
 
 struct Options {
   GenerationFlags gen;
+  ServingFlags serving;
   std::string policy = "both";
-  std::string clock = "real";
-  std::string hardware = "h100-sxm";
-  std::string config = "llama3-8b";
-  double rate = -1.0;  // < 0: the clock's default
-  int requests = 0;  // 0: the clock's default
-  std::string prompt_lens = "lognormal:96:0.6";
-  std::string output_lens = "lognormal:128:0.8";
-  int max_prompt = 256;
-  int max_output = 400;
-  std::uint64_t workload_seed = 1;
-  std::string trace_file;
-  int max_batched_tokens = 1024;
-  int max_seqs = 32;
   double slo_ttft = 1.0;
   double slo_tpot = 0.05;
   std::string perfetto;
@@ -53,10 +41,6 @@ struct Options {
 };
 
 double ms(double s) { return s * 1e3; }
-
-// The real clock sleeps until each arrival: a workload longer than this is a mistake (or a job
-// for the simulated clock), not something to wait for.
-constexpr double kMaxRealClockWait = 3600.0;
 
 nlohmann::json latency_json(const RequestResult& r) {
   const RequestMetrics& m = r.metrics;
@@ -144,7 +128,8 @@ void run_sweep(const Options& o, const LoadedModel& m, nlohmann::json* json) {
   double base = 0.0, at16 = 0.0;
   for (int b : batches) {
     const DecodeThroughput d =
-        measure_decode_throughput(*m.model, b, o.sweep_context, o.sweep_steps);
+        measure_decode_throughput(*m.model, b, o.sweep_context, o.sweep_steps,
+                                  parse_device(o.gen.device));
     if (b == 1) base = d.tokens_per_second;
     if (b == 16) at16 = d.tokens_per_second;
     rows.push_back({{"batch", b}, {"step_s", d.step_seconds},
@@ -180,123 +165,66 @@ void run_sweep(const Options& o, const LoadedModel& m, nlohmann::json* json) {
 }
 
 // The flags that only mean something in one mode: given in another, they are errors, not
-// silently ignored.
+// silently ignored (the serving flags' own rules are in check_serving_flags).
 void check_mode_flags(const CLI::App& app, const Options& o) {
-  const bool sim = o.clock == "sim";
-  if (!sim) {
-    for (const char* flag : {"--hardware", "--config"})
-      if (app.count(flag)) throw Error(fmt::format("{} applies only to --clock sim", flag));
-  } else if (o.sweep) {
+  check_serving_flags(app, o.serving);
+  if (sim_clock(o.serving) && o.sweep)
     throw Error("--sweep measures the real model: it applies only to --clock real");
-  }
   if (!o.sweep) {
     for (const char* flag : {"--sweep-context", "--sweep-steps"})
       if (app.count(flag)) throw Error(fmt::format("{} applies only with --sweep", flag));
-  }
-  if (!o.trace_file.empty()) {
-    for (const char* flag : {"--rate", "--requests", "--prompt-lens", "--output-lens",
-                             "--max-prompt", "--max-output", "--workload-seed"})
-      if (app.count(flag))
-        throw Error(fmt::format("{} describes a generated workload: it does not apply with "
-                                "--trace-file", flag));
   }
 }
 
 int run(Options o) {
   const GenerationFlags& f = o.gen;
   if (!f.dump_logits.empty()) throw Error("--dump-logits does not apply to this chapter");
-  if (o.clock != "real" && o.clock != "sim")
-    throw Error(fmt::format("--clock '{}' (expected real or sim)", o.clock));
-  const bool sim = o.clock == "sim";
+  const bool sim = sim_clock(o.serving);
+  const ServingFlags& sf = o.serving;
   std::vector<Policy> policies;
   if (o.policy == "both") policies = {Policy::static_batching, Policy::continuous};
   else policies = {parse_policy(o.policy)};
-  const SchedulerConfig base{Policy::continuous, o.max_seqs, o.max_batched_tokens};
   const Slo slo{o.slo_ttft, o.slo_tpot};
   if (!o.perfetto.empty()) require_writable_output(o.perfetto, "--perfetto");
   if (!o.plot.empty()) require_writable_output(o.plot, "--plot");
-  SimEngine sim_engine;
-  if (sim) {
-    sim_engine.config = named_config(o.config);
-    sim_engine.hardware = hardware_by_name(o.hardware);
-    sim_engine.cost = cost_options_for(sim_engine.hardware);
-  }
   f.sampling.validate();  // before reading a trace, whose lines take these as defaults
 
   // --- the workload: one list of requests, served by every policy ---
-  std::vector<Request> requests;
-  std::string workload;
-  if (!o.trace_file.empty()) {
-    requests = load_trace(o.trace_file, f.sampling);
-    workload = fmt::format("{} requests from {}", requests.size(), o.trace_file);
-  } else {
-    WorkloadSpec spec;
-    // Real: 64 requests all at t = 0 (machines differ too much in speed for one arrival rate to
-    // suit all); sim: 400 requests at 40/s, more than static batching can keep up with on an
-    // H100 serving an 8B model with 32 slots, and a load continuous batching absorbs.
-    spec.requests = o.requests > 0 ? o.requests : (sim ? 400 : 64);
-    spec.rate = o.rate >= 0 ? o.rate : (sim ? 40.0 : 0.0);
-    spec.prompt = parse_length_distribution(o.prompt_lens);
-    spec.output = parse_length_distribution(o.output_lens);
-    spec.max_prompt = o.max_prompt;
-    spec.max_output = o.max_output;
-    spec.seed = o.workload_seed;
-    spec.sampling = f.sampling;
-    requests = generate_workload(spec);
-    workload = fmt::format("{} requests, {}, prompt lengths {}, output lengths {} (seed {})",
-                           spec.requests,
-                           spec.rate > 0 ? fmt::format("Poisson arrivals at {:g}/s", spec.rate)
-                                         : "all arriving at t = 0",
-                           spec.prompt.describe(), spec.output.describe(), spec.seed);
-  }
-  if (!sim && requests.back().arrival > kMaxRealClockWait) {
-    throw Error(fmt::format("the last request arrives at {:g} s: the real clock really waits for "
-                            "each arrival, up to {:g} s; use --clock sim for a longer workload",
-                            requests.back().arrival, kMaxRealClockWait));
-  }
-
+  const Workload w = make_workload(sf, f.sampling);
+  const std::vector<Request>& requests = w.requests;
   const LoadedModel m = load_model(f);
-  // Every request's lengths against the context, now, not when the engine reaches it.
-  const ModelConfig& served = sim ? sim_engine.config : m.model->config();
-  try {
-    for (const Request& r : requests)
-      make_sequence(r, &*m.tokenizer, served.vocab_size, served.seq_len);
-  } catch (const Error& e) {
-    throw Error(fmt::format("{}: {}", o.trace_file.empty() ? "the generated workload" : o.trace_file,
-                            e.what()));
-  }
+  SimEngine sim_engine;
+  if (sim) sim_engine = make_sim_engine(sf, m);
+  // Every length against the context, now, not when the engine reaches it.
+  check_workload_lengths(w, sf, *m.tokenizer, sim ? sim_engine.config : m.model->config());
   if (o.sweep && std::int64_t{o.sweep_context} + o.sweep_steps + 1 > m.model->config().seq_len)
-    throw Error(fmt::format("--sweep-context {} + --sweep-steps {} does not fit the model's context "
-                            "of {} positions",
+    throw Error(fmt::format("--sweep-context {} + --sweep-steps {} does not fit the model's "
+                            "context of {} positions",
                             o.sweep_context, o.sweep_steps, m.model->config().seq_len));
-
-  if (sim) {
-    sim_engine.tokenizer = &*m.tokenizer;  // counts the tokens of text prompts
-  }
   if (!f.json) {
     if (sim) {
       std::printf("InferLab chapter 04: continuous batching (simulated)\n");
       std::printf("clock:     sim: step time = roofline bound of %s (%s) on %s\n",
-                  o.config.c_str(), fmt::format("{:.2f}B params", sim_engine.config.n_params() / 1e9).c_str(),
+                  sf.config.c_str(), fmt::format("{:.2f}B params", sim_engine.config.n_params() / 1e9).c_str(),
                   sim_engine.hardware.description.c_str());
       std::printf("tokenizer: %s (only to count text prompts)\n\n", m.tokenizer_source.c_str());
     } else {
       print_run_header("InferLab chapter 04: continuous batching (real clock)", m, f);
     }
-    std::printf("workload:  %s\n", workload.c_str());
+    std::printf("workload:  %s\n", w.description.c_str());
     std::printf("scheduler: max %d sequences, max %d batched tokens per step (chunked prefill)\n\n",
-                o.max_seqs, o.max_batched_tokens);
+                sf.max_seqs, sf.max_batched_tokens);
   }
 
   std::vector<EngineRun> runs;
   for (Policy p : policies) {
-    SchedulerConfig config = base;
-    config.policy = p;
+    const SchedulerConfig config = scheduler_config(sf, p);
     if (!f.json) {
       std::fprintf(stderr, "[serving with %s batching...]\n", policy_name(p));
     }
     runs.push_back(sim ? run_sim(requests, config, sim_engine)
-                       : run_real(requests, config, {&*m.model, &*m.tokenizer, KVType::f32}));
+                       : run_real(requests, config,
+                                  {&*m.model, &*m.tokenizer, KVType::f32, parse_device(f.device), {}}));
   }
   std::vector<const EngineRun*> views;
   std::vector<ServingMetrics> metrics;
@@ -313,19 +241,19 @@ int run(Options o) {
   if (!o.perfetto.empty()) write_perfetto_trace(o.perfetto, views);
   if (!o.plot.empty())
     gantt_plot(views, fmt::format("Batch slots over time: {} ({} clock)",
-                                  sim ? o.config + " on " + o.hardware : m.model->name(), o.clock))
+                                  sim ? sf.config + " on " + sf.hardware : m.model->name(), sf.clock))
         .save(o.plot);
 
   if (f.json) {
     nlohmann::json out = {{"chapter", "04_continuous_batching"},
-                          {"model", sim ? o.config : m.model->name()},
-                          {"clock", o.clock},
-                          {"workload", workload},
-                          {"max_seqs", o.max_seqs},
-                          {"max_batched_tokens", o.max_batched_tokens},
+                          {"model", sim ? sf.config : m.model->name()},
+                          {"clock", sf.clock},
+                          {"workload", w.description},
+                          {"max_seqs", sf.max_seqs},
+                          {"max_batched_tokens", sf.max_batched_tokens},
                           {"slo", {{"ttft_s", slo.ttft}, {"tpot_s", slo.tpot}}},
                           {"same_tokens_across_policies", same_tokens}};
-    if (sim) out["hardware"] = o.hardware;
+    if (sim) out["hardware"] = sf.hardware;
     nlohmann::json reqs = nlohmann::json::array();
     for (std::size_t i = 0; i < requests.size(); ++i) {
       const RequestResult& r = runs[0].requests[i];
@@ -337,6 +265,7 @@ int run(Options o) {
                       {"prompt_tokens", r.prompt_tokens},
                       {"tokens", r.tokens},
                       {"generated_tokens", r.generated()},
+                      {"stop_reason", stop_reason_name(r.stop_reason)},
                       {"text", r.text},
                       {"latencies", latencies}});
     }
@@ -376,45 +305,11 @@ int main(int argc, char** argv) {
   Options o;
   add_generation_flags(app, o.gen);
   // Chapter 04 serves a workload: the single-prompt flags do not apply (and are not accepted).
-  for (const char* flag : {"--prompt", "--steps", "--device"}) app.remove_option(app.get_option(flag));
+  for (const char* flag : {"--prompt", "--steps"}) app.remove_option(app.get_option(flag));
   o.gen.steps = 0;  // each request may use the whole context
   app.add_option("--policy", o.policy, "static, continuous or both (side by side)")
       ->capture_default_str();
-  app.add_option("--clock", o.clock, "real (run the model) or sim (roofline cost model)")
-      ->capture_default_str();
-  app.add_option("--hardware", o.hardware, "sim: the machine (see chapter 03)")
-      ->capture_default_str();
-  app.add_option("--config", o.config, "sim: the model shape to time")->capture_default_str();
-  app.add_option("--rate", o.rate,
-                 "Poisson arrival rate, requests/s (0: all at once; default: real 0, sim 40)")
-      ->check(finite_in(0.0, 1e6));
-  app.add_option("--requests", o.requests, "requests to generate (default: real 64, sim 400)")
-      ->check(integer_in(1, kMaxRequests));
-  app.add_option("--prompt-lens", o.prompt_lens,
-                 "prompt length distribution, BOS included: fixed:N, uniform:LO:HI, "
-                 "lognormal:MEAN[:SIGMA], pareto:MEAN[:ALPHA]")
-      ->capture_default_str();
-  app.add_option("--output-lens", o.output_lens, "output length distribution (same forms)")
-      ->capture_default_str();
-  app.add_option("--max-prompt", o.max_prompt, "cap on generated prompt lengths")
-      ->check(integer_in(1, 1 << 20))
-      ->capture_default_str();
-  app.add_option("--max-output", o.max_output, "cap on generated output lengths")
-      ->check(integer_in(1, 1 << 20))
-      ->capture_default_str();
-  app.add_option("--workload-seed", o.workload_seed, "seed of the workload generator")
-      ->check(unsigned_64())
-      ->capture_default_str();
-  app.add_option("--trace-file", o.trace_file,
-                 "JSONL requests instead of generating: {\"arrival\": 0.25, \"prompt\": \"...\", "
-                 "\"max_tokens\": 64} or \"prompt_len\": N");
-  app.add_option("--max-batched-tokens", o.max_batched_tokens,
-                 "token budget of one step (chunked prefill)")
-      ->check(integer_in(1, 1 << 20))
-      ->capture_default_str();
-  app.add_option("--max-seqs", o.max_seqs, "batch slots: sequences running at once")
-      ->check(integer_in(1, 4096))
-      ->capture_default_str();
+  add_serving_flags(app, o.serving);
   app.add_option("--slo-ttft", o.slo_ttft, "SLO on time to first token, seconds (goodput)")
       ->check(finite_in(0.0, kMaxArrivalSeconds, /*lo_open=*/true))
       ->capture_default_str();

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "inferlab/error.hpp"
+#include "inferlab/runner.hpp"
 #include "inferlab/timer.hpp"
 
 namespace inferlab {
@@ -54,12 +55,36 @@ std::string streamed_text(const Tokenizer& tokenizer, const std::vector<int>& to
 
 // The loop both engines share. `run_step(plan)` executes the step (appending one token to every
 // chunk that samples) and returns the time it ended on `clock`.
+// Every request must fit the memory on its own, or it could never run: said before the run.
+void check_fits(const std::vector<Sequence>& seqs, const KVManager& kv, int block_size) {
+  for (const Sequence& s : seqs) {
+    const long positions = s.prompt_tokens + s.max_new_tokens;  // + the next token's room
+    if (kv.capacity_tokens() == 0 || std::size_t(positions) <= kv.capacity_tokens()) continue;
+    if (block_size > 0) {
+      throw Error(fmt::format("request {} needs {} blocks of {} positions ({} tokens); the pool "
+                              "has {}: raise --kv-memory or lower max_tokens",
+                              s.request.id, (positions + block_size - 1) / block_size,
+                              block_size, positions, kv.capacity_tokens() / block_size));
+    }
+    throw Error(fmt::format("request {} needs {} KV positions; the budget holds {}: raise "
+                            "--kv-memory or lower max_tokens",
+                            s.request.id, positions, kv.capacity_tokens()));
+  }
+}
+
+// The loop both engines share: schedule, run, postprocess. `run_step(plan)` executes the step
+// (appending one token to every chunk that samples) and returns the time it ended on `clock`.
 template <class Clock, class RunStep>
-EngineRun serve(std::vector<Sequence>& seqs, const SchedulerConfig& config, Clock& clock,
-                RunStep&& run_step, const char* clock_name) {
-  Scheduler scheduler(config);
-  std::vector<std::size_t> order(seqs.size());
-  std::iota(order.begin(), order.end(), std::size_t{0});
+EngineRun serve(std::vector<Sequence>& seqs, const SchedulerConfig& config, KVManager& kv,
+                Clock& clock, RunStep&& run_step, const char* clock_name) {
+  const auto* paged = dynamic_cast<const PagedKVManager*>(&kv);
+  const int block_size = paged ? paged->block_size() : 0;
+  check_fits(seqs, kv, block_size);
+  Scheduler scheduler(config, &kv);
+  // Arrivals: every request's first sequence (parallel branches start when it forks them).
+  std::vector<std::size_t> order;
+  for (std::size_t i = 0; i < seqs.size(); ++i)
+    if (seqs[i].branch == 0) order.push_back(i);
   std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
     return seqs[a].request.arrival < seqs[b].request.arrival;
   });
@@ -68,6 +93,7 @@ EngineRun serve(std::vector<Sequence>& seqs, const SchedulerConfig& config, Cloc
   run.clock = clock_name;
   run.scheduler = config;
   std::size_t next = 0;  // next arrival in `order`
+  std::size_t peak_reserved = 0;
   while (next < order.size() || scheduler.has_work()) {
     const double now = clock.now();
     while (next < order.size() && seqs[order[next]].request.arrival <= now)
@@ -84,7 +110,19 @@ EngineRun serve(std::vector<Sequence>& seqs, const SchedulerConfig& config, Cloc
     step.prefill_tokens = plan.prefill_tokens;
     step.running = static_cast<int>(scheduler.running().size());
     step.active = static_cast<int>(plan.chunks.size());
-    step.waiting = static_cast<int>(scheduler.waiting().size());
+    step.waiting = static_cast<int>(scheduler.waiting().size() + scheduler.swapped().size());
+    step.kv_used = kv.used_tokens();
+    step.kv_reserved = kv.reserved_tokens();
+    step.kv_logical = kv.logical_tokens();
+    if (paged && (run.steps.empty() || step.kv_reserved > peak_reserved)) {
+      peak_reserved = step.kv_reserved;
+      run.peak_tables = {now, {}, {}};
+      for (const Sequence* s : scheduler.running()) {
+        if (!s->kv) continue;
+        run.peak_tables.requests.push_back(s->request.id);
+        run.peak_tables.tables.push_back(s->kv->blocks());
+      }
+    }
     for (const ScheduledChunk& c : plan.chunks) {
       if (c.seq->admitted_at < 0) c.seq->admitted_at = now;
     }
@@ -92,15 +130,9 @@ EngineRun serve(std::vector<Sequence>& seqs, const SchedulerConfig& config, Cloc
     for (const ScheduledChunk& c : plan.chunks) {
       Sequence& s = *c.seq;
       step.chunks.push_back({s.request.id, s.slot, c.start, c.count, c.prefill, c.samples});
-      if (!c.samples) continue;
-      s.timeline.token_times.push_back(step.end);
-      const bool eos = !s.request.ignore_eos && s.tokens.back() == kBosToken;
-      if (eos || s.generated() >= s.max_new_tokens) {
-        s.status = SequenceStatus::finished;
-        s.cache.reset();  // a finished request's memory goes back at once
-      }
+      if (c.samples) s.timeline.token_times.push_back(step.end);
     }
-    scheduler.complete_step(plan);
+    scheduler.postprocess(plan);  // the finish rule, and memory released
     run.steps.push_back(std::move(step));
   }
 
@@ -112,13 +144,17 @@ EngineRun serve(std::vector<Sequence>& seqs, const SchedulerConfig& config, Cloc
     r.tokens = s.tokens;
     r.slot = s.slot;
     r.admitted_at = s.admitted_at;
+    r.stop_reason = s.stop_reason;
+    r.branch = s.branch;
+    r.preemptions = s.preemptions;
     r.timeline = s.timeline;
     r.metrics = request_metrics(s.timeline);
     metrics.push_back(r.metrics);
     run.requests.push_back(std::move(r));
   }
-  std::sort(run.requests.begin(), run.requests.end(),
-            [](const RequestResult& a, const RequestResult& b) { return a.request.id < b.request.id; });
+  std::sort(run.requests.begin(), run.requests.end(), [](const RequestResult& a, const RequestResult& b) {
+    return std::pair(a.request.id, a.branch) < std::pair(b.request.id, b.branch);
+  });
   double last = 0.0;
   for (const RequestResult& r : run.requests) last = std::max(last, r.timeline.token_times.back());
   run.metrics = serving_metrics(metrics, last > 0.0 ? last : 1e-9);
@@ -130,6 +166,12 @@ EngineRun serve(std::vector<Sequence>& seqs, const SchedulerConfig& config, Cloc
   const double denom = static_cast<double>(run.steps.size()) * config.max_seqs;
   run.mean_occupancy = run.steps.empty() ? 0.0 : occupied / denom;
   run.mean_slot_utilisation = run.steps.empty() ? 0.0 : active / denom;
+  run.allocator = kv.name();
+  run.kv_capacity_tokens = kv.capacity_tokens();
+  run.kv_bytes_per_token = kv.bytes_per_token();
+  run.block_size = block_size;
+  run.preemptions = scheduler.preemptions();
+  run.swapped_bytes = kv.swapped_bytes();
   return run;
 }
 
@@ -147,17 +189,69 @@ StepShape step_shape(const std::vector<StepChunk>& chunks) {
   return shape;
 }
 
+const char* allocator_name(Allocator allocator) {
+  return allocator == Allocator::paged ? "paged" : "contiguous";
+}
+
+Allocator parse_allocator(const std::string& name) {
+  if (name == "contiguous") return Allocator::contiguous;
+  if (name == "paged") return Allocator::paged;
+  throw Error(fmt::format("unknown allocator '{}' (expected paged or contiguous)", name));
+}
+
+std::unique_ptr<KVManager> make_kv_manager(const MemoryConfig& memory, PoolFactory pools,
+                                           const ModelConfig& config, KVType type) {
+  const std::size_t per_token = kv_bytes_per_token(config, type);
+  if (memory.allocator == Allocator::contiguous) {
+    return std::make_unique<ContiguousKVManager>(std::move(pools), config, type,
+                                                 memory.budget_bytes / per_token, memory.reserve);
+  }
+  if (memory.block_size < 1 || memory.block_size > config.seq_len) {
+    throw Error(fmt::format("block size {} outside [1, context = {}]", memory.block_size,
+                            config.seq_len));
+  }
+  const std::size_t per_block = per_token * std::size_t(memory.block_size);
+  if (memory.budget_bytes < per_block) {
+    throw Error(fmt::format("a KV budget of {} bytes is less than one block ({} positions x {} "
+                            "bytes = {} bytes)",
+                            memory.budget_bytes, memory.block_size, per_token, per_block));
+  }
+  const std::size_t blocks = memory.budget_bytes / per_block;
+  if (blocks > std::size_t(1) << 24)
+    throw Error(fmt::format("a KV budget of {} blocks is more than 2^24 blocks", blocks));
+  return std::make_unique<PagedKVManager>(std::move(pools), static_cast<int>(blocks),
+                                          memory.block_size, memory.swap_bytes);
+}
+
+namespace {
+// Every request's sequence, followed by its parallel branches (Request::n), each branch listed
+// in its parent's forks. The scheduler keeps pointers: the vector never reallocates after this.
+std::vector<Sequence> make_sequences(const std::vector<Request>& requests, const Tokenizer* tok,
+                                     const ModelConfig& c, bool samplers) {
+  std::size_t total = 0;
+  for (const Request& r : requests) total += std::size_t(std::max(r.n, 1));
+  std::vector<Sequence> seqs;
+  seqs.reserve(total);
+  for (const Request& r : requests) {
+    seqs.push_back(make_sequence(r, tok, c.vocab_size, c.seq_len));
+    const std::size_t parent = seqs.size() - 1;
+    for (int b = 1; b < r.n; ++b) seqs.push_back(make_branch(seqs[parent], b));
+    for (int b = 1; b < r.n; ++b) seqs[parent].forks.push_back(&seqs[parent + std::size_t(b)]);
+  }
+  if (samplers)
+    for (Sequence& s : seqs) s.sampler.emplace(s.request.sampling, c.vocab_size);
+  return seqs;
+}
+}  // namespace
+
 EngineRun run_real(const std::vector<Request>& requests, const SchedulerConfig& config,
                    const RealEngine& engine) {
   if (!engine.model || !engine.tokenizer) throw Error("run_real: model and tokenizer are required");
   const ModelConfig& c = engine.model->config();
-  std::vector<Sequence> seqs;
-  seqs.reserve(requests.size());  // the scheduler keeps pointers: no reallocation after this
-  for (const Request& r : requests) {
-    seqs.push_back(make_sequence(r, engine.tokenizer, c.vocab_size, c.seq_len));
-    seqs.back().sampler.emplace(r.sampling, c.vocab_size);
-  }
-  ForwardPass pass(*engine.model);
+  std::vector<Sequence> seqs = make_sequences(requests, engine.tokenizer, c, /*samplers=*/true);
+  std::unique_ptr<ModelRunner> runner = make_runner(*engine.model, engine.device);
+  std::unique_ptr<KVManager> kv =
+      make_kv_manager(engine.memory, runner_pools(*runner, engine.kv_type), c, engine.kv_type);
   std::vector<BatchEntry> entries;
   std::vector<float> logits;
   RealClock clock;
@@ -165,12 +259,11 @@ EngineRun run_real(const std::vector<Request>& requests, const SchedulerConfig& 
     entries.clear();
     for (const ScheduledChunk& ch : plan.chunks) {
       Sequence& s = *ch.seq;
-      // Sized for this sequence alone: every position it will ever forward.
-      if (!s.cache) s.cache.emplace(c, s.prompt_tokens + s.max_new_tokens - 1, engine.kv_type);
       entries.push_back({std::span<const int>(s.tokens.data() + ch.start, ch.count), ch.start,
-                         &*s.cache});
+                         s.kv.get()});
     }
-    pass.forward_batch(entries, logits);
+    runner->step(entries, LogitsMode::last, logits);
+    // Sampling runs on the host, per request, with the request's own parameters and RNG.
     for (std::size_t i = 0; i < plan.chunks.size(); ++i) {
       const ScheduledChunk& ch = plan.chunks[i];
       if (!ch.samples) continue;  // a prompt chunk that is not the last: its logits are unused
@@ -180,7 +273,7 @@ EngineRun run_real(const std::vector<Request>& requests, const SchedulerConfig& 
     }
     return clock.now();
   };
-  EngineRun run = serve(seqs, config, clock, run_step, "real");
+  EngineRun run = serve(seqs, config, *kv, clock, run_step, "real");
   for (RequestResult& r : run.requests)
     r.text = streamed_text(*engine.tokenizer, r.tokens, static_cast<int>(r.prompt_tokens.size()));
   return run;
@@ -188,11 +281,10 @@ EngineRun run_real(const std::vector<Request>& requests, const SchedulerConfig& 
 
 EngineRun run_sim(const std::vector<Request>& requests, const SchedulerConfig& config,
                   const SimEngine& engine) {
-  std::vector<Sequence> seqs;
-  seqs.reserve(requests.size());
-  for (const Request& r : requests)
-    seqs.push_back(make_sequence(r, engine.tokenizer, engine.config.vocab_size,
-                                 engine.config.seq_len));
+  std::vector<Sequence> seqs =
+      make_sequences(requests, engine.tokenizer, engine.config, /*samplers=*/false);
+  std::unique_ptr<KVManager> kv = make_kv_manager(
+      engine.memory, virtual_pools(engine.config, engine.kv_type), engine.config, engine.kv_type);
   SimClock clock;
   std::vector<StepChunk> chunks;
   auto run_step = [&](const StepPlan& plan) {
@@ -206,7 +298,7 @@ EngineRun run_sim(const std::vector<Request>& requests, const SchedulerConfig& c
                                     engine.cost));
     return clock.now();
   };
-  return serve(seqs, config, clock, run_step, "sim");
+  return serve(seqs, config, *kv, clock, run_step, "sim");
 }
 
 ServingMetrics run_serving_metrics(const EngineRun& run, const Slo& slo) {
@@ -216,7 +308,7 @@ ServingMetrics run_serving_metrics(const EngineRun& run, const Slo& slo) {
 }
 
 DecodeThroughput measure_decode_throughput(const Model& model, int batch, int context,
-                                           int steps) {
+                                           int steps, Device device) {
   const ModelConfig& c = model.config();
   if (batch < 1 || context < 1 || steps < 1)
     throw Error("measure_decode_throughput: batch, context and steps must be >= 1");
@@ -227,14 +319,14 @@ DecodeThroughput measure_decode_throughput(const Model& model, int batch, int co
                             "positions", context, steps, c.seq_len));
   }
   const int capacity = static_cast<int>(needed);
-  ForwardPass pass(model);
+  std::unique_ptr<ModelRunner> runner = make_runner(model, device);
   std::vector<KVCache> caches;
   caches.reserve(static_cast<std::size_t>(batch));
   std::vector<float> logits;
   for (int b = 0; b < batch; ++b) {
-    caches.emplace_back(c, capacity);
+    caches.push_back(make_cache(*runner, capacity));
     const std::vector<int> prompt = synthetic_prompt(b, context, c.vocab_size);
-    pass.forward(prompt, 0, caches.back(), LogitsMode::last, logits);
+    run_sequence(*runner, prompt, 0, caches.back(), LogitsMode::last, logits);
   }
   // Every sequence feeds a fixed token: the time of a step does not depend on which.
   const std::vector<int> token(static_cast<std::size_t>(batch), 3);
@@ -242,7 +334,7 @@ DecodeThroughput measure_decode_throughput(const Model& model, int batch, int co
   auto decode_step = [&] {
     for (int b = 0; b < batch; ++b)
       entries[b] = {std::span<const int>(&token[b], 1), caches[b].length(), &caches[b]};
-    pass.forward_batch(entries, logits);
+    runner->step(entries, LogitsMode::last, logits);
   };
   decode_step();  // warm-up: buffers grow, caches warm
   const double t0 = now_seconds();

@@ -36,14 +36,15 @@ void ForwardPass::reserve(int T) {
   capacity_ = T;
 }
 
-void ForwardPass::forward(std::span<const int> tokens, int start_pos, KVCache& cache,
+void ForwardPass::forward(std::span<const int> tokens, int start_pos, KVSequence& cache,
                           LogitsMode mode, std::vector<float>& logits) {
   const BatchEntry entry{tokens, start_pos, &cache};
   run(std::span<const BatchEntry>(&entry, 1), mode == LogitsMode::all, logits);
 }
 
-void ForwardPass::forward_batch(std::span<const BatchEntry> batch, std::vector<float>& logits) {
-  run(batch, /*all_rows=*/false, logits);
+void ForwardPass::forward_batch(std::span<const BatchEntry> batch, std::vector<float>& logits,
+                                LogitsMode mode) {
+  run(batch, mode == LogitsMode::all, logits);
 }
 
 void ForwardPass::run(std::span<const BatchEntry> batch, bool all_rows, std::vector<float>& logits) {
@@ -59,6 +60,10 @@ void ForwardPass::run(std::span<const BatchEntry> batch, bool all_rows, std::vec
     if (e.cache == nullptr) throw Error("forward: batch entry without a cache");
     for (std::size_t o = 0; o < b; ++o) {
       if (batch[o].cache == e.cache) throw Error("forward: two batch entries share one cache");
+    }
+    if (e.cache->pool().device() != Device::cpu) {
+      throw Error(fmt::format("forward: the CPU forward pass needs a host KV pool, not one on "
+                              "the {}", device_name(e.cache->pool().device())));
     }
     if (e.cache->length() != e.start_pos) {
       throw Error(fmt::format("forward: cache holds {} positions but start_pos is {}",

@@ -6,79 +6,11 @@
 #include <fmt/format.h>
 
 #include "inferlab/error.hpp"
-#include "inferlab/forward.hpp"
-#ifdef INFERLAB_HAVE_CUDA
-#include "inferlab/cuda_model.hpp"
-#endif
+#include "inferlab/runner.hpp"
 #include "inferlab/timer.hpp"
 
 namespace inferlab {
 
-namespace {
-
-// Produces a step's logits. `from` == 0 starts a new sequence (the naive loop does so at every
-// step); otherwise the tokens extend the sequence held from the previous calls.
-class StepRunner {
- public:
-  virtual ~StepRunner() = default;
-  virtual void run(std::span<const int> tokens, int from, bool all_rows,
-                   std::vector<float>& logits) = 0;
-};
-
-class CpuRunner final : public StepRunner {
- public:
-  CpuRunner(const Model& model, int capacity, KVType type)
-      : pass_(model), cache_(model.config(), capacity, type) {}
-  void run(std::span<const int> tokens, int from, bool all_rows,
-           std::vector<float>& logits) override {
-    if (from == 0) cache_.clear();  // a fresh sequence: nothing is remembered
-    pass_.forward(tokens, from, cache_, all_rows ? LogitsMode::all : LogitsMode::last, logits);
-  }
-
- private:
-  ForwardPass pass_;
-  KVCache cache_;
-};
-
-#ifdef INFERLAB_HAVE_CUDA
-// The same steps on the GPU: weights uploaded once, the KV cache on the device, logits copied
-// back because sampling happens on the host.
-class CudaRunner final : public StepRunner {
- public:
-  explicit CudaRunner(const Model& model)
-      : gpu_(cuda_model_desc(model)), vocab_(model.config().vocab_size) {}
-  void run(std::span<const int> tokens, int from, bool all_rows,
-           std::vector<float>& logits) override {
-    if (from == 0) gpu_.reset();
-    const int T = static_cast<int>(tokens.size());
-    logits.resize(std::size_t(all_rows ? T : 1) * vocab_);
-    try {
-      gpu_.forward(tokens.data(), T, from, all_rows, logits.data());
-    } catch (const std::exception& e) {
-      throw Error(fmt::format("CUDA forward: {}", e.what()));
-    }
-  }
-
- private:
-  cuda::CudaTransformer gpu_;
-  int vocab_;
-};
-#endif
-
-std::unique_ptr<StepRunner> make_step_runner(const Model& model, const GenerateOptions& o,
-                                             int steps) {
-  require_device(o.device);
-  if (o.device == Device::cuda) {
-    if (o.kv_type != KVType::f32)
-      throw Error("--device cuda: the CUDA backend stores the KV cache in f32 only");
-#ifdef INFERLAB_HAVE_CUDA
-    return std::make_unique<CudaRunner>(model);
-#endif
-  }
-  return std::make_unique<CpuRunner>(model, steps, o.kv_type);
-}
-
-}  // namespace
 
 GenerationResult generate(const Model& model, const Tokenizer& tokenizer,
                           const GenerateOptions& options,
@@ -115,8 +47,10 @@ GenerationResult generate(const Model& model, const Tokenizer& tokenizer,
   for (int i = 1; i < P; ++i) emit(i);  // the prompt is echoed, as the reference does
 
   const bool cached = options.loop == LoopKind::cached;
-  std::unique_ptr<StepRunner> runner = make_step_runner(model, options, steps);
-  r.kv_bytes_per_token = KVCache(c, 1, options.kv_type).bytes_per_token();
+  // The device's runner and one contiguous cache on it, sized for every position forwarded.
+  std::unique_ptr<ModelRunner> runner = make_runner(model, options.device);
+  KVCache cache = make_cache(*runner, steps, options.kv_type);
+  r.kv_bytes_per_token = cache.bytes_per_token();
   std::vector<float> logits;
   int forwarded = 0;  // positions whose logits have been computed
   while (true) {
@@ -127,7 +61,9 @@ GenerationResult generate(const Model& model, const Tokenizer& tokenizer,
     const int from = prefill || !cached ? 0 : forwarded;
     const bool all_rows = prefill && options.keep_logits;
     const double t0 = now_seconds();
-    runner->run(std::span<const int>(seq.data() + from, n - from), from, all_rows, logits);
+    if (from == 0) cache.clear();  // the naive loop remembers nothing between steps
+    run_sequence(*runner, std::span<const int>(seq.data() + from, n - from), from, cache,
+                 all_rows ? LogitsMode::all : LogitsMode::last, logits);
     const double t1 = now_seconds();
     r.steps.push_back({n - 1, n - from, t1 - t0, prefill});
     forwarded = n;

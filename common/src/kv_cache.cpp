@@ -1,10 +1,9 @@
-// The contiguous per-sequence KV cache.
+// The contiguous per-sequence KV cache: a one-block host pool.
 #include "inferlab/kv_cache.hpp"
 
 #include <fmt/format.h>
 
 #include "inferlab/error.hpp"
-#include "inferlab/input_checks.hpp"
 
 namespace inferlab {
 
@@ -24,71 +23,29 @@ const char* kv_type_name(KVType type) {
   return "?";
 }
 
+namespace {
+std::unique_ptr<KVPool> one_block_pool(const ModelConfig& config, int capacity, KVType type) {
+  const int S = capacity == 0 ? config.seq_len : capacity;
+  if (S <= 0 || S > config.seq_len)
+    throw Error(fmt::format("KV cache capacity {} outside [1, seq_len = {}]", S, config.seq_len));
+  return std::make_unique<HostKVPool>(config, 1, S, type);
+}
+}  // namespace
+
 KVCache::KVCache(const ModelConfig& config, int capacity, KVType type)
-    : n_layers_(config.n_layers),
-      n_kv_heads_(config.n_kv_heads),
-      head_size_(config.head_size()),
-      capacity_(capacity == 0 ? config.seq_len : capacity),
-      kv_dim_(config.kv_dim()),
-      type_(type) {
-  if (capacity_ <= 0 || capacity_ > config.seq_len) {
-    throw Error(fmt::format("KV cache capacity {} outside [1, seq_len = {}]", capacity_,
-                            config.seq_len));
-  }
-  const std::size_t elements = std::size_t(n_layers_) * capacity_ * kv_dim_;
-  const std::size_t bytes = elements * kernels::kv_element_bytes(type_);
-  // Say what is too big before trying, instead of a bare std::bad_alloc.
-  require_allocation(2.0 * double(bytes),
-                     fmt::format("the {} KV cache for a context of {} tokens", kv_type_name(type_),
-                                 capacity_));
-  keys_.assign(bytes, 0);
-  values_.assign(bytes, 0);
-  if (type_ == KVType::int8) {
-    key_scales_.assign(std::size_t(n_layers_) * capacity_ * n_kv_heads_, 0.0f);
-    value_scales_.assign(key_scales_.size(), 0.0f);
-  }
-}
+    : KVCache(one_block_pool(config, capacity, type)) {}
 
-void KVCache::store(int layer, int pos, int rows, const float* k, const float* v) {
-  if (layer < 0 || layer >= n_layers_ || pos < 0 || rows < 0 || pos + rows > capacity_) {
-    throw Error(fmt::format("KV cache store: layer {} positions {}..{} outside {} layers x {}",
-                            layer, pos, pos + rows - 1, n_layers_, capacity_));
-  }
-  const std::size_t elem = kernels::kv_element_bytes(type_);
-  const std::size_t off = row_offset(layer, pos);
-  const std::size_t scale_off = (std::size_t(layer) * capacity_ + pos) * n_kv_heads_;
-  const bool q8 = type_ == KVType::int8;
-  kernels::kv_store_rows(type_, keys_.data() + off * elem, q8 ? &key_scales_[scale_off] : nullptr,
-                         k, rows, n_kv_heads_, head_size_);
-  kernels::kv_store_rows(type_, values_.data() + off * elem,
-                         q8 ? &value_scales_[scale_off] : nullptr, v, rows, n_kv_heads_,
-                         head_size_);
+namespace {
+KVPool& checked_one_block(const std::unique_ptr<KVPool>& pool) {
+  if (!pool || pool->num_blocks() != 1)
+    throw Error("KVCache: a contiguous cache needs a pool of exactly one block");
+  return *pool;
 }
+}  // namespace
 
-kernels::KVRowsView KVCache::keys(int layer) const {
-  const std::size_t elem = kernels::kv_element_bytes(type_);
-  return {type_, keys_.data() + row_offset(layer, 0) * elem,
-          type_ == KVType::int8 ? &key_scales_[std::size_t(layer) * capacity_ * n_kv_heads_] : nullptr};
-}
-
-kernels::KVRowsView KVCache::values(int layer) const {
-  const std::size_t elem = kernels::kv_element_bytes(type_);
-  return {type_, values_.data() + row_offset(layer, 0) * elem,
-          type_ == KVType::int8 ? &value_scales_[std::size_t(layer) * capacity_ * n_kv_heads_]
-                                : nullptr};
-}
-
-std::size_t KVCache::bytes_per_token() const {
-  std::size_t b = 2 * std::size_t(n_layers_) * kv_dim_ * kernels::kv_element_bytes(type_);
-  if (type_ == KVType::int8) b += 2 * std::size_t(n_layers_) * n_kv_heads_ * sizeof(float);
-  return b;
-}
-
-void KVCache::set_length(int length) {
-  if (length < 0 || length > capacity_) {
-    throw Error(fmt::format("KV cache length {} outside [0, {}]", length, capacity_));
-  }
-  length_ = length;
+KVCache::KVCache(std::unique_ptr<KVPool> one_block_pool)
+    : KVSequence(checked_one_block(one_block_pool)), own_(std::move(one_block_pool)) {
+  append_block(0);
 }
 
 }  // namespace inferlab

@@ -8,7 +8,7 @@
 #include <fmt/format.h>
 
 #include "inferlab/error.hpp"
-#include "inferlab/forward.hpp"
+#include "inferlab/runner.hpp"
 #include "inferlab/generate.hpp"
 #include "inferlab/timer.hpp"
 
@@ -18,7 +18,7 @@ std::vector<StepLatency> compare_step_latency(const Model& model, const std::vec
                                               const std::vector<int>& positions, KVType kv_type,
                                               int reps) {
   const ModelConfig& c = model.config();
-  ForwardPass pass(model);
+  std::unique_ptr<ModelRunner> runner = make_runner(model, Device::cpu);
   std::vector<StepLatency> out;
   std::vector<float> logits;
   for (int pos : positions) {
@@ -32,16 +32,22 @@ std::vector<StepLatency> compare_step_latency(const Model& model, const std::vec
     std::vector<float> naive;
     for (int r = 0; r < std::max(reps, 1); ++r) {
       const double t0 = now_seconds();
-      naive = naive_logits(pass, std::span<const int>(tokens.data(), pos + 1), kv_type);
+      // The naive step: a fresh cache, the whole sequence forwarded again.
+      KVCache fresh = make_cache(*runner, pos + 1, kv_type);
+      run_sequence(*runner, std::span<const int>(tokens.data(), pos + 1), 0, fresh,
+                   LogitsMode::last, naive);
       s.naive_s = std::min(s.naive_s, now_seconds() - t0);
     }
     // The cache as a decode step finds it: positions 0..pos-1 filled (untimed).
-    KVCache cache(c, pos + 1, kv_type);
-    if (pos > 0) pass.forward(std::span<const int>(tokens.data(), pos), 0, cache, LogitsMode::last, logits);
+    KVCache cache = make_cache(*runner, pos + 1, kv_type);
+    if (pos > 0)
+      run_sequence(*runner, std::span<const int>(tokens.data(), pos), 0, cache, LogitsMode::last,
+                   logits);
     for (int r = 0; r < std::max(reps, 1); ++r) {
       cache.set_length(pos);  // forget the step's own row: it is rewritten identically
       const double t0 = now_seconds();
-      pass.forward(std::span<const int>(&tokens[pos], 1), pos, cache, LogitsMode::last, logits);
+      run_sequence(*runner, std::span<const int>(&tokens[pos], 1), pos, cache, LogitsMode::last,
+                   logits);
       s.cached_s = std::min(s.cached_s, now_seconds() - t0);
     }
     s.identical = logits.size() == naive.size() &&
@@ -56,8 +62,8 @@ KVQuality compare_kv_type(const Model& model, const Tokenizer& tokenizer,
   const ModelConfig& c = model.config();
   KVQuality q;
   q.type = type;
-  q.bytes_per_token = KVCache(c, 1, type).bytes_per_token();
-  ForwardPass pass(model);
+  q.bytes_per_token = kv_bytes_per_token(c, type);
+  std::unique_ptr<ModelRunner> runner = make_runner(model, Device::cpu);
   double sum = 0.0;
   long count = 0;
   for (const std::string& prompt : prompts) {
@@ -73,10 +79,11 @@ KVQuality compare_kv_type(const Model& model, const Tokenizer& tokenizer,
     // (1) Teacher-forced: both caches see the f32 greedy sequence, so position i compares like
     // with like even after the free-running sequences would have diverged.
     const std::span<const int> fed(ref.tokens.data(), ref.tokens.size() - 1);
-    KVCache ref_cache(c, int(fed.size()), KVType::f32), cache(c, int(fed.size()), type);
+    KVCache ref_cache = make_cache(*runner, int(fed.size()), KVType::f32);
+    KVCache cache = make_cache(*runner, int(fed.size()), type);
     std::vector<float> a, b;
-    pass.forward(fed, 0, ref_cache, LogitsMode::all, a);
-    pass.forward(fed, 0, cache, LogitsMode::all, b);
+    run_sequence(*runner, fed, 0, ref_cache, LogitsMode::all, a);
+    run_sequence(*runner, fed, 0, cache, LogitsMode::all, b);
     const int V = c.vocab_size;
     for (std::size_t row = 0; row < fed.size(); ++row) {
       const float* ra = a.data() + row * V;

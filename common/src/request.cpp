@@ -30,6 +30,10 @@ std::vector<int> synthetic_prompt(int request_id, int length, int vocab_size) {
 Sequence make_sequence(const Request& request, const Tokenizer* tokenizer, int vocab_size,
                        int context) {
   request.sampling.validate();
+  if (request.n < 1 || request.n > 256) {
+    throw Error(fmt::format("request {}: n = {} parallel samples (must be in [1, 256])",
+                            request.id, request.n));
+  }
   if (request.max_tokens < 1) {
     throw Error(fmt::format("request {}: max_tokens {} (must be >= 1)", request.id,
                             request.max_tokens));
@@ -58,8 +62,32 @@ Sequence make_sequence(const Request& request, const Tokenizer* tokenizer, int v
   // The last generated token is never forwarded, so P + n - 1 positions must fit: as generate()
   // with steps = context.
   s.max_new_tokens = std::min(request.max_tokens, context - s.prompt_tokens + 1);
+  s.prefill_target = s.prompt_tokens;
   s.timeline.arrival = request.arrival;
   return s;
+}
+
+Sequence make_branch(const Sequence& parent, int branch) {
+  Sequence s;
+  s.request = parent.request;
+  s.request.sampling.seed = parent.request.sampling.seed + 7919u * std::uint64_t(branch);
+  s.tokens.assign(parent.tokens.begin(), parent.tokens.begin() + parent.prompt_tokens);
+  s.prompt_tokens = parent.prompt_tokens;
+  s.prefill_target = parent.prompt_tokens;
+  s.max_new_tokens = parent.max_new_tokens;
+  s.timeline.arrival = parent.timeline.arrival;
+  s.branch = branch;
+  return s;
+}
+
+const char* stop_reason_name(StopReason reason) {
+  switch (reason) {
+    case StopReason::none: return "none";
+    case StopReason::eos: return "eos";
+    case StopReason::max_tokens: return "max_tokens";
+    case StopReason::context: return "context";
+  }
+  return "?";
 }
 
 }  // namespace inferlab

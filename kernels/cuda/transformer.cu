@@ -12,6 +12,7 @@
 #include "inferlab/kernels/cuda/attention_cuda.hpp"
 #include "inferlab/kernels/cuda/device.hpp"
 #include "inferlab/kernels/cuda/matmul_cuda.hpp"
+#include "inferlab/kernels/cuda/paged_attention_cuda.hpp"
 #include "inferlab/kernels/cuda/rmsnorm_cuda.hpp"
 #include "inferlab/kernels/cuda/rope_cuda.hpp"
 #include "inferlab/kernels/cuda/sampling_cuda.hpp"
@@ -44,6 +45,24 @@ __global__ void residual_add_kernel(float* x, const float* delta, std::size_t n)
   if (i < n) x[i] += delta[i];
 }
 
+// Writes the step's new keys (or values), row t of `rows` (T, KV), into pool row slot[t].
+__global__ void kv_scatter_kernel(float* pool, const float* rows, const int* slot, int T,
+                                  int kv_dim) {
+  const std::size_t idx = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (idx >= std::size_t(T) * kv_dim) return;
+  const int t = int(idx / kv_dim), i = int(idx % kv_dim);
+  pool[std::size_t(slot[t]) * kv_dim + i] = rows[idx];
+}
+
+// dst row r = src row index[r] (D floats each): the rows that go through the classifier.
+__global__ void gather_rows_kernel(float* dst, const float* src, const int* index, int rows,
+                                   int dim) {
+  const std::size_t idx = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (idx >= std::size_t(rows) * dim) return;
+  const int r = int(idx / dim), i = int(idx % dim);
+  dst[idx] = src[std::size_t(index[r]) * dim + i];
+}
+
 template <class T>
 DeviceBuffer<T> upload_tensor(const T* host, std::size_t count, const char* name) {
   if (!host) throw std::invalid_argument(std::string("CudaTransformer: weight ") + name + " missing");
@@ -56,6 +75,80 @@ DeviceBuffer<T> upload_tensor(const T* host, std::size_t count, const char* name
 
 /// @brief The device state behind CudaTransformer: weights, KV cache, activation buffers and
 /// the stream. C below is `capacity`, the most tokens one forward call has needed so far.
+struct CudaKVPool::Impl {
+  int n_layers = 0, kv_dim = 0, num_blocks = 0, block_size = 0;
+  DeviceBuffer<float> keys, values;  ///< (L, num_blocks * block_size, KV) each
+  std::size_t layer_floats() const { return std::size_t(num_blocks) * block_size * kv_dim; }
+  std::size_t block_layer_floats() const { return std::size_t(block_size) * kv_dim; }
+  void check(int id) const {
+    if (id < 0 || id >= num_blocks)
+      throw std::invalid_argument("CudaKVPool: block " + std::to_string(id) + " outside [0, " +
+                                  std::to_string(num_blocks) + ")");
+  }
+};
+
+CudaKVPool::CudaKVPool(int n_layers, int kv_dim, int num_blocks, int block_size)
+    : impl_(std::make_unique<Impl>()) {
+  if (n_layers < 1 || kv_dim < 1 || num_blocks < 1 || block_size < 1)
+    throw std::invalid_argument("CudaKVPool: every size must be >= 1");
+  require_cuda_device();
+  Impl& m = *impl_;
+  m.n_layers = n_layers, m.kv_dim = kv_dim, m.num_blocks = num_blocks, m.block_size = block_size;
+  m.keys = DeviceBuffer<float>(std::size_t(n_layers) * m.layer_floats());
+  m.values = DeviceBuffer<float>(m.keys.size());
+  m.keys.zero();
+  m.values.zero();
+}
+CudaKVPool::~CudaKVPool() = default;
+CudaKVPool::CudaKVPool(CudaKVPool&&) noexcept = default;
+CudaKVPool& CudaKVPool::operator=(CudaKVPool&&) noexcept = default;
+int CudaKVPool::n_layers() const { return impl_->n_layers; }
+int CudaKVPool::kv_dim() const { return impl_->kv_dim; }
+int CudaKVPool::num_blocks() const { return impl_->num_blocks; }
+int CudaKVPool::block_size() const { return impl_->block_size; }
+float* CudaKVPool::keys(int layer) { return impl_->keys.data() + layer * impl_->layer_floats(); }
+float* CudaKVPool::values(int layer) {
+  return impl_->values.data() + layer * impl_->layer_floats();
+}
+std::size_t CudaKVPool::block_floats() const {
+  return 2 * std::size_t(impl_->n_layers) * impl_->block_layer_floats();
+}
+
+void CudaKVPool::copy_block(int src, int dst) {
+  Impl& m = *impl_;
+  m.check(src);
+  m.check(dst);
+  const std::size_t n = m.block_layer_floats();
+  for (int l = 0; l < m.n_layers; ++l) {
+    const std::size_t base = l * m.layer_floats();
+    copy_on_device(m.keys.data() + base + dst * n, m.keys.data() + base + src * n, n * sizeof(float));
+    copy_on_device(m.values.data() + base + dst * n, m.values.data() + base + src * n,
+                   n * sizeof(float));
+  }
+}
+
+void CudaKVPool::read_block(int id, float* host) const {
+  const Impl& m = *impl_;
+  m.check(id);
+  const std::size_t n = m.block_layer_floats();
+  for (int l = 0; l < m.n_layers; ++l) {
+    const std::size_t base = l * m.layer_floats() + id * n;
+    m.keys.download(host + (2 * l) * n, n, base);
+    m.values.download(host + (2 * l + 1) * n, n, base);
+  }
+}
+
+void CudaKVPool::write_block(int id, const float* host) {
+  Impl& m = *impl_;
+  m.check(id);
+  const std::size_t n = m.block_layer_floats();
+  for (int l = 0; l < m.n_layers; ++l) {
+    const std::size_t base = l * m.layer_floats() + id * n;
+    m.keys.upload(host + (2 * l) * n, n, base);
+    m.values.upload(host + (2 * l + 1) * n, n, base);
+  }
+}
+
 struct CudaTransformer::Impl {
   CudaModelDesc d;  ///< dimensions only: the host weight pointers are cleared after the upload
   /// hs = D / Nh, floats per head.
@@ -87,12 +180,12 @@ struct CudaTransformer::Impl {
   /// (D) final RMSNorm weights
   const float* wcls = nullptr;  ///< (V, D) wcls_separate, or token_embedding when shared
   /// (L, S, KV) keys; layer l, position p is row l * S + p
-  DeviceBuffer<float> key_cache, value_cache;  ///< (L, S, KV) values, same layout as the keys
-  int length = 0;  ///< positions held by the cache (0..S)
+  std::unique_ptr<CudaKVPool> own_pool;  ///< one block of S positions: forward()'s sequence
+  int length = 0;  ///< positions held by own_pool's sequence (0..S)
   // Activations for up to `capacity` tokens, each (T, width).
   int capacity = 0;  ///< C: tokens the activation buffers hold (grown by reserve())
   /// (C, D) the residual stream
-  DeviceBuffer<float> x, xb, q, att, out, hb, hb2, logits, attention_workspace;
+  DeviceBuffer<float> x, xb, q, k_rows, v_rows, att, out, hb, hb2, logits, attention_workspace;
   /// @var xb
   /// (C, D) normalised input of the current block
   /// @var q
@@ -112,6 +205,7 @@ struct CudaTransformer::Impl {
 
   /// (C) token ids of the call
   DeviceBuffer<int> tokens, pos, next_token;  ///< (1) token chosen on the device (greedy, top-p)
+  DeviceBuffer<int> slot, token_seq, table_offsets, tables, logit_rows;  ///< batch addressing
   /// @var pos
   /// (C) position of each token of the call
 
@@ -124,6 +218,9 @@ struct CudaTransformer::Impl {
   /// leaves the requested rows of logits in `logits` (T rows, or the last one unless
   /// @p all_logits) and returns their count.
   int forward_device(const int* host_tokens, int T, int start_pos, bool all_logits);
+  /// @brief The ragged batched step of CudaTransformer::forward_batch, logits left in `logits`.
+  int forward_batch_device(const CudaBatchEntry* entries, int n, CudaKVPool& pool,
+                           bool all_logits);
 };
 
 CudaTransformer::Impl::Impl(const CudaModelDesc& desc) : d(desc) {
@@ -163,10 +260,7 @@ CudaTransformer::Impl::Impl(const CudaModelDesc& desc) : d(desc) {
                                 d.vocab_size, d.seq_len, d.rope_theta, d.norm_eps};
   d = dims_only;
 
-  key_cache = DeviceBuffer<float>(L * d.seq_len * KV);
-  value_cache = DeviceBuffer<float>(L * d.seq_len * KV);
-  key_cache.zero(stream.get());
-  value_cache.zero(stream.get());
+  own_pool = std::make_unique<CudaKVPool>(d.n_layers, kv_dim, 1, d.seq_len);
   next_token = DeviceBuffer<int>(1);
   stream.synchronize();
 }
@@ -177,6 +271,11 @@ void CudaTransformer::Impl::reserve(int T) {
   x = DeviceBuffer<float>(t * D);
   xb = DeviceBuffer<float>(t * D);
   q = DeviceBuffer<float>(t * D);
+  k_rows = DeviceBuffer<float>(t * kv_dim);
+  v_rows = DeviceBuffer<float>(t * kv_dim);
+  slot = DeviceBuffer<int>(t);
+  token_seq = DeviceBuffer<int>(t);
+  logit_rows = DeviceBuffer<int>(t);
   att = DeviceBuffer<float>(t * D);
   out = DeviceBuffer<float>(t * D);
   hb = DeviceBuffer<float>(t * H);
@@ -185,69 +284,132 @@ void CudaTransformer::Impl::reserve(int T) {
   tokens = DeviceBuffer<int>(t);
   pos = DeviceBuffer<int>(t);
   // Enough for any call of up to T tokens: max_pos never exceeds seq_len - 1.
-  attention_workspace = DeviceBuffer<float>(k::attention_cuda_workspace_floats(
-      k::kAttentionBestVersion, T, d.n_heads, head_size, d.seq_len - 1));
+  // Enough for either attention: the contiguous one (one sequence) or the paged one (a batch).
+  attention_workspace = DeviceBuffer<float>(std::max(
+      k::attention_cuda_workspace_floats(k::kAttentionBestVersion, T, d.n_heads, head_size,
+                                         d.seq_len - 1),
+      k::paged_attention_cuda_workspace_floats(k::kPagedAttentionBestVersion, T, d.n_heads,
+                                               d.seq_len - 1)));
   capacity = T;
 }
 
 int CudaTransformer::Impl::forward_device(const int* host_tokens, int T, int start_pos,
                                           bool all_logits) {
-  if (T < 1) throw std::invalid_argument("CudaTransformer::forward: no tokens");
-  if (!host_tokens) throw std::invalid_argument("CudaTransformer::forward: tokens is null");
   if (start_pos != length) {
     throw std::invalid_argument("CudaTransformer::forward: cache holds " + std::to_string(length) +
                                 " positions but start_pos is " + std::to_string(start_pos));
   }
-  if (T > d.seq_len - start_pos) {
-    throw std::invalid_argument("CudaTransformer::forward: positions " +
-                                std::to_string(start_pos) + ".." + std::to_string(start_pos + T - 1) +
-                                " exceed the context of " + std::to_string(d.seq_len) + " tokens");
-  }
-  for (int t = 0; t < T; ++t) {
-    if (host_tokens[t] < 0 || host_tokens[t] >= d.vocab_size) {
-      throw std::invalid_argument("CudaTransformer::forward: token id " +
-                                  std::to_string(host_tokens[t]) + " outside [0, " +
-                                  std::to_string(d.vocab_size) + ")");
+  const int block = 0;
+  const CudaBatchEntry entry{host_tokens, T, start_pos, &block, 1};
+  const int rows = forward_batch_device(&entry, 1, *own_pool, all_logits);
+  length = start_pos + T;
+  return rows;
+}
+
+int CudaTransformer::Impl::forward_batch_device(const CudaBatchEntry* entries, int n,
+                                                CudaKVPool& kv, bool all_logits) {
+  auto bad = [](const std::string& what) {
+    throw std::invalid_argument("CudaTransformer::forward: " + what);
+  };
+  if (n < 1 || !entries) bad("empty batch");
+  if (kv.n_layers() != d.n_layers || kv.kv_dim() != kv_dim) bad("the KV pool is for another model");
+  // Validate everything before any device work, so a bad entry changes nothing.
+  int T = 0, max_pos = 0;
+  const int B = kv.block_size();
+  for (int e = 0; e < n; ++e) {
+    const CudaBatchEntry& en = entries[e];
+    if (en.count < 1 || !en.tokens) bad("an entry without tokens");
+    if (en.start_pos < 0 || !en.block_table) bad("an entry without a block table");
+    const long end = long(en.start_pos) + en.count;
+    if (end > long(en.num_blocks) * B || end > d.seq_len) {
+      bad("positions " + std::to_string(en.start_pos) + ".." + std::to_string(end - 1) +
+          " exceed the entry's " + std::to_string(long(en.num_blocks) * B) +
+          " positions or the context of " + std::to_string(d.seq_len) + " tokens");
     }
+    for (int b = 0; b < en.num_blocks; ++b)
+      if (en.block_table[b] < 0 || en.block_table[b] >= kv.num_blocks())
+        bad("block " + std::to_string(en.block_table[b]) + " outside the pool");
+    for (int t = 0; t < en.count; ++t) {
+      if (en.tokens[t] < 0 || en.tokens[t] >= d.vocab_size) {
+        bad("token id " + std::to_string(en.tokens[t]) + " outside [0, " +
+            std::to_string(d.vocab_size) + ")");
+      }
+    }
+    T += en.count;
+    max_pos = std::max(max_pos, int(end - 1));
   }
   reserve(T);
+  // Host-side addressing of the step: per token its id, position, pool row and sequence; per
+  // sequence where its table starts; the rows whose logits are wanted.
+  std::vector<int> h_tokens, h_pos, h_slot, h_seq, h_offsets, h_tables, h_rows;
+  for (int e = 0; e < n; ++e) {
+    const CudaBatchEntry& en = entries[e];
+    h_offsets.push_back(int(h_tables.size()));
+    h_tables.insert(h_tables.end(), en.block_table, en.block_table + en.num_blocks);
+    for (int i = 0; i < en.count; ++i) {
+      const int p = en.start_pos + i;
+      h_tokens.push_back(en.tokens[i]);
+      h_pos.push_back(p);
+      h_slot.push_back(en.block_table[p / B] * B + p % B);
+      h_seq.push_back(e);
+      if (all_logits || i == en.count - 1) h_rows.push_back(int(h_tokens.size()) - 1);
+    }
+  }
   cudaStream_t s = stream.get();
-  std::vector<int> host_pos(T);
-  for (int t = 0; t < T; ++t) host_pos[t] = start_pos + t;
-  tokens.upload(host_tokens, T, 0, s);
-  pos.upload(host_pos.data(), T, 0, s);
+  if (tables.size() < h_tables.size()) tables = DeviceBuffer<int>(h_tables.size());
+  if (table_offsets.size() < h_offsets.size()) table_offsets = DeviceBuffer<int>(h_offsets.size());
+  tokens.upload(h_tokens.data(), T, 0, s);
+  pos.upload(h_pos.data(), T, 0, s);
+  slot.upload(h_slot.data(), T, 0, s);
+  token_seq.upload(h_seq.data(), T, 0, s);
+  logit_rows.upload(h_rows.data(), h_rows.size(), 0, s);
+  tables.upload(h_tables.data(), h_tables.size(), 0, s);
+  table_offsets.upload(h_offsets.data(), h_offsets.size(), 0, s);
 
   const int D = d.dim, H = d.hidden_dim, Nh = d.n_heads, Nkv = d.n_kv_heads, hs = head_size;
   const std::size_t DD = std::size_t(D) * D, KVD = std::size_t(kv_dim) * D,
-                    HD = std::size_t(H) * D, TD = std::size_t(T) * D;
-  const std::size_t layer_cache = std::size_t(d.seq_len) * kv_dim;
-  const int max_pos = start_pos + T - 1;
+                    HD = std::size_t(H) * D, TD = std::size_t(T) * D,
+                    TKV = std::size_t(T) * kv_dim;
+  // One sequence in one block is a plain contiguous cache: the flash-decoding attention
+  // (attention_cuda) reads it directly. Anything else goes through the block tables.
+  const bool contiguous = n == 1 && entries[0].num_blocks == 1;
+  const std::size_t contiguous_offset =
+      contiguous ? std::size_t(entries[0].block_table[0]) * B * kv_dim : 0;
 
   embedding_kernel<<<ceil_div(TD, kThreads), kThreads, 0, s>>>(
       x.data(), token_embedding.data(), tokens.data(), T, D, d.vocab_size);
   INFERLAB_CUDA_CHECK_LAUNCH();
 
   for (int l = 0; l < d.n_layers; ++l) {
-    // --- attention block ---
     k::rmsnorm_cuda(k::kRmsnormBestVersion, xb.data(), x.data(), rms_att.data() + std::size_t(l) * D,
                     T, D, d.norm_eps, s);
-    float* layer_keys = key_cache.data() + l * layer_cache;
-    float* layer_values = value_cache.data() + l * layer_cache;
-    float* k_rows = layer_keys + std::size_t(start_pos) * kv_dim;
-    float* v_rows = layer_values + std::size_t(start_pos) * kv_dim;
     k::matmul_cuda(k::kMatmulBestVersion, q.data(), xb.data(), wq.data() + l * DD, T, D, D, s);
-    k::matmul_cuda(k::kMatmulBestVersion, k_rows, xb.data(), wk.data() + l * KVD, T, D, kv_dim, s);
-    k::matmul_cuda(k::kMatmulBestVersion, v_rows, xb.data(), wv.data() + l * KVD, T, D, kv_dim, s);
-    k::rope_cuda(k::kRopeBestVersion, q.data(), k_rows, pos.data(), T, Nh, Nkv, hs, d.rope_theta,
-                 s);
-    k::attention_cuda(k::kAttentionBestVersion, att.data(), q.data(), layer_keys, layer_values,
-                      pos.data(), T, Nh, Nkv, hs, max_pos, attention_workspace.data(),
-                      attention_workspace.size(), s);
+    k::matmul_cuda(k::kMatmulBestVersion, k_rows.data(), xb.data(), wk.data() + l * KVD, T, D,
+                   kv_dim, s);
+    k::matmul_cuda(k::kMatmulBestVersion, v_rows.data(), xb.data(), wv.data() + l * KVD, T, D,
+                   kv_dim, s);
+    k::rope_cuda(k::kRopeBestVersion, q.data(), k_rows.data(), pos.data(), T, Nh, Nkv, hs,
+                 d.rope_theta, s);
+    kv_scatter_kernel<<<ceil_div(TKV, kThreads), kThreads, 0, s>>>(kv.keys(l), k_rows.data(),
+                                                                   slot.data(), T, kv_dim);
+    kv_scatter_kernel<<<ceil_div(TKV, kThreads), kThreads, 0, s>>>(kv.values(l), v_rows.data(),
+                                                                   slot.data(), T, kv_dim);
+    INFERLAB_CUDA_CHECK_LAUNCH();
+    if (contiguous) {
+      k::attention_cuda(k::kAttentionBestVersion, att.data(), q.data(),
+                        kv.keys(l) + contiguous_offset, kv.values(l) + contiguous_offset,
+                        pos.data(), T, Nh, Nkv, hs, max_pos, attention_workspace.data(),
+                        attention_workspace.size(), s);
+    } else {
+      k::paged_attention_cuda(k::kPagedAttentionBestVersion, att.data(), q.data(), kv.keys(l),
+                              kv.values(l), tables.data(), table_offsets.data(), token_seq.data(),
+                              pos.data(), T, Nh, Nkv, hs, B, max_pos, attention_workspace.data(),
+                              attention_workspace.size(), s);
+    }
     k::matmul_cuda(k::kMatmulBestVersion, out.data(), att.data(), wo.data() + l * DD, T, D, D, s);
     residual_add_kernel<<<ceil_div(TD, kThreads), kThreads, 0, s>>>(x.data(), out.data(), TD);
     INFERLAB_CUDA_CHECK_LAUNCH();
 
-    // --- feed-forward block: w2( silu(w1 x) * w3 x ) ---
     k::rmsnorm_cuda(k::kRmsnormBestVersion, xb.data(), x.data(), rms_ffn.data() + std::size_t(l) * D,
                     T, D, d.norm_eps, s);
     k::matmul_cuda(k::kMatmulBestVersion, hb.data(), xb.data(), w1.data() + l * HD, T, D, H, s);
@@ -257,14 +419,24 @@ int CudaTransformer::Impl::forward_device(const int* host_tokens, int T, int sta
     residual_add_kernel<<<ceil_div(TD, kThreads), kThreads, 0, s>>>(x.data(), out.data(), TD);
     INFERLAB_CUDA_CHECK_LAUNCH();
   }
-  length = start_pos + T;
 
-  // Only the rows asked for go through the final norm and the (large) classifier.
-  const int first = all_logits ? 0 : T - 1;
-  const int rows = T - first;
-  k::rmsnorm_cuda(k::kRmsnormBestVersion, xb.data(), x.data() + std::size_t(first) * D,
-                  rms_final.data(), rows, D, d.norm_eps, s);
+  // Only the wanted rows go through the final norm and the classifier.
+  const int rows = int(h_rows.size());
+  gather_rows_kernel<<<ceil_div(std::size_t(rows) * D, kThreads), kThreads, 0, s>>>(
+      att.data(), x.data(), logit_rows.data(), rows, D);
+  INFERLAB_CUDA_CHECK_LAUNCH();
+  k::rmsnorm_cuda(k::kRmsnormBestVersion, xb.data(), att.data(), rms_final.data(), rows, D,
+                  d.norm_eps, s);
   k::matmul_cuda(k::kMatmulBestVersion, logits.data(), xb.data(), wcls, rows, D, d.vocab_size, s);
+  return rows;
+}
+
+int CudaTransformer::forward_batch(const CudaBatchEntry* entries, int n, CudaKVPool& pool,
+                                   bool all_logits, float* host_logits) {
+  if (!host_logits) throw std::invalid_argument("CudaTransformer::forward_batch: no logits buffer");
+  const int rows = impl_->forward_batch_device(entries, n, pool, all_logits);
+  impl_->logits.download(host_logits, std::size_t(rows) * impl_->d.vocab_size, 0,
+                         impl_->stream.get());
   return rows;
 }
 

@@ -17,15 +17,26 @@ struct LoadF32 {
   float at(std::size_t rh, int i) const { return d[rh * hs + i]; }
 };
 
+// Where position s is stored: row s of a contiguous cache, or a row found through a block table
+// (PagedAttention). Only the address changes, never the order of the arithmetic.
+struct RowMap {
+  const int* block_table = nullptr;
+  int block_size = 0;
+  std::size_t operator()(int s) const {
+    if (block_table == nullptr) return std::size_t(s);
+    return std::size_t(block_table[s / block_size]) * block_size + std::size_t(s % block_size);
+  }
+};
+
 // One query head at position p: scores over positions 0..p, softmax, weighted sum of values.
 // `scores` holds p + 1 floats.
 template <class KLoad, class VLoad>
 void attend_row(float* out, const float* q, const KLoad& kl, const VLoad& vl, int p, int kv_head,
-                int n_kv_heads, int head_size, float* scores) {
+                int n_kv_heads, int head_size, float* scores, const RowMap& row) {
   const float scale = 1.0f / std::sqrt(float(head_size));
   float max = -INFINITY;
   for (int s = 0; s <= p; ++s) {
-    const std::size_t rh = std::size_t(s) * n_kv_heads + kv_head;
+    const std::size_t rh = row(s) * n_kv_heads + kv_head;
     // Eight independent partial sums: the compiler vectorises them without reassociating, and
     // the dot product stops being one long chain of dependent additions (which made long
     // contexts crawl). The order depends only on head_size, so batch invariance holds.
@@ -48,7 +59,7 @@ void attend_row(float* out, const float* q, const KLoad& kl, const VLoad& vl, in
   const float inv = 1.0f / sum;
   for (int i = 0; i < head_size; ++i) out[i] = 0.0f;
   for (int s = 0; s <= p; ++s) {
-    const std::size_t rh = std::size_t(s) * n_kv_heads + kv_head;
+    const std::size_t rh = row(s) * n_kv_heads + kv_head;
     const float a = scores[s] * inv * vl.scale(rh);
     for (int i = 0; i < head_size; ++i) out[i] += a * vl.at(rh, i);
   }
@@ -57,7 +68,7 @@ void attend_row(float* out, const float* q, const KLoad& kl, const VLoad& vl, in
 // All (token, head) pairs, in parallel when there is enough work to pay for waking threads.
 template <class KLoad, class VLoad>
 void attend_all(float* out, const float* q, const KLoad& kl, const VLoad& vl, const int* pos,
-                int T, int n_heads, int n_kv_heads, int head_size) {
+                int T, int n_heads, int n_kv_heads, int head_size, const RowMap& row = {}) {
   const int q_dim = n_heads * head_size, group = n_heads / n_kv_heads;
   int max_pos = 0;
   for (int t = 0; t < T; ++t) max_pos = std::max(max_pos, pos[t]);
@@ -69,7 +80,7 @@ void attend_all(float* out, const float* q, const KLoad& kl, const VLoad& vl, co
       for (int h = 0; h < n_heads; ++h)
         attend_row(out + std::size_t(t) * q_dim + std::size_t(h) * head_size,
                    q + std::size_t(t) * q_dim + std::size_t(h) * head_size, kl, vl, pos[t],
-                   h / group, n_kv_heads, head_size, scores.data());
+                   h / group, n_kv_heads, head_size, scores.data(), row);
   }
 }
 

@@ -78,10 +78,20 @@ void attention_kv_ref(float* out, const float* q, const KVRowsView& k, const KVR
                       const int* pos, int T, int n_heads, int n_kv_heads, int head_size) {
   int rows = 0;
   for (int t = 0; t < T; ++t) rows = std::max(rows, pos[t] + 1);
-  const std::size_t n = std::size_t(rows) * n_kv_heads * head_size;
-  std::vector<float> kf(n), vf(n);
-  kv_load_rows(k.type, kf.data(), k.data, k.scales, rows, n_kv_heads, head_size);
-  kv_load_rows(v.type, vf.data(), v.data, v.scales, rows, n_kv_heads, head_size);
+  const std::size_t kv_dim = std::size_t(n_kv_heads) * head_size;
+  std::vector<float> kf(std::size_t(rows) * kv_dim), vf(kf.size());
+  // One row at a time, wherever the view stores it: the reference knows nothing of blocks
+  // beyond KVRowsView::row().
+  const std::size_t elem = kv_element_bytes(k.type), velem = kv_element_bytes(v.type);
+  for (int p = 0; p < rows; ++p) {
+    const std::size_t rk = k.row(p), rv = v.row(p);
+    kv_load_rows(k.type, &kf[std::size_t(p) * kv_dim],
+                 static_cast<const char*>(k.data) + rk * kv_dim * elem,
+                 k.scales ? k.scales + rk * n_kv_heads : nullptr, 1, n_kv_heads, head_size);
+    kv_load_rows(v.type, &vf[std::size_t(p) * kv_dim],
+                 static_cast<const char*>(v.data) + rv * kv_dim * velem,
+                 v.scales ? v.scales + rv * n_kv_heads : nullptr, 1, n_kv_heads, head_size);
+  }
   attention_ref(out, q, kf.data(), vf.data(), pos, T, n_heads, n_kv_heads, head_size);
 }
 
@@ -105,36 +115,48 @@ struct LoadI8 {
 
 template <class KLoad>
 void dispatch_v(float* out, const float* q, const KLoad& kl, const KVRowsView& v, const int* pos,
-                int T, int n_heads, int n_kv_heads, int head_size) {
-  if (v.type == KVType::f16)
-    detail::attend_all(out, q, kl, LoadF16{static_cast<const Eigen::half*>(v.data), head_size},
-                        pos, T, n_heads, n_kv_heads, head_size);
-  else
-    detail::attend_all(out, q, kl,
-                        LoadI8{static_cast<const std::int8_t*>(v.data), v.scales, head_size}, pos,
-                        T, n_heads, n_kv_heads, head_size);
+                int T, int n_heads, int n_kv_heads, int head_size, const detail::RowMap& row) {
+  switch (v.type) {
+    case KVType::f32:
+      detail::attend_all(out, q, kl, detail::LoadF32{static_cast<const float*>(v.data), head_size},
+                         pos, T, n_heads, n_kv_heads, head_size, row);
+      return;
+    case KVType::f16:
+      detail::attend_all(out, q, kl, LoadF16{static_cast<const Eigen::half*>(v.data), head_size},
+                         pos, T, n_heads, n_kv_heads, head_size, row);
+      return;
+    case KVType::int8:
+      detail::attend_all(out, q, kl,
+                         LoadI8{static_cast<const std::int8_t*>(v.data), v.scales, head_size}, pos,
+                         T, n_heads, n_kv_heads, head_size, row);
+      return;
+  }
 }
 
 }  // namespace
 
 void attention_kv_cpu(float* out, const float* q, const KVRowsView& k, const KVRowsView& v,
                       const int* pos, int T, int n_heads, int n_kv_heads, int head_size) {
-  if (k.type == KVType::f32 && v.type == KVType::f32) {
-    attention_cpu(out, q, static_cast<const float*>(k.data), static_cast<const float*>(v.data),
-                  pos, T, n_heads, n_kv_heads, head_size);
-    return;
-  }
-  // Mixed f32/quantized views are not produced by KVCache; they go through the reference.
-  if (k.type == KVType::f32 || v.type == KVType::f32) {
+  // Keys and values of one sequence share one block table (KVSequence gives both views).
+  if (k.block_table != v.block_table || (k.block_table && k.block_size != v.block_size)) {
     attention_kv_ref(out, q, k, v, pos, T, n_heads, n_kv_heads, head_size);
     return;
   }
-  if (k.type == KVType::f16)
-    dispatch_v(out, q, LoadF16{static_cast<const Eigen::half*>(k.data), head_size}, v, pos, T,
-               n_heads, n_kv_heads, head_size);
-  else
-    dispatch_v(out, q, LoadI8{static_cast<const std::int8_t*>(k.data), k.scales, head_size}, v,
-               pos, T, n_heads, n_kv_heads, head_size);
+  const detail::RowMap row{k.block_table, k.block_size};
+  switch (k.type) {
+    case KVType::f32:
+      dispatch_v(out, q, detail::LoadF32{static_cast<const float*>(k.data), head_size}, v, pos, T,
+                 n_heads, n_kv_heads, head_size, row);
+      return;
+    case KVType::f16:
+      dispatch_v(out, q, LoadF16{static_cast<const Eigen::half*>(k.data), head_size}, v, pos, T,
+                 n_heads, n_kv_heads, head_size, row);
+      return;
+    case KVType::int8:
+      dispatch_v(out, q, LoadI8{static_cast<const std::int8_t*>(k.data), k.scales, head_size}, v,
+                 pos, T, n_heads, n_kv_heads, head_size, row);
+      return;
+  }
 }
 
 }  // namespace inferlab::kernels

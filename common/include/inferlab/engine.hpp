@@ -5,8 +5,9 @@
 /// Both engines run the same loop: admit the requests that have arrived, ask the scheduler for a
 /// step, run it, stamp the sampled tokens with the time the step ended, repeat; when nothing
 /// runs, wait for the next arrival.
-///  - **real** (run_real): the step is ForwardPass::forward_batch over the chunks, then each
-///    sampling chunk draws from its request's own Sampler; time is now_seconds().
+///  - **real** (run_real): the step is one ModelRunner::step over the chunks (on the CPU or a
+///    GPU), then each sampling chunk draws from its request's own Sampler on the host; time is
+///    now_seconds().
 ///  - **sim** (run_sim): no model; the step takes step_time_seconds() of the chapter 03 roofline
 ///    for a chosen hardware and model config, on a virtual clock. A sampled token is a
 ///    placeholder (id 0) and no request stops early, so output lengths are max_tokens.
@@ -16,8 +17,10 @@
 #include <string>
 #include <vector>
 
+#include "inferlab/device.hpp"
 #include "inferlab/forward.hpp"
 #include "inferlab/hardware.hpp"
+#include "inferlab/kv_manager.hpp"
 #include "inferlab/metrics.hpp"
 #include "inferlab/model.hpp"
 #include "inferlab/roofline.hpp"
@@ -45,6 +48,11 @@ struct EngineStep {
   int running = 0;  ///< sequences holding a slot during the step
   int active = 0;   ///< sequences that forwarded tokens in the step (<= running)
   int waiting = 0;  ///< arrived requests still queued
+  std::size_t kv_used = 0;      ///< KV positions holding valid entries during the step
+  std::size_t kv_reserved = 0;  ///< KV positions reserved (allocated) during the step
+  /// KV positions the sequences see, shared ones once per sequence (>= kv_used; the
+  /// difference is what sharing saves).
+  std::size_t kv_logical = 0;
   std::vector<StepChunk> chunks;  ///< what each active sequence forwarded, one entry each
   /// @brief Tokens forwarded in the step: decode_tokens + prefill_tokens.
   int tokens() const { return decode_tokens + prefill_tokens; }
@@ -58,17 +66,27 @@ struct RequestResult {
   std::string text;  ///< prompt echo + generated text as chapter 01 streams it (real clock)
   int slot = -1;                ///< the slot it ran in
   double admitted_at = 0.0;     ///< when it first forwarded tokens, seconds
+  StopReason stop_reason = StopReason::none;  ///< why it stopped: eos, max_tokens or context
+  int preemptions = 0;          ///< times it was preempted (chapter 05)
+  int branch = 0;               ///< which of the request's parallel samples (0 .. n-1)
   RequestTimeline timeline;     ///< arrival and token times, seconds since the run began
   RequestMetrics metrics;       ///< TTFT, TPOT, ITL, E2E
   /// @brief Tokens generated: tokens.size() - prompt_tokens.size().
   int generated() const { return static_cast<int>(tokens.size() - prompt_tokens.size()); }
 };
 
+/// @brief The block tables of the running sequences at one moment (paged runs).
+struct BlockTableSnapshot {
+  double time = 0.0;                     ///< seconds since the run began
+  std::vector<int> requests;             ///< Request::id of each running sequence
+  std::vector<std::vector<int>> tables;  ///< its physical blocks, logical order
+};
+
 /// @brief A whole run: per request, per step, and the aggregate numbers.
 struct EngineRun {
   std::string clock;      ///< "real" or "sim"
   SchedulerConfig scheduler;            ///< the policy and limits the run used
-  std::vector<RequestResult> requests;  ///< in Request::id order
+  std::vector<RequestResult> requests;  ///< in (Request::id, branch) order
   std::vector<EngineStep> steps;        ///< in the order they ran
   ServingMetrics metrics;  ///< over [0, last token]
   /// Mean over steps of running / max_seqs: how full the batch slots were.
@@ -76,13 +94,48 @@ struct EngineRun {
   /// Mean over steps of active / max_seqs: slots that did work (static batches keep slots
   /// whose sequence finished but cannot refill them: those count as idle).
   double mean_slot_utilisation = 0.0;
+  std::string allocator;            ///< "contiguous" or "paged"
+  std::size_t kv_capacity_tokens = 0;  ///< positions the KV memory holds (0: unlimited)
+  std::size_t kv_bytes_per_token = 0;  ///< bytes one position takes
+  int block_size = 0;               ///< positions per block (paged), else 0
+  int preemptions = 0;              ///< sequences preempted during the run
+  std::size_t swapped_bytes = 0;    ///< bytes copied to and from the swap area
+  BlockTableSnapshot peak_tables;   ///< paged: the tables when the most blocks were in use
 };
+
+/// @brief How KV memory is managed (chapter 05).
+enum class Allocator {
+  contiguous,  ///< a reservation per sequence at admission (ContiguousKVManager)
+  paged,       ///< blocks from one shared pool (PagedKVManager)
+};
+/// @brief "contiguous" or "paged".
+const char* allocator_name(Allocator allocator);
+/// @brief Parses "contiguous" or "paged". @throws inferlab::Error naming the choices.
+Allocator parse_allocator(const std::string& name);
+
+/// @brief The engine's KV memory: which manager, and how much it may use.
+struct MemoryConfig {
+  Allocator allocator = Allocator::contiguous;  ///< contiguous reservations or paged blocks
+  Reserve reserve = Reserve::max_tokens;        ///< size of a contiguous reservation
+  int block_size = 16;                          ///< positions per block (paged)
+  /// KV bytes all sequences may hold together; 0 = unlimited (contiguous only: every request
+  /// gets its reservation; the slots are the only limit, as in chapter 04).
+  std::size_t budget_bytes = 0;
+  std::size_t swap_bytes = 0;  ///< host swap area for Preempt::swap (paged)
+};
+
+/// @brief The manager @p memory describes, storing into pools from @p pools.
+/// @throws inferlab::Error for a paged manager without a budget, or a budget under one block.
+std::unique_ptr<KVManager> make_kv_manager(const MemoryConfig& memory, PoolFactory pools,
+                                           const ModelConfig& config, KVType type);
 
 /// @brief The model side of the real engine.
 struct RealEngine {
   const Model* model = nullptr;          ///< must outlive the run
   const Tokenizer* tokenizer = nullptr;  ///< for text prompts and the output text
   KVType kv_type = KVType::f32;          ///< storage type of every sequence's KV cache
+  Device device = Device::cpu;           ///< where the forward pass runs
+  MemoryConfig memory;                   ///< how KV memory is managed
 };
 
 /// @brief The simulator's machine and model.
@@ -91,10 +144,13 @@ struct SimEngine {
   Hardware hardware;     ///< e.g. hardware_by_name("h100-sxm")
   CostOptions cost;      ///< number formats and efficiencies of the roofline
   const Tokenizer* tokenizer = nullptr;  ///< only to count the tokens of text prompts
+  KVType kv_type = KVType::f32;          ///< storage type, for the KV memory's bytes per token
+  MemoryConfig memory;                   ///< how KV memory is managed (sizes only: no storage)
 };
 
-/// @brief Serves @p requests with the real model: each step is one forward_batch.
-/// Every KV cache is sized for its sequence (P + max_new_tokens - 1 positions).
+/// @brief Serves @p requests with the real model: each step is one ModelRunner::step.
+/// KV memory comes from engine.memory (by default a contiguous reservation of
+/// P + max_new_tokens - 1 positions per sequence, unlimited).
 /// @throws inferlab::Error for an invalid request or scheduler config.
 /// @note Cost per step: one pass over the weights for all the step's tokens (2 n_params FLOPs
 /// per token) plus each sequence's attention over its own cache.
@@ -126,6 +182,7 @@ struct DecodeThroughput {
 /// @p context synthetic tokens, then @p steps decode steps of forward_batch (one token each),
 /// timed together after one warm-up step.
 /// @throws inferlab::Error if context + steps + 1 exceeds the model's context.
-DecodeThroughput measure_decode_throughput(const Model& model, int batch, int context, int steps);
+DecodeThroughput measure_decode_throughput(const Model& model, int batch, int context, int steps,
+                                           Device device = Device::cpu);
 
 }  // namespace inferlab

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "inferlab/kv_cache.hpp"
+#include "inferlab/kv_sequence.hpp"
 #include "inferlab/model.hpp"
 
 namespace inferlab {
@@ -28,7 +29,9 @@ enum class LogitsMode {
 struct BatchEntry {
   std::span<const int> tokens;  ///< (n) token ids, n >= 1
   int start_pos = 0;            ///< position of tokens[0]; must equal cache->length()
-  KVCache* cache = nullptr;     ///< this sequence's cache (distinct for every entry)
+  /// This sequence's KV (distinct for every entry): a contiguous KVCache or a paged sequence,
+  /// in host memory.
+  KVSequence* cache = nullptr;
 };
 
 /// @brief Runs a Model; owns the activation buffers, so reuse one per thread of work.
@@ -48,7 +51,7 @@ class ForwardPass {
   /// @throws inferlab::Error on an empty input, a token outside [0, V), a cache length other
   /// than start_pos, or positions beyond the cache capacity.
   /// @note Cost: about 2 * n_params * T FLOPs for the linear layers plus attention.
-  void forward(std::span<const int> tokens, int start_pos, KVCache& cache, LogitsMode mode,
+  void forward(std::span<const int> tokens, int start_pos, KVSequence& cache, LogitsMode mode,
                std::vector<float>& logits);
 
   /// @brief A ragged batch step: several sequences at once, each contributing a chunk of
@@ -56,11 +59,14 @@ class ForwardPass {
   /// attention runs per sequence over its own cache.
   /// @param batch the entries (each cache extended by its tokens)
   /// @param logits resized to (entries, V): the last token's logits of each entry, in order
+  ///        (LogitsMode::last), or (T, V): every token's, entry after entry (LogitsMode::all)
+  /// @param mode which rows of logits to compute
   /// @throws inferlab::Error (before any cache is touched) on an empty batch, an empty entry,
   /// two entries sharing a cache, or any of forward()'s conditions.
   /// @note Batch invariance: every kernel's reduction order is independent of the batch, so
   /// each entry's logits have the same bits as when it runs alone.
-  void forward_batch(std::span<const BatchEntry> batch, std::vector<float>& logits);
+  void forward_batch(std::span<const BatchEntry> batch, std::vector<float>& logits,
+                     LogitsMode mode = LogitsMode::last);
 
   const Model& model() const { return *model_; }  ///< the model this pass runs
 

@@ -11,11 +11,12 @@
 /// Prefill, chunked prefill and decode are the same operation with different n.
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include "inferlab/kv_cache.hpp"
+#include "inferlab/kv_sequence.hpp"
 #include "inferlab/metrics.hpp"
 #include "inferlab/sampler.hpp"
 #include "inferlab/tokenizer.hpp"
@@ -35,6 +36,9 @@ struct Request {
   /// Keep generating when the model emits its end-of-text token (BOS), so the output length is
   /// exactly max_tokens, as serving benchmarks do to control output lengths.
   bool ignore_eos = false;
+  /// Parallel samples: after the prompt, n sequences continue from it (branch b samples with
+  /// seed sampling.seed + 7919 * b), sharing the prompt's KV blocks (chapter 05).
+  int n = 1;
 };
 
 /// @brief The made-up prompt of @p length tokens (BOS first) used for Request::prompt_len:
@@ -43,10 +47,21 @@ std::vector<int> synthetic_prompt(int request_id, int length, int vocab_size);
 
 /// @brief Where a sequence is in its life.
 enum class SequenceStatus {
-  waiting,   ///< arrived, not admitted yet (no slot, no cache)
-  running,   ///< admitted: holds a slot and a KV cache
-  finished,  ///< max_tokens generated or end of text: slot released
+  waiting,   ///< arrived, not admitted yet (no slot, no cache), or preempted to recompute
+  running,   ///< admitted: holds a slot and KV memory
+  swapped,   ///< preempted: its KV blocks wait in the host swap area (chapter 05)
+  finished,  ///< max_tokens generated or end of text: slot and memory released
 };
+
+/// @brief Why a sequence stopped generating.
+enum class StopReason {
+  none,        ///< still running
+  eos,         ///< the model emitted its end-of-text token (BOS in llama2.c models)
+  max_tokens,  ///< the request's max_tokens were generated
+  context,     ///< the model's context is full (max_tokens was more than fits)
+};
+/// @brief "none", "eos", "max_tokens" or "context".
+const char* stop_reason_name(StopReason reason);
 
 /// @brief The engine's state for one request.
 struct Sequence {
@@ -55,17 +70,25 @@ struct Sequence {
   int prompt_tokens = 0;    ///< P: BOS + prompt
   int max_new_tokens = 0;   ///< request.max_tokens clamped so every position fits the context
   int computed = 0;         ///< positions already forwarded into the KV cache (0..tokens.size())
+  /// Positions to forward as prefill chunks before decoding: P, or after a recompute
+  /// preemption every token known then (prompt + generated so far).
+  int prefill_target = 0;
   SequenceStatus status = SequenceStatus::waiting;  ///< where it is in its life
   int slot = -1;               ///< batch slot while running (a track in the trace), else -1
   double admitted_at = -1.0;   ///< when the scheduler first gave it work, seconds (-1: never)
   RequestTimeline timeline;    ///< arrival and one time per generated token
-  std::optional<KVCache> cache;  ///< the real engine's cache, sized for prompt + output
+  std::unique_ptr<KVSequence> kv;  ///< its KV memory while admitted (from the KVManager)
+  StopReason stop_reason = StopReason::none;  ///< set when it finishes
+  int preemptions = 0;                        ///< times it was preempted (chapter 05)
+  int branch = 0;  ///< 0 for the request's first sequence, b for its b-th parallel sample
+  /// Parallel samples still to be forked from this sequence when its prompt is in the cache.
+  std::vector<Sequence*> forks;
   std::optional<Sampler> sampler;  ///< the real engine's sampler (own RNG per request)
 
   /// @brief Tokens generated so far.
   int generated() const { return static_cast<int>(tokens.size()) - prompt_tokens; }
   /// @brief True while part of the prompt is not yet in the cache.
-  bool prefilling() const { return computed < prompt_tokens; }
+  bool prefilling() const { return computed < prefill_target; }
   /// @brief Tokens known but not yet forwarded: the rest of the prompt, or the 1 newest token.
   int uncomputed() const { return static_cast<int>(tokens.size()) - computed; }
   /// @brief True once it has stopped generating and released its slot.
@@ -83,5 +106,9 @@ struct Sequence {
 /// fit in @p context, max_tokens < 1, or the sampling parameters are invalid.
 Sequence make_sequence(const Request& request, const Tokenizer* tokenizer, int vocab_size,
                        int context);
+
+/// @brief Branch @p branch (>= 1) of @p parent's request: the same prompt and limits, its own
+/// seed (sampling.seed + 7919 * branch). It starts when the scheduler forks it from the parent.
+Sequence make_branch(const Sequence& parent, int branch);
 
 }  // namespace inferlab

@@ -22,11 +22,24 @@ enum class KVType {
 /// @brief Bytes of one stored element (scales not included).
 std::size_t kv_element_bytes(KVType type);
 
-/// @brief A read-only view of one layer's cached keys (or values).
+/// @brief A read-only view of one layer's cached keys (or values) of one sequence.
+///
+/// The rows live in a storage of `rows` rows. Without a block table, position p is row p (a
+/// contiguous cache). With one (PagedAttention, chapter 05), position p is in logical block
+/// p / block_size, which is physical block block_table[p / block_size], at offset
+/// p % block_size: row = block_table[p / block_size] * block_size + p % block_size. Attention
+/// visits positions in the same order either way, so both give the same bits.
 struct KVRowsView {
   KVType type = KVType::f32;       ///< storage type of `data`
-  const void* data = nullptr;      ///< (S, Nkv*hs) elements of `type`
-  const float* scales = nullptr;   ///< (S, Nkv) for int8, else unused
+  const void* data = nullptr;      ///< (rows, Nkv*hs) elements of `type`
+  const float* scales = nullptr;   ///< (rows, Nkv) for int8, else unused
+  const int* block_table = nullptr;  ///< (logical blocks) physical block ids; null: row = position
+  int block_size = 0;                ///< positions per block (used with block_table)
+  /// @brief The storage row that holds position @p pos.
+  std::size_t row(int pos) const {
+    if (block_table == nullptr) return std::size_t(pos);
+    return std::size_t(block_table[pos / block_size]) * block_size + std::size_t(pos % block_size);
+  }
 };
 
 /// @brief Writes @p rows rows of float values @p x (rows, Nkv*hs) into storage @p data (and
@@ -39,13 +52,15 @@ void kv_store_rows(KVType type, void* data, float* scales, const float* x, int r
 void kv_load_rows(KVType type, float* out, const void* data, const float* scales, int rows,
                   int n_kv_heads, int head_size);
 
-/// @brief Reference: dequantizes positions 0..max(pos) of both views to float and runs
-/// attention_ref on them (the specification: same result as attention on the rounded values).
+/// @brief Reference: gathers positions 0..max(pos) of both views (through their block tables)
+/// into contiguous float rows and runs attention_ref on them (the specification: the same
+/// result as attention on the rounded values, wherever the rows are stored).
 void attention_kv_ref(float* out, const float* q, const KVRowsView& k, const KVRowsView& v,
                       const int* pos, int T, int n_heads, int n_kv_heads, int head_size);
 
 /// @brief Fast CPU version: dequantizes inside the dot products (the cache is read once, at
-/// its stored width). With KVType::f32 it is exactly attention_cpu.
+/// its stored width) and follows the block table row by row. With KVType::f32 and no block
+/// table it is exactly attention_cpu; with a block table it gives the same bits.
 /// @note Bytes read per token: (pos+1) * 2 * Nkv*hs * kv_element_bytes (+ scales for int8).
 void attention_kv_cpu(float* out, const float* q, const KVRowsView& k, const KVRowsView& v,
                       const int* pos, int T, int n_heads, int n_kv_heads, int head_size);

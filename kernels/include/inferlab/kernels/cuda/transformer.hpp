@@ -39,6 +39,47 @@ struct CudaModelDesc {
   const float* wcls = nullptr;             ///< (V, D); == token_embedding when shared (uploaded once)
 };
 
+/// @brief KV blocks in device memory (float32): per layer, keys and values each
+/// (num_blocks * block_size, KV) floats, the layout of inferlab::HostKVPool. Shared by every
+/// sequence of a batched step, each addressing it through its own block table.
+class CudaKVPool {
+ public:
+  /// @brief Allocates and zeroes the blocks.
+  /// @throws std::invalid_argument for a size < 1, std::runtime_error without a device or memory.
+  CudaKVPool(int n_layers, int kv_dim, int num_blocks, int block_size);
+  ~CudaKVPool();
+  CudaKVPool(CudaKVPool&&) noexcept;             ///< takes over the device memory
+  CudaKVPool& operator=(CudaKVPool&&) noexcept;  ///< frees this pool's memory, then takes over
+
+  int n_layers() const;    ///< L
+  int kv_dim() const;      ///< KV floats per row
+  int num_blocks() const;  ///< blocks
+  int block_size() const;  ///< positions per block
+  float* keys(int layer);    ///< device pointer to layer @p layer's key rows
+  float* values(int layer);  ///< device pointer to layer @p layer's value rows
+  /// @brief Floats one block holds over all layers, keys then values per layer.
+  std::size_t block_floats() const;
+  /// @brief Copies block @p src into block @p dst on the device (copy-on-write).
+  void copy_block(int src, int dst);
+  /// @brief Copies block @p id to @p host (block_floats() floats; swap-out over PCIe).
+  void read_block(int id, float* host) const;
+  /// @brief Copies @p host (block_floats() floats) into block @p id (swap-in).
+  void write_block(int id, const float* host);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+/// @brief One sequence's share of a batched step (all pointers are host memory).
+struct CudaBatchEntry {
+  const int* tokens = nullptr;       ///< (count) token ids at positions start_pos..
+  int count = 0;                     ///< >= 1
+  int start_pos = 0;                 ///< positions before it are already in the pool
+  const int* block_table = nullptr;  ///< (num_blocks) physical blocks of this sequence
+  int num_blocks = 0;                ///< entries of block_table: capacity = num_blocks * B
+};
+
 /// @brief A model resident on the GPU with the KV cache of one sequence.
 class CudaTransformer {
  public:
@@ -63,6 +104,20 @@ class CudaTransformer {
   /// @throws std::invalid_argument for T < 1, a token outside [0, V), start_pos != length() or
   ///         positions beyond seq_len (nothing is changed then).
   void forward(const int* tokens, int T, int start_pos, bool all_logits, float* host_logits);
+
+  /// @brief A ragged batched step: every entry's tokens in one pass through the weights (one
+  /// GEMM per layer over all tokens), attention per sequence through its block table into
+  /// @p pool. The single-sequence calls above are this with one entry and an internal pool.
+  /// @param entries (n) the sequences of the step (each with its own blocks)
+  /// @param n number of entries (>= 1)
+  /// @param pool the KV blocks every entry's table points into (n_layers and kv_dim of this model)
+  /// @param all_logits true: one row per token (T rows), false: the last token of each entry
+  /// @param host_logits (rows, V) host floats, written
+  /// @return rows written
+  /// @throws std::invalid_argument (nothing changed) for an empty entry, a token outside
+  /// [0, V), positions beyond an entry's blocks, or a block id outside the pool.
+  int forward_batch(const CudaBatchEntry* entries, int n, CudaKVPool& pool, bool all_logits,
+                    float* host_logits);
 
   /// @brief Like forward() for the last token only, but the argmax is taken on the device and
   /// only the token id comes back (4 bytes instead of 4*V).

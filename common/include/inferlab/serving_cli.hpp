@@ -1,0 +1,76 @@
+#pragma once
+/// @file serving_cli.hpp
+/// @brief The command line that every serving chapter (04 onwards) shares: the clock, the
+/// simulated machine, the workload (generated or from a JSONL file) and the scheduler's limits.
+
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "inferlab/chapter_cli.hpp"
+#include "inferlab/engine.hpp"
+
+namespace inferlab {
+
+/// @brief Serving flags (names and meaning shared by chapters 04-07).
+struct ServingFlags {
+  std::string clock = "real";         ///< --clock: real or sim
+  std::string hardware = "h100-sxm";  ///< --hardware (sim)
+  std::string config = "llama3-8b";   ///< --config (sim): the model shape to time
+  double rate = -1.0;                 ///< --rate: < 0 means the clock's default
+  int requests = 0;                   ///< --requests: 0 means the clock's default
+  std::string prompt_lens = "lognormal:96:0.6";   ///< --prompt-lens
+  std::string output_lens = "lognormal:128:0.8";  ///< --output-lens
+  int max_prompt = 256;               ///< --max-prompt
+  int max_output = 400;               ///< --max-output
+  std::uint64_t workload_seed = 1;    ///< --workload-seed
+  std::string workload_file;          ///< --workload-file (alias --trace-file): JSONL requests
+  int max_batched_tokens = 1024;      ///< --max-batched-tokens
+  int max_seqs = 32;                  ///< --max-seqs
+  /// Defaults when --requests / --rate are not given: {real requests, real rate, sim requests,
+  /// sim rate}.
+  int default_requests_real = 64, default_requests_sim = 400;
+  double default_rate_real = 0.0, default_rate_sim = 40.0;  ///< see default_requests_real
+};
+
+/// @brief Registers the flags of @p f on @p app.
+void add_serving_flags(CLI::App& app, ServingFlags& f);
+
+/// @brief The requests a run serves and a one-line description of them.
+struct Workload {
+  std::vector<Request> requests;  ///< in arrival order
+  std::string description;        ///< e.g. "64 requests, all arriving at t = 0, ..."
+};
+
+/// @brief Builds the workload the flags describe (reads --workload-file, or generates one with
+/// the clock's defaults); every request samples with @p sampling (its own seed per request).
+/// @throws inferlab::Error for a bad clock, distribution or file, or, with the real clock, an
+/// arrival after kMaxRealClockWaitSeconds.
+Workload make_workload(const ServingFlags& f, const SamplingParams& sampling);
+
+/// @brief True for --clock sim (and checks the clock's name).
+bool sim_clock(const ServingFlags& f);
+
+/// @brief The latest arrival the real clock accepts, seconds: it really waits for each one.
+inline constexpr double kMaxRealClockWaitSeconds = 3600.0;
+
+/// @brief Checks, after parsing and before any work, the flags that only apply to one mode:
+/// --hardware and --config only with --clock sim (whose names are checked here), the
+/// generator's flags (--rate, --requests, ...) not with --workload-file, which must be a
+/// regular file. @throws inferlab::Error naming the flag.
+void check_serving_flags(const CLI::App& app, const ServingFlags& f);
+
+/// @brief Checks every request of @p w against the context of @p served (text prompts are
+/// tokenized with @p tokenizer), before the first step instead of when the engine reaches it.
+/// @throws inferlab::Error naming the workload file (or "the generated workload") and the request.
+void check_workload_lengths(const Workload& w, const ServingFlags& f, const Tokenizer& tokenizer,
+                            const ModelConfig& served);
+
+/// @brief The simulated engine the flags describe (--config on --hardware).
+SimEngine make_sim_engine(const ServingFlags& f, const LoadedModel& m);
+
+/// @brief The scheduler limits the flags describe, with @p policy.
+SchedulerConfig scheduler_config(const ServingFlags& f, Policy policy);
+
+}  // namespace inferlab
