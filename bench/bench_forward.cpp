@@ -11,7 +11,10 @@
 #include <CLI/CLI.hpp>
 
 #include "inferlab/error.hpp"
+#include <fmt/format.h>
+
 #include "inferlab/forward.hpp"
+#include "inferlab/input_checks.hpp"
 #include "inferlab/membw.hpp"
 #include "inferlab/model.hpp"
 #include "inferlab/model_files.hpp"
@@ -54,13 +57,38 @@ int main(int argc, char** argv) {
   int threads = 0, steps = 64, reps = 5;
   std::string model_path;
   bool skip_large = false;
-  app.add_option("--threads", threads, "CPU threads (0 = OpenMP default)");
-  app.add_option("--steps", steps, "decode steps per repetition")->capture_default_str();
-  app.add_option("--reps", reps, "repetitions (best kept)")->capture_default_str();
-  app.add_option("--model", model_path, "small model (default stories260K.bin, else synthetic)");
+  app.add_option("--threads", threads, "CPU threads (0 = OpenMP default)")->check(thread_count());
+  app.add_option("--steps", steps, "decode steps per repetition (at most the context)")
+      ->check(integer_in(1, 1 << 20))
+      ->capture_default_str();
+  app.add_option("--reps", reps, "repetitions (best kept)")
+      ->check(integer_in(1, 1000))
+      ->capture_default_str();
+  app.add_option("--model", model_path,
+                 "small model (default stories260K.bin when found, else a synthetic one)");
   app.add_flag("--skip-large", skip_large, "skip the synthetic stories110M model");
-  CLI11_PARSE(app, argc, argv);
-  try {
+  return run_main(app, argc, argv, [&] {
+    // A model named on the command line must load; only the default may fall back.
+    std::vector<Model> models;
+    if (!model_path.empty()) {
+      models.push_back(Model::load(find_model(model_path)));
+    } else {
+      try {
+        models.push_back(Model::load(find_model("")));
+      } catch (const Error& e) {
+        std::fprintf(stderr, "note: %s\nusing a synthetic stories260K instead\n", e.what());
+        models.push_back(make_synthetic_model("stories260K"));
+      }
+    }
+    if (!skip_large) {
+      std::fprintf(stderr, "generating synthetic stories110M weights...\n");
+      models.push_back(make_synthetic_model("stories110M"));
+    }
+    for (const Model& m : models) {
+      if (steps > m.config().seq_len)
+        throw Error(fmt::format("--steps {} exceeds the context of {} ({} positions)", steps,
+                                m.name(), m.config().seq_len));
+    }
     if (threads > 0) omp_set_num_threads(threads);
     std::printf("threads: %d\n", omp_get_max_threads());
     std::fprintf(stderr, "measuring memory read bandwidth (1 GiB buffer)...\n");
@@ -68,30 +96,16 @@ int main(int argc, char** argv) {
     std::printf("measured read bandwidth: %.2f GB/s (%d threads, STREAM-style sum)\n\n",
                 bw.read_gbs, bw.threads);
 
-    std::vector<Model> models;
-    try {
-      models.push_back(Model::load(find_model(model_path)));
-    } catch (const Error& e) {
-      std::fprintf(stderr, "note: %s\nusing a synthetic stories260K instead\n", e.what());
-      models.push_back(make_synthetic_model("stories260K"));
-    }
-    if (!skip_large) {
-      std::fprintf(stderr, "generating synthetic stories110M weights...\n");
-      models.push_back(make_synthetic_model("stories110M"));
-    }
     std::printf("%-44s %12s %14s %10s %12s\n", "model", "tokens/s", "MB read/token", "GB/s",
                 "of measured");
     for (const Model& m : models) {
-      const DecodeResult r = bench_decode(m, std::min(steps, m.config().seq_len), reps);
+      const DecodeResult r = bench_decode(m, steps, reps);
       std::printf("%-44s %12.1f %14.2f %10.2f %11.1f%%\n", m.name().c_str(), r.tokens_per_s,
                   m.config().bytes_read_per_token() / 1e6, r.gbs, 100.0 * r.gbs / bw.read_gbs);
     }
     std::printf("\nA model whose weights exceed the caches is bound by memory bandwidth: its "
                 "ratio is the one to read.\nA model that fits in cache (stories260K) is bound by "
                 "per-token overhead instead: read its tokens/s.\n");
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "error: %s\n", e.what());
-    return 1;
-  }
-  return 0;
+    return 0;
+  });
 }

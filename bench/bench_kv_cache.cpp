@@ -11,7 +11,11 @@
 
 #include <CLI/CLI.hpp>
 
+#include <fmt/format.h>
+
+#include "inferlab/error.hpp"
 #include "inferlab/forward.hpp"
+#include "inferlab/input_checks.hpp"
 #include "inferlab/loop_compare.hpp"
 #include "inferlab/membw.hpp"
 #include "inferlab/model.hpp"
@@ -24,20 +28,35 @@ int main(int argc, char** argv) {
   int threads = 0, prompt = 256, decode = 64;
   std::string shape = "stories110M", kv = "f32";
   std::vector<int> lengths = {64, 256, 1024};
-  app.add_option("--threads", threads, "CPU threads (0 = OpenMP default)");
+  app.add_option("--threads", threads, "CPU threads (0 = OpenMP default)")->check(thread_count());
   app.add_option("--shape", shape, "synthetic model shape")->capture_default_str();
-  app.add_option("--prompt", prompt, "prefill length")->capture_default_str();
-  app.add_option("--decode", decode, "decode steps timed")->capture_default_str();
-  app.add_option("--lengths", lengths, "sequence lengths for the naive/cached ratio");
+  app.add_option("--prompt", prompt, "prefill length")
+      ->check(integer_in(1, 1 << 20))
+      ->capture_default_str();
+  app.add_option("--decode", decode, "decode steps timed")
+      ->check(integer_in(1, 1 << 20))
+      ->capture_default_str();
+  app.add_option("--lengths", lengths, "sequence lengths for the naive/cached ratio")
+      ->check(integer_in(1, 1 << 20));
   app.add_option("--kv-dtype", kv, "KV storage type")->capture_default_str();
-  CLI11_PARSE(app, argc, argv);
-  try {
-    if (threads > 0) omp_set_num_threads(threads);
+  return run_main(app, argc, argv, [&] {
     const KVType kv_type = parse_kv_type(kv);
+    // Every length against the shape's context before any work (a prompt of -5 once read past
+    // the end of the token buffer).
+    const ModelConfig shape_config = named_config(shape);
+    if (std::int64_t{prompt} + decode > shape_config.seq_len)
+      throw Error(fmt::format("--prompt {} + --decode {} exceeds the context of {} ({} positions)",
+                              prompt, decode, shape, shape_config.seq_len));
+    for (int n : lengths)
+      if (n > shape_config.seq_len)
+        throw Error(fmt::format("--lengths {} exceeds the context of {} ({} positions)", n, shape,
+                                shape_config.seq_len));
+    if (lengths.empty()) throw Error("--lengths: give at least one length");
+    if (threads > 0) omp_set_num_threads(threads);
+    std::fprintf(stderr, "generating synthetic %s...\n", shape.c_str());
+    const Model model = make_synthetic_model(shape);  // its size is checked before allocating
     std::fprintf(stderr, "measuring memory read bandwidth...\n");
     const BandwidthResult bw = measure_read_bandwidth(std::size_t{1} << 30, omp_get_max_threads());
-    std::fprintf(stderr, "generating synthetic %s...\n", shape.c_str());
-    const Model model = make_synthetic_model(shape);
     const ModelConfig& c = model.config();
     std::printf("model %s, %d threads, KV %s; measured read bandwidth %.2f GB/s\n\n",
                 model.name().c_str(), omp_get_max_threads(), kv_type_name(kv_type), bw.read_gbs);
@@ -78,8 +97,7 @@ int main(int argc, char** argv) {
                 prompt, prompt + decode - 1, decode / decode_s, gbs, 100 * gbs / bw.read_gbs);
 
     std::vector<int> positions;
-    for (int n : lengths)
-      if (n >= 1 && n <= c.seq_len) positions.push_back(n - 1);
+    for (int n : lengths) positions.push_back(n - 1);
     std::fprintf(stderr, "naive vs cached steps at lengths");
     for (int n : lengths) std::fprintf(stderr, " %d", n);
     std::fprintf(stderr, " (the naive step at 1024 forwards 1024 tokens)...\n");
@@ -88,9 +106,6 @@ int main(int argc, char** argv) {
     for (const StepLatency& s : rows)
       std::printf("%10d  %12.2f  %12.2f  %9.1fx  %s\n", s.position + 1, s.naive_s * 1e3,
                   s.cached_s * 1e3, s.naive_s / s.cached_s, s.identical ? "yes" : "NO");
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "error: %s\n", e.what());
-    return 1;
-  }
-  return 0;
+    return 0;
+  });
 }

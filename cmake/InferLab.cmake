@@ -19,8 +19,18 @@ if(INFERLAB_SANITIZE)
   # GCC's -Wmaybe-uninitialized gives false positives inside libstdc++ (<regex>, <functional>)
   # once the sanitizers instrument the code; it stays a warning there, not an error.
   target_compile_options(inferlab_flags INTERFACE
-    $<$<COMPILE_LANGUAGE:CXX>:-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined -Wno-error=maybe-uninitialized>)
+    $<$<COMPILE_LANGUAGE:CXX>:-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined>
+    $<$<AND:$<COMPILE_LANGUAGE:CXX>,$<CXX_COMPILER_ID:GNU>>:-Wno-error=maybe-uninitialized>)
   target_link_options(inferlab_flags INTERFACE -fsanitize=address,undefined)
+endif()
+# Fuzzing (preset `fuzz`): libFuzzer's coverage instrumentation on all project code; the fuzz
+# targets link libFuzzer itself. Only clang has it.
+if(INFERLAB_FUZZ)
+  if(NOT CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
+    message(FATAL_ERROR "INFERLAB_FUZZ needs clang (libFuzzer): use the 'fuzz' preset, with the "
+                        "Debian packages clang and libclang-rt-dev (scripts/setup.sh --fuzz)")
+  endif()
+  target_compile_options(inferlab_flags INTERFACE $<$<COMPILE_LANGUAGE:CXX>:-fsanitize=fuzzer-no-link>)
 endif()
 
 # inferlab_add_chapter(TARGET ch01_naive_loop SOURCES 01_naive_loop/main.cpp

@@ -1,12 +1,17 @@
 #!/usr/bin/env bash
 # Installs everything InferLab needs to build, test and document itself on a Debian/Ubuntu
 # machine. Safe to re-run: packages already present are left alone.
+# With --fuzz it also installs clang for the libFuzzer targets (scripts/fuzz.sh).
 # The CUDA toolkit is optional and not installed here: when nvcc is on the PATH (or at
 # /usr/local/cuda/bin), the CUDA kernels are built too.
 set -euo pipefail
 
 packages=(cmake ninja-build g++ make libomp-dev libeigen3-dev catch2 libcli11-dev
           nlohmann-json3-dev libfmt-dev doxygen graphviz doxygen-awesome-css)
+# Only for fuzzing (scripts/fuzz.sh): clang and its libFuzzer runtime.
+if [ "${1:-}" = "--fuzz" ]; then
+  packages+=(clang libclang-rt-dev)
+fi
 
 missing=()
 for p in "${packages[@]}"; do

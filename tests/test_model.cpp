@@ -69,7 +69,7 @@ TEST_CASE("bad model files give one clear error naming the file and the problem"
 
   SECTION("missing") {
     REQUIRE_THROWS_WITH(Model::load((f.path.string() + ".nope")),
-                        Catch::Contains("cannot load model") && Catch::Contains("No such file"));
+                        Catch::Contains("cannot load model") && Catch::Contains("not found"));
   }
   SECTION("shorter than the header") {
     f.write(std::vector<char>(good.begin(), good.begin() + 10));

@@ -37,7 +37,9 @@ Case load_case() {
   if (std::filesystem::exists(path) && std::filesystem::exists(golden)) {
     Case c{Model::load(path.string()), {}};
     std::ifstream in(golden);
-    for (const auto& g : nlohmann::json::parse(in)["cases"])
+    // Named: a range-for over a member of the temporary parse() result would read freed memory.
+    const nlohmann::json doc = nlohmann::json::parse(in);
+    for (const auto& g : doc["cases"])
       c.prompts.push_back(g["tokens"].get<std::vector<int>>());  // prompt + greedy output
     return c;
   }
@@ -56,7 +58,12 @@ TEST_CASE("paged attention: the paged forward gives the contiguous cache's bits"
   for (KVType type : {KVType::f32, KVType::f16, KVType::int8}) {
     for (int block_size : {1, 16, 7}) {  // 7 divides none of the prompt lengths used
       INFO("kv " << kv_type_name(type) << " block size " << block_size);
-      PagedKVManager paged(runner_pools(*runner, type), 256, block_size);
+      // Enough blocks for the longest sequence and the three-block spacer below (the golden
+      // sequences are up to the model's 512 positions: 256 blocks of 1 would not hold them).
+      std::size_t longest = 0;
+      for (const std::vector<int>& t : c.prompts) longest = std::max(longest, t.size());
+      const int num_blocks = std::max(256, int((longest + block_size - 1) / block_size) + 3);
+      PagedKVManager paged(runner_pools(*runner, type), num_blocks, block_size);
       for (const std::vector<int>& tokens : c.prompts) {
         const int n = static_cast<int>(tokens.size());
         // Contiguous: the whole sequence in one call, every row of logits.
@@ -86,7 +93,7 @@ TEST_CASE("paged attention: the paged forward gives the contiguous cache's bits"
         CHECK(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)) == 0);
         if (block_size > 1) CHECK(seq.kv->blocks().size() == std::size_t((n + block_size - 1) / block_size));
         paged.free(seq);
-        CHECK(paged.allocator().num_free() == 256);
+        CHECK(paged.allocator().num_free() == num_blocks);
       }
     }
   }
@@ -233,7 +240,7 @@ TEST_CASE("preemption: under memory pressure every request completes with its so
   spec.sampling.temperature = 0.0f;
   const auto reqs = generate_workload(spec);
   // Reference: plenty of memory, nobody preempted.
-  RealEngine roomy{&model, &tok, KVType::f32};
+  RealEngine roomy{&model, &tok, KVType::f32, Device::cpu, {}};
   const EngineRun ref = run_real(reqs, {Policy::continuous, 12, 64}, roomy);
   CHECK(ref.preemptions == 0);
   const std::size_t per_token = kv_bytes_per_token(model.config(), KVType::f32);
@@ -262,7 +269,7 @@ TEST_CASE("memory: a request that cannot fit is an error naming the numbers", "[
   Request r;
   r.prompt_len = 100;
   r.max_tokens = 100;
-  RealEngine e{&model, &tok, KVType::f32};
+  RealEngine e{&model, &tok, KVType::f32, Device::cpu, {}};
   e.memory.allocator = Allocator::paged;
   e.memory.block_size = 16;
   e.memory.budget_bytes = kv_bytes_per_token(model.config(), KVType::f32) * 16 * 4;
@@ -292,7 +299,7 @@ TEST_CASE("parallel sampling: each branch equals its solo run, and paging stores
   const std::size_t per_token = kv_bytes_per_token(model.config(), KVType::f32);
   std::map<std::string, EngineRun> runs;
   for (Allocator a : {Allocator::contiguous, Allocator::paged}) {
-    RealEngine e{&model, &tok, KVType::f32};
+    RealEngine e{&model, &tok, KVType::f32, Device::cpu, {}};
     e.memory.allocator = a;
     e.memory.block_size = 8;
     e.memory.budget_bytes = per_token * 8 * 64;
@@ -306,7 +313,7 @@ TEST_CASE("parallel sampling: each branch equals its solo run, and paging stores
       Request solo = r;
       solo.n = 1;
       solo.sampling.seed = r.sampling.seed + 7919u * std::uint64_t(b);
-      const EngineRun alone = run_real({solo}, {Policy::continuous, 4, 64}, {&model, &tok, KVType::f32});
+      const EngineRun alone = run_real({solo}, {Policy::continuous, 4, 64}, {&model, &tok, KVType::f32, Device::cpu, {}});
       CHECK(run.requests[std::size_t(b)].branch == b);
       CHECK(run.requests[std::size_t(b)].tokens == alone.requests[0].tokens);
     }

@@ -21,12 +21,17 @@
 #include <fmt/format.h>
 
 #include "inferlab/error.hpp"
+#include "inferlab/input_checks.hpp"
+#include "inferlab/safe_files.hpp"
 #include "inferlab/tokenizer.hpp"
 
 namespace {
 
 using inferlab::Error;
 using inferlab::Tokenizer;
+
+// A line of input is bounded (64 MiB of text): beyond that it is not a line of text.
+constexpr std::size_t kMaxLineBytes = std::size_t{64} << 20;
 
 /// Parses one line of whitespace-separated token ids; throws naming the first bad field.
 std::vector<int> parse_ids(std::string_view line, long line_number, const Tokenizer& tok) {
@@ -63,14 +68,17 @@ int main(int argc, char** argv) {
   bool decode = false;
   app.add_option("--tokenizer", tokenizer_path, "tokenizer.bin (llama2.c format)")->required();
   app.add_flag("--decode", decode, "read lines of token ids and print the text they decode to");
-  CLI11_PARSE(app, argc, argv);
-
-  try {
+  return inferlab::run_main(app, argc, argv, [&] {
     const Tokenizer tok = Tokenizer::load(tokenizer_path);
     std::string line;
     long line_number = 0;
-    while (std::getline(std::cin, line)) {
+    while (true) {
       ++line_number;
+      try {
+        if (!inferlab::read_bounded_line(std::cin, line, kMaxLineBytes)) break;
+      } catch (const Error& e) {
+        throw Error(fmt::format("line {}: {}", line_number, e.what()));
+      }
       if (decode) {
         std::cout << tok.decode(parse_ids(line, line_number, tok)) << '\n';
       } else {
@@ -80,10 +88,6 @@ int main(int argc, char** argv) {
       }
     }
     std::cout.flush();
-  } catch (const Error& e) {
-    std::cout.flush();
-    std::fprintf(stderr, "inferlab_tokenize: error: %s\n", e.what());
-    return 1;
-  }
-  return 0;
+    return 0;
+  });
 }

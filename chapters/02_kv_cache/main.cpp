@@ -18,8 +18,10 @@
 #include "inferlab/chapter_cli.hpp"
 #include "inferlab/error.hpp"
 #include "inferlab/generate.hpp"
+#include "inferlab/input_checks.hpp"
 #include "inferlab/kv_calc.hpp"
 #include "inferlab/loop_compare.hpp"
+#include "inferlab/safe_files.hpp"
 #include "inferlab/svg.hpp"
 
 using namespace inferlab;
@@ -114,9 +116,21 @@ nlohmann::json kv_calc_table(const std::string& name, std::int64_t context, bool
 int run(const Options& o) {
   const GenerationFlags& f = o.gen;
   const KVType kv_type = parse_kv_type(o.kv_dtype);
-  if (o.reps < 1) throw Error(fmt::format("--reps {} (must be >= 1)", o.reps));
+  if (!o.kv_calc.empty()) named_config(o.kv_calc);  // an unknown name fails before the run
+  if (!o.plot.empty()) require_writable_output(o.plot, "--plot");
   const LoadedModel m = load_model(f);
   const ModelConfig& c = m.model->config();
+  if (o.compare_kv) {
+    // The comparison generates from its own prompts with the same --steps: check them now.
+    const int allowed = f.steps == 0 ? c.seq_len : f.steps;
+    for (const std::string& p : kQualityPrompts) {
+      const std::size_t n = m.tokenizer->encode(p, /*bos=*/true).size();
+      if (n > static_cast<std::size_t>(allowed))
+        throw Error(fmt::format("--compare-kv: its built-in prompt '{}' is {} tokens (BOS "
+                                "included) but --steps {} allows {}: raise --steps",
+                                p, n, f.steps, allowed));
+    }
+  }
   const std::size_t kv_per_token = KVCache(c, 1, kv_type).bytes_per_token();
   if (!f.json) {
     print_run_header("InferLab chapter 02: the KV cache", m, f,
@@ -236,10 +250,15 @@ int main(int argc, char** argv) {
   app.add_option("--plot", o.plot, "write an SVG of step time vs position, naive vs cached");
   app.add_flag("--compare-kv", o.compare_kv,
                "measure the accuracy cost of f16 and int8 KV storage against f32");
-  app.add_option("--reps", o.reps, "repetitions per timed step (best kept)")->capture_default_str();
+  app.add_option("--reps", o.reps, "repetitions per timed step (best kept)")
+      ->check(integer_in(1, 1000))
+      ->capture_default_str();
   app.add_option("--kv-calc", o.kv_calc,
                  "also print the KV memory calculator for a named configuration (" +
                      fmt::format("{}", fmt::join(named_config_names(), ", ")) + ")");
-  app.add_option("--kv-context", o.kv_context, "context length for --kv-calc")->capture_default_str();
+  app.add_option("--kv-context", o.kv_context, "context length for --kv-calc")
+      ->needs("--kv-calc")
+      ->check(integer_in(1, std::int64_t{1} << 30))
+      ->capture_default_str();
   return run_chapter(app, argc, argv, [&] { return run(o); });
 }

@@ -27,10 +27,12 @@
 #include "inferlab/chapter_cli.hpp"
 #include "inferlab/error.hpp"
 #include "inferlab/hardware.hpp"
+#include "inferlab/input_checks.hpp"
 #include "inferlab/kv_calc.hpp"
 #include "inferlab/model.hpp"
 #include "inferlab/model_points.hpp"
 #include "inferlab/roofline.hpp"
+#include "inferlab/safe_files.hpp"
 #include "inferlab/svg.hpp"
 
 using namespace inferlab;
@@ -156,6 +158,12 @@ json point_json(const MeasuredPoint& p, const Hardware& h) {
 }
 
 int run(const Options& o) {
+  // Every flag is checked before any measurement: their validators bound the numbers; what is
+  // left is names, paths and the flags that only mean something for --hardware this.
+  const bool measuring = o.hardware == "this";
+  if (!measuring && o.quick) throw Error("--quick applies only to --hardware this");
+  if (!measuring && o.threads > 0) throw Error("--threads applies only to --hardware this");
+  if (!o.plot.empty()) require_writable_output(o.plot, "--plot");
   if (o.threads > 0) omp_set_num_threads(o.threads);
   if (o.batch < 1) throw Error("--batch must be >= 1");
   if (o.prompt_tokens < 1) throw Error("--prompt-tokens must be >= 1");
@@ -163,6 +171,7 @@ int run(const Options& o) {
   if (!(o.utilisation > 0.0 && o.utilisation <= 1.0)) throw Error("--utilisation must be in (0, 1]");
 
   const ModelConfig c = named_config(o.config);
+  if (!measuring) hardware_by_name(o.hardware);  // an unknown name fails here, not later
   std::optional<Measured> measured;
   Hardware hw;
   if (o.hardware == "this") {
@@ -449,18 +458,24 @@ int main(int argc, char** argv) {
                  "machine: " + fmt::format("{}", fmt::join(hardware_names(), ", ")) +
                      " ('this' measures the machine you run on)")
       ->capture_default_str();
-  app.add_option("--batch", o.batch, "sequences decoding together")->capture_default_str();
+  app.add_option("--batch", o.batch, "sequences decoding together")
+      ->check(integer_in(1, 1 << 20))
+      ->capture_default_str();
   app.add_option("--prompt-tokens", o.prompt_tokens, "prompt length for the prefill estimate")
+      ->check(integer_in(1, 1 << 24))
       ->capture_default_str();
   app.add_option("--context", o.context,
                  "tokens already in each sequence's KV cache for the decode bound (0 = weights only, "
                  "as in the worked example)")
+      ->check(integer_in(0, std::int64_t{1} << 30))
       ->capture_default_str();
   app.add_option("--utilisation", o.utilisation, "share of peak FLOP/s a prefill reaches, (0, 1]")
+      ->check(finite_in(1e-3, 1.0))
       ->capture_default_str();
   app.add_option("--plot", o.plot, "write an SVG roofline to this file");
   app.add_option("--threads", o.threads, "CPU threads (0 = OpenMP default); 'this' is measured "
-                                         "at 1, 2, 4, ... up to this many");
+                                         "at 1, 2, 4, ... up to this many")
+      ->check(thread_count());
   app.add_flag("--quick", o.quick, "smaller measurements (tests, CI)");
   app.add_flag("--json", o.json, "print one JSON object");
   return run_chapter(app, argc, argv, [&] { return run(o); });

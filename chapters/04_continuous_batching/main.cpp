@@ -17,6 +17,8 @@
 #include "inferlab/chapter_cli.hpp"
 #include "inferlab/engine.hpp"
 #include "inferlab/error.hpp"
+#include "inferlab/input_checks.hpp"
+#include "inferlab/safe_files.hpp"
 #include "inferlab/serving_cli.hpp"
 #include "inferlab/trace.hpp"
 #include "inferlab/workload.hpp"
@@ -162,22 +164,43 @@ void run_sweep(const Options& o, const LoadedModel& m, nlohmann::json* json) {
                 params * 4.0 / 1e6);
 }
 
+// The flags that only mean something in one mode: given in another, they are errors, not
+// silently ignored (the serving flags' own rules are in check_serving_flags).
+void check_mode_flags(const CLI::App& app, const Options& o) {
+  check_serving_flags(app, o.serving);
+  if (sim_clock(o.serving) && o.sweep)
+    throw Error("--sweep measures the real model: it applies only to --clock real");
+  if (!o.sweep) {
+    for (const char* flag : {"--sweep-context", "--sweep-steps"})
+      if (app.count(flag)) throw Error(fmt::format("{} applies only with --sweep", flag));
+  }
+}
+
 int run(Options o) {
   const GenerationFlags& f = o.gen;
   if (!f.dump_logits.empty()) throw Error("--dump-logits does not apply to this chapter");
   const bool sim = sim_clock(o.serving);
   const ServingFlags& sf = o.serving;
-  const LoadedModel m = load_model(f);  // validates the sampling flags first
   std::vector<Policy> policies;
   if (o.policy == "both") policies = {Policy::static_batching, Policy::continuous};
   else policies = {parse_policy(o.policy)};
   const Slo slo{o.slo_ttft, o.slo_tpot};
+  if (!o.perfetto.empty()) require_writable_output(o.perfetto, "--perfetto");
+  if (!o.plot.empty()) require_writable_output(o.plot, "--plot");
+  f.sampling.validate();  // before reading a trace, whose lines take these as defaults
 
   // --- the workload: one list of requests, served by every policy ---
   const Workload w = make_workload(sf, f.sampling);
   const std::vector<Request>& requests = w.requests;
+  const LoadedModel m = load_model(f);
   SimEngine sim_engine;
   if (sim) sim_engine = make_sim_engine(sf, m);
+  // Every length against the context, now, not when the engine reaches it.
+  check_workload_lengths(w, sf, *m.tokenizer, sim ? sim_engine.config : m.model->config());
+  if (o.sweep && std::int64_t{o.sweep_context} + o.sweep_steps + 1 > m.model->config().seq_len)
+    throw Error(fmt::format("--sweep-context {} + --sweep-steps {} does not fit the model's "
+                            "context of {} positions",
+                            o.sweep_context, o.sweep_steps, m.model->config().seq_len));
   if (!f.json) {
     if (sim) {
       std::printf("InferLab chapter 04: continuous batching (simulated)\n");
@@ -201,7 +224,7 @@ int run(Options o) {
     }
     runs.push_back(sim ? run_sim(requests, config, sim_engine)
                        : run_real(requests, config,
-                                  {&*m.model, &*m.tokenizer, KVType::f32, parse_device(f.device)}));
+                                  {&*m.model, &*m.tokenizer, KVType::f32, parse_device(f.device), {}}));
   }
   std::vector<const EngineRun*> views;
   std::vector<ServingMetrics> metrics;
@@ -271,10 +294,7 @@ int run(Options o) {
   if (!o.perfetto.empty())
     std::printf("trace written to %s (open it in https://ui.perfetto.dev)\n", o.perfetto.c_str());
   if (!o.plot.empty()) std::printf("Gantt chart written to %s\n", o.plot.c_str());
-  if (o.sweep) {
-    if (sim) std::printf("\n(--sweep measures the real model; run it with --clock real)\n");
-    else run_sweep(o, m, nullptr);
-  }
+  if (o.sweep) run_sweep(o, m, nullptr);  // real clock only (check_mode_flags)
   return same_tokens || sim ? 0 : 1;
 }
 
@@ -284,20 +304,30 @@ int main(int argc, char** argv) {
   CLI::App app{"InferLab chapter 04: continuous batching (static vs iteration-level scheduling)"};
   Options o;
   add_generation_flags(app, o.gen);
+  // Chapter 04 serves a workload: the single-prompt flags do not apply (and are not accepted).
+  for (const char* flag : {"--prompt", "--steps"}) app.remove_option(app.get_option(flag));
+  o.gen.steps = 0;  // each request may use the whole context
   app.add_option("--policy", o.policy, "static, continuous or both (side by side)")
       ->capture_default_str();
   add_serving_flags(app, o.serving);
   app.add_option("--slo-ttft", o.slo_ttft, "SLO on time to first token, seconds (goodput)")
+      ->check(finite_in(0.0, kMaxArrivalSeconds, /*lo_open=*/true))
       ->capture_default_str();
   app.add_option("--slo-tpot", o.slo_tpot, "SLO on time per output token, seconds (goodput)")
+      ->check(finite_in(0.0, kMaxArrivalSeconds, /*lo_open=*/true))
       ->capture_default_str();
   app.add_option("--perfetto", o.perfetto, "write a Chrome/Perfetto trace-event JSON here");
   app.add_option("--plot", o.plot, "write an SVG Gantt chart of the slots here");
   app.add_flag("--sweep", o.sweep,
                "real model: decode throughput at 1, 2, 4, ..., 64 concurrent sequences");
   app.add_option("--sweep-context", o.sweep_context, "sweep: cached tokens per sequence")
+      ->check(integer_in(1, 1 << 20))
       ->capture_default_str();
   app.add_option("--sweep-steps", o.sweep_steps, "sweep: decode steps timed per batch")
+      ->check(integer_in(1, 10000))
       ->capture_default_str();
-  return run_chapter(app, argc, argv, [&] { return run(o); });
+  return run_chapter(app, argc, argv, [&] {
+    check_mode_flags(app, o);
+    return run(o);
+  });
 }

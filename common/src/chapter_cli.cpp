@@ -5,52 +5,61 @@
 
 #include <cstdio>
 #include <fstream>
+#include <limits>
 
 #include <fmt/format.h>
 
 #include "inferlab/device.hpp"
 #include "inferlab/error.hpp"
+#include "inferlab/input_checks.hpp"
 #include "inferlab/model_files.hpp"
+#include "inferlab/safe_files.hpp"
 
 namespace inferlab {
 
 int run_chapter(CLI::App& app, int argc, char** argv, const std::function<int()>& run) {
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
-  try {
-    return run();
-  } catch (const std::exception& e) {
-    std::fflush(stdout);  // what was printed so far stays above the error
-    std::fprintf(stderr, "\nerror: %s\n", e.what());
-    return 1;
-  }
+  return run_main(app, argc, argv, run);
 }
 
 void add_generation_flags(CLI::App& app, GenerationFlags& f) {
-  app.add_option("--model", f.model,
+  CLI::Option* model = app.add_option("--model", f.model,
                  "model file (llama2.c format); default stories260K.bin found in "
                  "$INFERLAB_MODELS or models/");
   app.add_option("--tokenizer", f.tokenizer, "tokenizer file; default matches the vocabulary");
   app.add_option("--synthetic", f.synthetic,
                  "run on a generated random-weight model of this shape instead of a file (" +
-                     fmt::format("{}", fmt::join(named_config_names(), ", ")) + ")");
+                     fmt::format("{}", fmt::join(named_config_names(), ", ")) + ")")
+      ->excludes(model);
   app.add_option("--prompt", f.prompt, "prompt text")->capture_default_str();
   app.add_option("--steps", f.steps,
                  "positions to forward, prompt included (like llama2.c -n); 0 = the context")
+      ->check(integer_in(0, std::numeric_limits<int>::max(), "0 = the whole context"))
       ->capture_default_str();
   SamplingParams& s = f.sampling;
-  app.add_option("--temperature", s.temperature, "0 = greedy")->capture_default_str();
-  app.add_option("--top-k", s.top_k, "0 = off")->capture_default_str();
-  app.add_option("--top-p", s.top_p, "1 = off")->capture_default_str();
-  app.add_option("--min-p", s.min_p, "0 = off")->capture_default_str();
-  app.add_option("--repetition-penalty", s.repetition_penalty, "1 = off")->capture_default_str();
-  app.add_option("--frequency-penalty", s.frequency_penalty, "0 = off")->capture_default_str();
-  app.add_option("--presence-penalty", s.presence_penalty, "0 = off")->capture_default_str();
-  app.add_option("--seed", s.seed, "RNG seed")->capture_default_str();
-  app.add_option("--threads", f.threads, "CPU threads (0 = OpenMP default)");
+  // The ranges SamplingParams::validate() enforces, checked as the flags are read so that the
+  // message names the flag; float flags stop at FLT_MAX, beyond which they would be infinite.
+  constexpr double kFloatMax = std::numeric_limits<float>::max();
+  app.add_option("--temperature", s.temperature, "0 = greedy")
+      ->check(finite_in(0.0, kFloatMax))
+      ->capture_default_str();
+  app.add_option("--top-k", s.top_k, "0 = off")
+      ->check(integer_in(0, std::numeric_limits<int>::max()))
+      ->capture_default_str();
+  app.add_option("--top-p", s.top_p, "1 = off")
+      ->check(finite_in(0.0, 1.0, /*lo_open=*/true))
+      ->capture_default_str();
+  app.add_option("--min-p", s.min_p, "0 = off")->check(finite_in(0.0, 1.0))->capture_default_str();
+  app.add_option("--repetition-penalty", s.repetition_penalty, "1 = off")
+      ->check(finite_in(0.0, kFloatMax, /*lo_open=*/true))
+      ->capture_default_str();
+  app.add_option("--frequency-penalty", s.frequency_penalty, "0 = off")
+      ->check(finite_in(-kFloatMax, kFloatMax))
+      ->capture_default_str();
+  app.add_option("--presence-penalty", s.presence_penalty, "0 = off")
+      ->check(finite_in(-kFloatMax, kFloatMax))
+      ->capture_default_str();
+  app.add_option("--seed", s.seed, "RNG seed")->check(unsigned_64())->capture_default_str();
+  app.add_option("--threads", f.threads, "CPU threads (0 = OpenMP default)")->check(thread_count());
   app.add_option("--device", f.device, "where the forward pass runs: cpu or cuda")
       ->capture_default_str();
   app.add_flag("--json", f.json, "print one JSON object instead of streaming text");
@@ -69,9 +78,13 @@ GenerateOptions generate_options(const GenerationFlags& f) {
 }
 
 LoadedModel load_model(const GenerationFlags& f) {
-  f.sampling.validate();  // fail before any loading or printing
+  // Everything the flags alone can tell is checked before any loading or printing.
+  f.sampling.validate();
   require_device(parse_device(f.device));
-  if (f.threads < 0) throw Error(fmt::format("--threads {} (must be >= 0)", f.threads));
+  if (f.threads < 0 || f.threads > max_threads())
+    throw Error(fmt::format("--threads {} is outside [0, {}]", f.threads, max_threads()));
+  require_utf8(f.prompt, "--prompt");
+  if (!f.dump_logits.empty()) require_writable_output(f.dump_logits, "--dump-logits");
   if (f.threads > 0) omp_set_num_threads(f.threads);
   LoadedModel m;
   if (!f.synthetic.empty()) {
@@ -92,6 +105,17 @@ LoadedModel load_model(const GenerationFlags& f) {
     m.tokenizer.emplace(Tokenizer::load(path, V));
     m.tokenizer_source = path;
   }
+  // The lengths, as soon as they are known: before the run header, before any forward pass.
+  const int context = m.model->config().seq_len;
+  if (f.steps > context)
+    throw Error(fmt::format("--steps {} exceeds the model's context of {} positions (0 = the whole "
+                            "context)", f.steps, context));
+  const std::size_t prompt_tokens = m.tokenizer->encode(f.prompt, /*bos=*/true).size();
+  const int allowed = f.steps == 0 ? context : f.steps;
+  if (prompt_tokens > static_cast<std::size_t>(allowed))
+    throw Error(fmt::format("--prompt is {} tokens (BOS included) but only {} positions are "
+                            "allowed (--steps {}, context {})",
+                            prompt_tokens, allowed, f.steps, context));
   return m;
 }
 
@@ -173,15 +197,15 @@ nlohmann::json generation_json(const char* chapter, const LoadedModel& m, const 
 }
 
 void write_logits_file(const std::string& path, const GenerationResult& r) {
-  std::ofstream out(path);
-  if (!out) throw Error(fmt::format("cannot write logits to '{}'", path));
+  OutputFile file(path, "--dump-logits");
+  std::ostream& out = file.stream();
   out << "# inferlab logits: one row per position: pos token logit_0 ... logit_{V-1}\n";
   for (std::size_t pos = 0; pos < r.logits.size(); ++pos) {
     out << pos << ' ' << r.tokens[pos];
     for (float v : r.logits[pos]) out << ' ' << fmt::format("{:.6e}", v);
     out << '\n';
   }
-  if (!out) throw Error(fmt::format("error while writing logits to '{}'", path));
+  file.commit();
 }
 
 void print_generation_metrics(const GenerationResult& r) {

@@ -9,6 +9,8 @@
 #include <fmt/format.h>
 
 #include "inferlab/error.hpp"
+#include "inferlab/input_checks.hpp"
+#include "inferlab/kv_cache.hpp"
 #include "inferlab/kv_sequence.hpp"
 
 namespace inferlab {
@@ -42,6 +44,14 @@ HostKVPool::HostKVPool(const ModelConfig& config, int num_blocks, int block_size
     : KVPool(config, num_blocks, block_size, type) {
   const std::size_t elem = kernels::kv_element_bytes(type);
   const std::size_t per_side = std::size_t(config.n_layers) * elements_per_layer() * elem;
+  // Say what is too big before trying: a vector of zeros that does not fit is not always a
+  // std::bad_alloc (the kernel may overcommit, then kill the process as the zeros are written).
+  require_allocation(2.0 * double(config.n_layers) * double(elements_per_layer()) * double(elem),
+                     num_blocks == 1
+                         ? fmt::format("the {} KV cache for a context of {} tokens",
+                                       kv_type_name(type), block_size)
+                         : fmt::format("the {} KV pool of {} blocks of {} positions",
+                                       kv_type_name(type), num_blocks, block_size));
   try {
     keys_.assign(per_side, 0);
     values_.assign(per_side, 0);

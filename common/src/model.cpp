@@ -8,13 +8,17 @@
 
 #include <cerrno>
 #include <cstdint>
+#include <cmath>
 #include <cstring>
+#include <string_view>
+#include <algorithm>
 #include <fstream>
 #include <limits>
 
 #include <fmt/format.h>
 
 #include "inferlab/error.hpp"
+#include "inferlab/safe_files.hpp"
 
 namespace inferlab {
 
@@ -51,6 +55,45 @@ BodyLayout layout_of(const ModelConfig& c) {
   b.freq_cis = S * hs;  // real and imaginary halves, S * hs/2 each
   b.wcls = c.shared_classifier ? 0 : V * D;
   return b;
+}
+
+// One pass over the weights: a single NaN or infinity would turn every later activation into
+// NaN (or, with greedy sampling, into confident garbage), far from its cause. The RoPE tables
+// are skipped: the forward pass never reads them.
+void check_finite_weights(const float* body, const ModelConfig& c, const std::string& path) {
+  const BodyLayout b = layout_of(c);
+  struct Tensor {
+    const char* name;
+    std::size_t floats;
+    bool per_layer;
+  };
+  const Tensor tensors[] = {
+      {"token_embedding", b.embedding, false}, {"rms_att", b.rms_att, true}, {"wq", b.wq, true},
+      {"wk", b.wk, true}, {"wv", b.wv, true}, {"wo", b.wo, true}, {"rms_ffn", b.rms_ffn, true},
+      {"w1", b.w1, true}, {"w2", b.w2, true}, {"w3", b.w3, true}, {"rms_final", b.rms_final, false},
+      {"freq_cis", b.freq_cis, false}, {"wcls", b.wcls, false}};
+  std::size_t offset = 0;
+  for (const Tensor& t : tensors) {
+    const float* p = body + offset;
+    offset += t.floats;
+    if (std::string_view(t.name) == "freq_cis") continue;
+    constexpr std::size_t kChunk = 4096;
+    for (std::size_t start = 0; start < t.floats; start += kChunk) {
+      const std::size_t end = std::min(t.floats, start + kChunk);
+      // Branch-free over a chunk (vectorizes); the exact index is found only on failure.
+      bool finite = true;
+      for (std::size_t i = start; i < end; ++i) finite &= std::isfinite(p[i]);
+      if (finite) continue;
+      std::size_t i = start;
+      while (std::isfinite(p[i])) ++i;
+      const std::string where =
+          t.per_layer ? fmt::format(" (layer {})", i / (t.floats / std::size_t(c.n_layers))) : "";
+      throw Error(fmt::format("cannot load model '{}': tensor {} holds {} at index {}{}, byte "
+                              "offset {}: the weights must be finite",
+                              path, t.name, p[i], i, where,
+                              kHeaderBytes + (offset - t.floats + i) * sizeof(float)));
+    }
+  }
 }
 
 }  // namespace
@@ -132,7 +175,9 @@ Model Model::load(const std::string& path) {
   auto fail = [&](const std::string& what) -> Error {
     return Error(fmt::format("cannot load model '{}': {}", path, what));
   };
-  const int fd = ::open(path.c_str(), O_RDONLY);
+  // A FIFO, a device or a directory is refused before open(), which would block on a FIFO.
+  if (const std::string why = regular_file_problem(path); !why.empty()) throw fail(why);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) throw fail(std::strerror(errno));
   struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
@@ -153,7 +198,13 @@ Model Model::load(const std::string& path) {
   c.n_kv_heads = header[4];
   // llama2.c's convention: a negative vocab_size means the classifier is stored separately.
   c.shared_classifier = header[5] > 0;
-  c.vocab_size = header[5] == std::numeric_limits<std::int32_t>::min() ? 0 : std::abs(header[5]);
+  if (header[5] == std::numeric_limits<std::int32_t>::min()) {
+    ::close(fd);
+    throw fail(fmt::format("invalid model configuration: vocab_size = {} (its magnitude must be "
+                           "positive and at most {})",
+                           header[5], std::numeric_limits<std::int32_t>::max()));
+  }
+  c.vocab_size = std::abs(header[5]);
   c.seq_len = header[6];
   try {
     c.validate(path);
@@ -181,6 +232,7 @@ Model Model::load(const std::string& path) {
   m.storage_->map = map;
   m.storage_->map_bytes = file_bytes;
   const auto* body = reinterpret_cast<const float*>(static_cast<const char*>(map) + kHeaderBytes);
+  check_finite_weights(body, c, path);
   m.bind_weights(body);
   return m;
 }

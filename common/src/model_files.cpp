@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "inferlab/error.hpp"
+#include "inferlab/safe_files.hpp"
 
 namespace inferlab {
 
@@ -35,31 +36,36 @@ std::string model_search_path_description() {
 
 std::string find_model(const std::string& requested) {
   const std::string name = requested.empty() ? kDefaultModel : requested;
-  // An explicit path (anything with a directory part, or a file that exists as given) wins.
-  if (fs::exists(name)) return name;
-  if (fs::path(name).has_parent_path()) {
-    throw Error(fmt::format("model file '{}' does not exist", name));
+  // An explicit path (anything with a directory part, or a name that exists as given) wins; it
+  // must be a regular file (a FIFO would block the loader, a directory or a loop is a mistake).
+  std::error_code ec;
+  if (fs::path(name).has_parent_path() || fs::symlink_status(name, ec).type() != fs::file_type::not_found) {
+    require_regular_file(name, "model file");
+    return name;
   }
   for (const auto& dir : search_dirs()) {
-    if (fs::exists(dir / name)) return (dir / name).string();
+    if (fs::exists(dir / name, ec)) return (dir / name).string();
   }
   throw Error(fmt::format(
-      "model '{}' not found. Searched: {}.\n"
-      "  Get the models:        scripts/download_models.sh   (fills models/)\n"
-      "  Or point to them:      --model PATH, or export INFERLAB_MODELS=/folder/with/models\n"
-      "  Or run without files:  --synthetic stories260K   (random weights, real shape)",
+      "model '{}' not found (searched {}): get it with scripts/download_models.sh, point to it "
+      "with --model PATH or INFERLAB_MODELS=/folder, or run on random weights with --synthetic "
+      "stories260K",
       name, model_search_path_description()));
 }
 
 std::string find_tokenizer(const std::string& requested, const std::string& model_path,
                            int vocab_size) {
   if (!requested.empty()) {
-    if (fs::exists(requested)) return requested;
-    if (!fs::path(requested).has_parent_path()) {
-      for (const auto& dir : search_dirs())
-        if (fs::exists(dir / requested)) return (dir / requested).string();
+    std::error_code ec;
+    if (fs::path(requested).has_parent_path() ||
+        fs::symlink_status(requested, ec).type() != fs::file_type::not_found) {
+      require_regular_file(requested, "tokenizer file");
+      return requested;
     }
-    throw Error(fmt::format("tokenizer file '{}' does not exist", requested));
+    for (const auto& dir : search_dirs())
+      if (fs::exists(dir / requested, ec)) return (dir / requested).string();
+    throw Error(fmt::format("tokenizer file '{}' not found (searched {})", requested,
+                            model_search_path_description()));
   }
   const char* name = vocab_size == 512 ? "tok512.bin" : vocab_size == 32000 ? "tokenizer.bin" : nullptr;
   if (!name) return "";
@@ -67,7 +73,8 @@ std::string find_tokenizer(const std::string& requested, const std::string& mode
   if (!model_path.empty()) dirs.push_back(fs::path(model_path).parent_path());
   for (const auto& d : search_dirs()) dirs.push_back(d);
   for (const auto& dir : dirs) {
-    if (fs::exists(dir / name)) return (dir / name).string();
+    std::error_code ec;
+    if (fs::exists(dir / name, ec)) return (dir / name).string();
   }
   return "";
 }

@@ -38,6 +38,11 @@ Sequence make_sequence(const Request& request, const Tokenizer* tokenizer, int v
     throw Error(fmt::format("request {}: max_tokens {} (must be >= 1)", request.id,
                             request.max_tokens));
   }
+  // Before building a synthetic prompt of that length: prompt_len may be anything up to INT_MAX.
+  if (request.prompt_len > context) {
+    throw Error(fmt::format("request {}: prompt_len {} exceeds the context of {} tokens", request.id,
+                            request.prompt_len, context));
+  }
   Sequence s;
   s.request = request;
   if (request.prompt_len > 0) {

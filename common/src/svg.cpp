@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "inferlab/error.hpp"
+#include "inferlab/safe_files.hpp"
 
 namespace inferlab {
 
@@ -488,11 +489,7 @@ std::string SvgPlot::render() const {
 }
 
 void SvgPlot::save(const std::string& path) const {
-  const std::string text = render();
-  std::ofstream out(path, std::ios::binary);
-  if (!out) throw Error(fmt::format("cannot write the plot to '{}'", path));
-  out << text;
-  if (!out) throw Error(fmt::format("error while writing the plot to '{}'", path));
+  write_file_atomically(path, render(), "plot file");
 }
 
 }  // namespace inferlab

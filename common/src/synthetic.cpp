@@ -7,6 +7,7 @@
 #include <omp.h>
 
 #include "inferlab/error.hpp"
+#include "inferlab/input_checks.hpp"
 #include "inferlab/model.hpp"
 
 namespace inferlab {
@@ -101,6 +102,9 @@ Model make_synthetic_model(const ModelConfig& base, const SyntheticOptions& opti
   const std::size_t L = c.n_layers, D = c.dim, H = c.hidden_dim, V = c.vocab_size;
   const std::size_t KV = c.kv_dim(), S = c.seq_len, hs = c.head_size();
   const std::size_t total = (Model::file_size_for(c) - 28) / sizeof(float);
+  require_allocation(double(total) * sizeof(float),
+                     fmt::format("the synthetic model {} ({:.2f}B parameters)", full_name,
+                                 double(c.n_params()) / 1e9));
   std::vector<float> body(total);
   float* p = body.data();
   std::uint64_t stream = 0;

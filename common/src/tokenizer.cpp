@@ -3,12 +3,15 @@
 /// fallback, decoding pieces, and a UTF-8-safe stream decoder for printing.
 ///
 /// The encoder follows karpathy/llama2.c `run.c` step by step; on the texts in the golden file it
-/// gives exactly the ids SentencePiece gives. The only change is the data structure: run.c
-/// sorts the vocabulary and binary-searches it, we keep a hash map from piece to id.
+/// gives exactly the ids SentencePiece gives. Two data structures differ: run.c sorts the
+/// vocabulary and binary-searches it, we keep a hash map from piece to id; and run.c rescans every
+/// pair after each merge (quadratic), we keep the pairs in a priority queue (n log n).
 #include "inferlab/tokenizer.hpp"
 
 #include <algorithm>
 #include <bit>
+#include <cmath>
+#include <queue>
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
@@ -19,6 +22,7 @@
 #include <fmt/format.h>
 
 #include "inferlab/error.hpp"
+#include "inferlab/safe_files.hpp"
 
 namespace inferlab {
 
@@ -33,6 +37,9 @@ constexpr int kNumBytePieces = 256;
 // A sanity bound on the header's max_token_length: real vocabularies stay below 100 bytes, so a
 // larger value means the file is not a tokenizer (or is corrupt), not that a piece is long.
 constexpr int kMaxSaneTokenLength = 1 << 16;
+// A bound on the file itself, checked before reading: the largest real tokenizer.bin (a 128K
+// vocabulary) is about 2 MB, so anything far larger is not one (or is /dev/zero).
+constexpr std::size_t kMaxTokenizerBytes = std::size_t{64} << 20;
 
 // ---------------------------------------------------------------------------------------------
 // Reading the file
@@ -79,18 +86,8 @@ PieceStatus read_piece(ByteReader& reader, int max_token_length, PieceRecord& re
 
 /// Reads the whole file, or throws naming why it cannot be read.
 std::vector<char> read_file_bytes(const std::string& path) {
-  std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) {
-    throw Error(fmt::format("tokenizer file '{}' not found", path));
-  }
-  if (std::filesystem::is_directory(path, ec)) {
-    throw Error(fmt::format("tokenizer file '{}' is a directory, not a file", path));
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(fmt::format("cannot open tokenizer file '{}' (permissions?)", path));
-  std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) throw Error(fmt::format("error while reading tokenizer file '{}'", path));
-  return bytes;
+  const std::string bytes = read_regular_file(path, "tokenizer file", kMaxTokenizerBytes);
+  return std::vector<char>(bytes.begin(), bytes.end());
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -203,6 +200,11 @@ void parse_tokenizer_file(const std::string& path, const std::vector<char>& byte
     const PieceStatus status = read_piece(reader, max_token_length, record);
     if (status == PieceStatus::kEndOfFile) break;
     if (status != PieceStatus::kPiece) fail(status, pieces.size(), record, start);
+    if (!std::isfinite(record.score)) {
+      // The merge order compares scores: a NaN would make it depend on the algorithm.
+      throw Error(fmt::format("tokenizer file '{}': piece {} has a non-finite score {}", path,
+                              pieces.size(), record.score));
+    }
     pieces.push_back(std::move(record.text));
     scores.push_back(record.score);
   }
@@ -379,25 +381,56 @@ std::vector<int> Tokenizer::encode(std::string_view text, bool bos, bool eos,
 
   // Step 2: BPE. Repeatedly merge the adjacent pair whose concatenation is the piece with the
   // highest score (the leftmost pair on a tie), until no adjacent pair forms a piece.
-  // @note O(n^2) string lookups for n symbols; fine for prompts, as in run.c.
+  // run.c rescans every pair after each merge, O(n^2) lookups for n symbols (37 s for a
+  // 90,000-character prompt). Here, as in production tokenizers, the symbols form a linked list
+  // and every pair that forms a piece waits in a priority queue, best score first, then
+  // leftmost: a merge only creates the two pairs around the new symbol, and a queued pair whose
+  // symbols changed since it was queued is skipped when it comes out (lazy invalidation).
+  // O(n log n), and the same merges in the same order, so the same ids.
+  const int n = static_cast<int>(symbols.size());
+  std::vector<int> next(static_cast<std::size_t>(n)), prev(static_cast<std::size_t>(n));
+  std::vector<unsigned> version(static_cast<std::size_t>(n), 0);  // bumped on every change
+  for (int i = 0; i < n; ++i) {
+    prev[i] = i - 1;
+    next[i] = i + 1 < n ? i + 1 : -1;
+  }
+  struct Candidate {
+    float score;
+    int left, right;  // symbol indices; a symbol keeps its index (its position order) when merged
+    int id;           // the merged piece
+    unsigned left_version, right_version;
+  };
+  // std::priority_queue pops the largest: the higher score, then the smaller (leftmost) index.
+  auto lower_priority = [](const Candidate& a, const Candidate& b) {
+    if (a.score != b.score) return a.score < b.score;
+    return a.left > b.left;
+  };
+  std::priority_queue<Candidate, std::vector<Candidate>, decltype(lower_priority)> queue(
+      lower_priority);
   std::string pair;
-  while (symbols.size() >= 2) {
-    int best_id = -1;
-    std::size_t best_pos = 0;
-    for (std::size_t k = 0; k + 1 < symbols.size(); ++k) {
-      pair = pieces_[static_cast<std::size_t>(symbols[k])];
-      pair += pieces_[static_cast<std::size_t>(symbols[k + 1])];
-      const auto it = index_.find(pair);
-      if (it == index_.end()) continue;
-      if (best_id < 0 || scores_[static_cast<std::size_t>(it->second)] >
-                             scores_[static_cast<std::size_t>(best_id)]) {
-        best_id = it->second;
-        best_pos = k;
-      }
-    }
-    if (best_id < 0) break;
-    symbols[best_pos] = best_id;
-    symbols.erase(symbols.begin() + static_cast<std::ptrdiff_t>(best_pos) + 1);
+  auto queue_pair = [&](int left, int right) {
+    if (left < 0 || right < 0) return;
+    pair = pieces_[static_cast<std::size_t>(symbols[left])];
+    pair += pieces_[static_cast<std::size_t>(symbols[right])];
+    const auto it = index_.find(pair);
+    if (it == index_.end()) return;
+    queue.push({scores_[static_cast<std::size_t>(it->second)], left, right, it->second,
+                version[left], version[right]});
+  };
+  for (int i = 0; i + 1 < n; ++i) queue_pair(i, i + 1);
+  while (!queue.empty()) {
+    const Candidate c = queue.top();
+    queue.pop();
+    // Unchanged versions mean both symbols are as queued and still adjacent: the right one can
+    // only leave the list by merging into the left one, which changes both.
+    if (version[c.left] != c.left_version || version[c.right] != c.right_version) continue;
+    symbols[c.left] = c.id;
+    ++version[c.left];
+    ++version[c.right];  // removed from the list
+    next[c.left] = next[c.right];
+    if (next[c.right] >= 0) prev[next[c.right]] = c.left;
+    queue_pair(prev[c.left], c.left);
+    queue_pair(c.left, next[c.left]);
   }
 
   // BOS is added outside the merge loop: run.c merges over it too, but no piece starts with
@@ -405,7 +438,7 @@ std::vector<int> Tokenizer::encode(std::string_view text, bool bos, bool eos,
   std::vector<int> tokens;
   tokens.reserve(symbols.size() + 2);
   if (bos) tokens.push_back(kBosToken);
-  tokens.insert(tokens.end(), symbols.begin(), symbols.end());
+  for (int i = n > 0 ? 0 : -1; i >= 0; i = next[i]) tokens.push_back(symbols[i]);
   if (eos) tokens.push_back(kEosToken);
   return tokens;
 }

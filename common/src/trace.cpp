@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "inferlab/error.hpp"
+#include "inferlab/safe_files.hpp"
 
 namespace inferlab {
 
@@ -98,17 +99,15 @@ nlohmann::json perfetto_trace(const std::vector<const EngineRun*>& runs) {
 }
 
 void write_perfetto_trace(const std::string& path, const std::vector<const EngineRun*>& runs) {
-  std::ofstream out(path);
-  if (!out) throw Error(fmt::format("cannot write the trace to '{}'", path));
-  out << perfetto_trace(runs).dump() << '\n';
-  if (!out) throw Error(fmt::format("error writing the trace to '{}'", path));
+  write_file_atomically(path, perfetto_trace(runs).dump() + "\n", "--perfetto");
 }
 
 SvgPlot gantt_plot(const std::vector<const EngineRun*>& runs, const std::string& title) {
   if (runs.empty()) throw Error("gantt_plot: no run to draw");
   SvgPlot plot(title, 1000, 160 + 60 * static_cast<int>(runs.size()) +
-                                std::min(600, 12 * static_cast<int>(runs.size()) *
-                                                  runs.front()->scheduler.max_seqs));
+                                static_cast<int>(std::min<long long>(
+                                    600, 12LL * static_cast<long long>(runs.size()) *
+                                             runs.front()->scheduler.max_seqs)));
   plot.set_x_axis("time since the first arrival (s)");
   const SvgStyle prefill{"#ff7f0e", 1.0, false, 0.85}, decode{"#1f77b4", 1.0, false, 0.6},
       busy{"#d62728", 1.5, false, 1.0};

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <limits>
 #include <numbers>
 #include <set>
 #include <sstream>
@@ -12,6 +13,8 @@
 #include <nlohmann/json.hpp>
 
 #include "inferlab/error.hpp"
+#include "inferlab/input_checks.hpp"
+#include "inferlab/safe_files.hpp"
 
 namespace inferlab {
 
@@ -112,9 +115,14 @@ LengthDistribution parse_length_distribution(const std::string& text) {
 }
 
 std::vector<Request> generate_workload(const WorkloadSpec& spec) {
-  if (spec.requests < 1) throw Error(fmt::format("requests {} (must be >= 1)", spec.requests));
+  if (spec.requests < 1 || spec.requests > kMaxRequests)
+    throw Error(fmt::format("requests {} is outside [1, {}]", spec.requests, kMaxRequests));
   if (spec.max_prompt < 1 || spec.max_output < 1)
     throw Error("workload caps on prompt and output lengths must be >= 1");
+  if (!(std::isfinite(spec.rate) && spec.rate >= 0.0))
+    throw Error(fmt::format("arrival rate {} must be finite and >= 0 (0: all at once)", spec.rate));
+  require_allocation(double(spec.requests) * sizeof(Request),
+                     fmt::format("a workload of {} requests", spec.requests));
   // Three independent streams, so changing one distribution leaves the others' draws alone.
   Rng arrivals(spec.seed * 3 + 1), prompts(spec.seed * 3 + 2), outputs(spec.seed * 3 + 3);
   std::vector<Request> out;
@@ -135,6 +143,11 @@ std::vector<Request> generate_workload(const WorkloadSpec& spec) {
     r.ignore_eos = true;
     out.push_back(std::move(r));
   }
+  if (t > kMaxArrivalSeconds) {
+    throw Error(fmt::format("at a rate of {:g}/s the last of {} requests arrives at {:.3g} s, after "
+                            "the limit of {:g} s: raise the rate or lower the requests",
+                            spec.rate, spec.requests, t, kMaxArrivalSeconds));
+  }
   return out;
 }
 
@@ -147,16 +160,23 @@ std::vector<Request> read_trace(std::istream& in, const std::string& source,
       "ignore_eos"};
   std::vector<Request> out;
   std::string line;
-  for (int lineno = 1; std::getline(in, line); ++lineno) {
-    const auto first = line.find_first_not_of(" \t\r");
-    if (first == std::string::npos || line[first] == '#') continue;
+  for (long lineno = 1;; ++lineno) {
     auto fail = [&](const std::string& what) {
       return Error(fmt::format("{}:{}: {}", source, lineno, what));
     };
+    try {
+      if (!read_bounded_line(in, line, kMaxTraceLineBytes)) break;  // a huge line is refused
+    } catch (const Error& e) {
+      throw fail(e.what());
+    }
+    const auto first = line.find_first_not_of(" \t\r");
+    if (first == std::string::npos || line[first] == '#') continue;
+    if (out.size() >= static_cast<std::size_t>(kMaxRequests))
+      throw fail(fmt::format("more than {} requests", kMaxRequests));
     nlohmann::json j;
     try {
       j = nlohmann::json::parse(line);
-    } catch (const nlohmann::json::parse_error& e) {
+    } catch (const nlohmann::json::exception& e) {  // a syntax error, or a number overflow
       throw fail(fmt::format("not valid JSON ({})", e.what()));
     }
     if (!j.is_object()) throw fail("expected a JSON object, one request per line");
@@ -167,40 +187,56 @@ std::vector<Request> read_trace(std::istream& in, const std::string& source,
     r.id = static_cast<int>(out.size());
     r.sampling = defaults;
     r.sampling.seed = defaults.seed + static_cast<std::uint64_t>(r.id);
-    auto get_number = [&](const char* key, auto& dst) {
+    // Integers are read as 64-bit and range-checked, never converted with wrap-around
+    // (4294967304 is not 8); a number written with a fraction or exponent is not an integer.
+    auto get_integer = [&](const char* key, auto& dst, long double lo, long double hi) {
       if (!j.contains(key)) return false;
-      if (!j[key].is_number()) throw fail(fmt::format("'{}' must be a number", key));
+      const nlohmann::json& v = j[key];
+      if (!v.is_number()) throw fail(fmt::format("'{}' must be a number", key));
+      if (!v.is_number_integer())
+        throw fail(fmt::format("'{}' must be an integer in [{:.0Lf}, {:.0Lf}], got {}", key, lo, hi,
+                               v.dump()));
+      const long double x = v.is_number_unsigned()
+                                ? static_cast<long double>(v.get<std::uint64_t>())
+                                : static_cast<long double>(v.get<std::int64_t>());
+      if (x < lo || x > hi)
+        throw fail(fmt::format("'{}' {} is outside [{:.0Lf}, {:.0Lf}]", key, v.dump(), lo, hi));
       using T = std::remove_reference_t<decltype(dst)>;
-      if constexpr (std::is_integral_v<T>) {
-        if (!j[key].is_number_integer()) throw fail(fmt::format("'{}' must be an integer", key));
-        if (std::is_unsigned_v<T> && j[key].template get<long long>() < 0)
-          throw fail(fmt::format("'{}' must be >= 0", key));
-      }
-      dst = j[key].template get<T>();
+      dst = v.is_number_unsigned() ? static_cast<T>(v.get<std::uint64_t>())
+                                   : static_cast<T>(v.get<std::int64_t>());
       return true;
     };
-    get_number("arrival", r.arrival);
-    if (!std::isfinite(r.arrival) || r.arrival < 0) throw fail("'arrival' must be >= 0 seconds");
-    if (!get_number("max_tokens", r.max_tokens)) throw fail("missing 'max_tokens'");
-    if (r.max_tokens < 1) throw fail("'max_tokens' must be >= 1");
+    auto get_real = [&](const char* key, auto& dst) {
+      if (!j.contains(key)) return false;
+      if (!j[key].is_number()) throw fail(fmt::format("'{}' must be a number", key));
+      const double x = j[key].get<double>();
+      if (!std::isfinite(x)) throw fail(fmt::format("'{}' must be a finite number", key));
+      dst = static_cast<std::remove_reference_t<decltype(dst)>>(x);
+      return true;
+    };
+    constexpr long double kIntMax = std::numeric_limits<int>::max();
+    get_real("arrival", r.arrival);
+    if (!(r.arrival >= 0 && r.arrival <= kMaxArrivalSeconds))
+      throw fail(fmt::format("'arrival' {} is outside [0, {:g}] seconds", j["arrival"].dump(),
+                             kMaxArrivalSeconds));
+    if (!get_integer("max_tokens", r.max_tokens, 1, kIntMax)) throw fail("missing 'max_tokens'");
     const bool has_text = j.contains("prompt"), has_len = j.contains("prompt_len");
     if (has_text == has_len) throw fail("give exactly one of 'prompt' (text) and 'prompt_len'");
     if (has_text) {
       if (!j["prompt"].is_string()) throw fail("'prompt' must be a string");
       r.prompt = j["prompt"].get<std::string>();
     } else {
-      get_number("prompt_len", r.prompt_len);
-      if (r.prompt_len < 1) throw fail("'prompt_len' must be >= 1 (BOS included)");
+      get_integer("prompt_len", r.prompt_len, 1, kIntMax);  // BOS included
     }
     SamplingParams& s = r.sampling;
-    get_number("temperature", s.temperature);
-    get_number("top_k", s.top_k);
-    get_number("top_p", s.top_p);
-    get_number("min_p", s.min_p);
-    get_number("repetition_penalty", s.repetition_penalty);
-    get_number("frequency_penalty", s.frequency_penalty);
-    get_number("presence_penalty", s.presence_penalty);
-    get_number("seed", s.seed);
+    get_real("temperature", s.temperature);
+    get_integer("top_k", s.top_k, 0, kIntMax);
+    get_real("top_p", s.top_p);
+    get_real("min_p", s.min_p);
+    get_real("repetition_penalty", s.repetition_penalty);
+    get_real("frequency_penalty", s.frequency_penalty);
+    get_real("presence_penalty", s.presence_penalty);
+    get_integer("seed", s.seed, 0, static_cast<long double>(std::numeric_limits<std::uint64_t>::max()));
     if (j.contains("ignore_eos")) {
       if (!j["ignore_eos"].is_boolean()) throw fail("'ignore_eos' must be true or false");
       r.ignore_eos = j["ignore_eos"].get<bool>();
@@ -219,8 +255,7 @@ std::vector<Request> read_trace(std::istream& in, const std::string& source,
 }
 
 std::vector<Request> load_trace(const std::string& path, const SamplingParams& defaults) {
-  std::ifstream in(path);
-  if (!in) throw Error(fmt::format("cannot open trace '{}'", path));
+  std::ifstream in = open_regular_file(path, "trace file");
   return read_trace(in, path, defaults);
 }
 

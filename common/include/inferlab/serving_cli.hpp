@@ -46,11 +46,27 @@ struct Workload {
 
 /// @brief Builds the workload the flags describe (reads --workload-file, or generates one with
 /// the clock's defaults); every request samples with @p sampling (its own seed per request).
-/// @throws inferlab::Error for a bad clock, distribution or file.
+/// @throws inferlab::Error for a bad clock, distribution or file, or, with the real clock, an
+/// arrival after kMaxRealClockWaitSeconds.
 Workload make_workload(const ServingFlags& f, const SamplingParams& sampling);
 
 /// @brief True for --clock sim (and checks the clock's name).
 bool sim_clock(const ServingFlags& f);
+
+/// @brief The latest arrival the real clock accepts, seconds: it really waits for each one.
+inline constexpr double kMaxRealClockWaitSeconds = 3600.0;
+
+/// @brief Checks, after parsing and before any work, the flags that only apply to one mode:
+/// --hardware and --config only with --clock sim (whose names are checked here), the
+/// generator's flags (--rate, --requests, ...) not with --workload-file, which must be a
+/// regular file. @throws inferlab::Error naming the flag.
+void check_serving_flags(const CLI::App& app, const ServingFlags& f);
+
+/// @brief Checks every request of @p w against the context of @p served (text prompts are
+/// tokenized with @p tokenizer), before the first step instead of when the engine reaches it.
+/// @throws inferlab::Error naming the workload file (or "the generated workload") and the request.
+void check_workload_lengths(const Workload& w, const ServingFlags& f, const Tokenizer& tokenizer,
+                            const ModelConfig& served);
 
 /// @brief The simulated engine the flags describe (--config on --hardware).
 SimEngine make_sim_engine(const ServingFlags& f, const LoadedModel& m);

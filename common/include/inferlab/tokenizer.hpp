@@ -46,6 +46,7 @@ class Tokenizer {
   /// @brief Encodes UTF-8 @p text: a dummy-prefix space is added to non-empty text, each
   /// code point becomes its piece (or its UTF-8 bytes as byte pieces when absent), then the
   /// adjacent pair whose merge has the highest score is merged until none is in the vocabulary.
+  /// @note O(n log n) for n code points: the candidate pairs wait in a priority queue.
   /// @p dummy_prefix false skips the leading space (MaskBench tokenizes JSON that way).
   std::vector<int> encode(std::string_view text, bool bos = true, bool eos = false,
                           bool dummy_prefix = true) const;

@@ -16,6 +16,14 @@
 
 namespace inferlab {
 
+/// @brief The most requests a workload (generated or read from a trace) may hold.
+inline constexpr int kMaxRequests = 1'000'000;
+/// @brief The latest arrival a workload may have, seconds (one day): beyond it the simulated
+/// clock's times lose their meaning and the real clock would sleep for days.
+inline constexpr double kMaxArrivalSeconds = 86400.0;
+/// @brief The longest line a trace may have, bytes (a prompt of about 250,000 tokens).
+inline constexpr std::size_t kMaxTraceLineBytes = std::size_t{1} << 20;
+
 /// @brief The shape of a length distribution.
 enum class LengthKind {
   fixed,      ///< always `mean`
@@ -66,7 +74,8 @@ struct WorkloadSpec {
 /// @brief Generates a workload: exponential gaps between arrivals (a Poisson process), prompts
 /// given by length (Request::prompt_len), max_tokens from the output distribution, and
 /// ignore_eos set so every request generates exactly max_tokens tokens.
-/// @throws inferlab::Error if requests < 1 or a cap < 1.
+/// @throws inferlab::Error if requests is outside [1, kMaxRequests], a cap < 1, the rate is not
+/// finite or negative, or the last arrival would come after kMaxArrivalSeconds.
 std::vector<Request> generate_workload(const WorkloadSpec& spec);
 
 /// @brief Reads a JSONL trace, one request per line, e.g.
@@ -82,11 +91,15 @@ std::vector<Request> generate_workload(const WorkloadSpec& spec);
 /// @return the requests, sorted by arrival, ids 0, 1, ... in line order
 /// @throws inferlab::Error "source:LINE: what is wrong" for invalid JSON, an unknown key, a
 /// missing or ill-typed field, a negative arrival, max_tokens < 1, both or neither of prompt
-/// and prompt_len, or invalid sampling values.
+/// and prompt_len, or invalid sampling values; an integer outside its range (max_tokens and
+/// prompt_len in [1, INT_MAX], top_k in [0, INT_MAX], seed any 64-bit unsigned), an arrival
+/// outside [0, kMaxArrivalSeconds], a line longer than kMaxTraceLineBytes, more than
+/// kMaxRequests requests.
 std::vector<Request> read_trace(std::istream& in, const std::string& source,
                                 const SamplingParams& defaults = {});
 
-/// @brief read_trace() on the file @p path. @throws inferlab::Error if it cannot be opened.
+/// @brief read_trace() on the file @p path. @throws inferlab::Error if it is not a regular file
+/// (a FIFO, a directory, a device) or cannot be opened.
 std::vector<Request> load_trace(const std::string& path, const SamplingParams& defaults = {});
 
 }  // namespace inferlab

@@ -1,0 +1,26 @@
+// Fuzz target: Model::load on arbitrary bytes. Anything but a valid llama2.c checkpoint must be
+// refused with inferlab::Error (any other exception, a crash or a sanitizer report is a bug);
+// what loads must be self-consistent.
+#include <cstdint>
+#include <cstdlib>
+
+#include "fuzz_support.hpp"
+#include "inferlab/error.hpp"
+#include "inferlab/model.hpp"
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  const inferlab::fuzz::MemoryFile file(data, size);
+  try {
+    const inferlab::Model m = inferlab::Model::load(file.path());
+    const inferlab::ModelConfig& c = m.config();
+    if (inferlab::Model::file_size_for(c) != size) std::abort();  // exactly the bytes it holds
+    if (c.dim <= 0 || c.n_heads <= 0 || c.dim % c.n_heads != 0) std::abort();
+    // Touch the first and last weights the forward pass would read: they must be mapped.
+    const inferlab::Weights& w = m.weights();
+    volatile float sink = w.token_embedding[0] + w.rms_final[c.dim - 1] +
+                          w.wcls[std::size_t(c.vocab_size) * c.dim - 1];
+    (void)sink;
+  } catch (const inferlab::Error&) {
+  }
+  return 0;
+}

@@ -1,0 +1,278 @@
+#!/usr/bin/env bash
+# Hostile inputs, table-driven: every binary that takes a flag or a file is run with the values
+# and files an adversarial user would try (numbers at 0, -1, INT_MAX, NaN, Inf; a FIFO with no
+# writer, a directory, /dev/zero and a symlink loop for every file flag; broken traces and
+# models; outputs that cannot be written), and each run must end as the table says:
+#   reject: exit code 1 (a bad input found after parsing) or 2 (a bad flag, found while parsing;
+#           the numeric rows accept either, as a bound such as the context is known only later),
+#           exactly one line on stderr starting "error:" and matching the expected text, nothing
+#           on stdout (the check came before any work), within the time limit (no hang);
+#   ok:     exit code 0.
+# After every run the work folder must hold exactly the fixtures it held before: no output file,
+# partial or whole, and no temporary file, is left behind by a run that failed.
+#
+# Usage: hostile_inputs.sh BIN_DIR    (the build's bin/ folder)
+# The rows that need the real stories260K model or tokenizers run only when $INFERLAB_MODELS
+# holds them (they are SKIPPED otherwise, and fail when INFERLAB_REQUIRE_MODELS=1).
+set -u
+bin="$1"
+models="${INFERLAB_MODELS:-}"
+work="$(mktemp -d "${TMPDIR:-/tmp}/inferlab_hostile.XXXXXX")"
+trap 'rm -rf "$work"' EXIT
+cd "$work" || exit 1
+
+# --- fixtures ---------------------------------------------------------------------------------
+mkfifo fifo
+mkdir dir
+ln -s loop_a loop_b && ln -s loop_b loop_a
+int32() { printf "$(printf '\\x%02x\\x%02x\\x%02x\\x%02x' $(($1 & 255)) $(($1 >> 8 & 255)) $(($1 >> 16 & 255)) $(($1 >> 24 & 255)))"; }
+{ for v in 64 172 5 8 4 -2147483648 512; do int32 "$v"; done; } > vocab_int_min.bin
+trace() { printf '%s\n' "$2" > "$1.jsonl"; }
+trace max_tokens_wraps '{"prompt_len": 8, "max_tokens": 4294967304}'
+trace prompt_len_wraps '{"prompt_len": 4294967297, "max_tokens": 4}'
+trace top_k_wraps '{"prompt_len": 8, "max_tokens": 4, "top_k": 4294967297}'
+trace top_k_negative_wraps '{"prompt_len": 8, "max_tokens": 4, "top_k": -4294967297}'
+trace max_tokens_float '{"prompt_len": 8, "max_tokens": 1e12}'
+trace seed_max '{"prompt_len": 8, "max_tokens": 2, "seed": 18446744073709551615}'
+trace seed_above '{"prompt_len": 8, "max_tokens": 2, "seed": 18446744073709551616}'
+trace arrival_day '{"arrival": 1e5, "prompt_len": 8, "max_tokens": 4}'
+trace arrival_huge '{"arrival": 1e308, "prompt_len": 8, "max_tokens": 4}'
+trace arrival_hour '{"arrival": 4000, "prompt_len": 8, "max_tokens": 4}'
+trace arrival_negative '{"arrival": -1, "prompt_len": 8, "max_tokens": 4}'
+trace temperature_overflow '{"prompt_len": 8, "max_tokens": 4, "temperature": 1e999}'
+long_prompt="$(head -c 90000 /dev/zero | tr '\0' 'a')"
+trace long_prompt "{\"prompt\": \"$long_prompt\", \"max_tokens\": 4}"
+{ printf '{"prompt": "'; head -c 1100000 /dev/zero | tr '\0' 'a'; printf '", "max_tokens": 4}\n'; } > long_line.jsonl
+printf 'hello\n' > text.txt
+fixtures="$(ls -A | sort)"
+
+pass=0 fail=0 skip=0
+note_fail() { echo "FAIL: $*"; fail=$((fail + 1)); }
+
+# check EXPECT RC_OR_DASH PATTERN CMD...   EXPECT: reject or ok; PATTERN: a grep -E regex.
+check() {
+  local expect="$1" want_rc="$2" pattern="$3"
+  shift 3
+  local label="$*"
+  timeout 60 "$@" > "$work/.stdout" 2> "$work/.stderr" < /dev/null
+  local rc=$?
+  local out err lines
+  out="$(cat "$work/.stdout")"
+  err="$(cat "$work/.stderr")"
+  lines="$(grep -c . "$work/.stderr")"
+  rm -f "$work/.stdout" "$work/.stderr"
+  local now
+  now="$(ls -A | sort)"
+  if [ "$now" != "$fixtures" ]; then
+    local extra
+    extra="$(comm -13 <(echo "$fixtures") <(echo "$now"))"
+    note_fail "$label: left files behind: $(echo "$extra" | tr '\n' ' ')"
+    echo "$extra" | while read -r f; do [ -n "$f" ] && rm -rf -- "$f"; done
+    return
+  fi
+  if [ "$rc" -eq 124 ]; then note_fail "$label: still running after 60 s (a hang)"; return; fi
+  if [ "$rc" -gt 128 ]; then note_fail "$label: killed by signal $((rc - 128)): $err"; return; fi
+  if [ "$expect" = ok ]; then
+    if [ "$rc" -ne 0 ]; then note_fail "$label: expected success, got exit $rc: $err"; return; fi
+  else
+    if [ "$rc" -ne "${want_rc%%|*}" ] && [ "$rc" -ne "${want_rc##*|}" ]; then note_fail "$label: expected exit $want_rc, got $rc: $err"; return; fi
+    if [ "$lines" -ne 1 ]; then note_fail "$label: expected one line on stderr, got $lines: $err"; return; fi
+    case "$err" in error:*) ;; *) note_fail "$label: stderr does not start with 'error:': $err"; return;; esac
+    if ! printf '%s' "$err" | grep -Eq -- "$pattern"; then
+      note_fail "$label: message does not match /$pattern/: $err"; return
+    fi
+    if [ -n "$out" ]; then note_fail "$label: printed before refusing (work started): ${out:0:200}"; return; fi
+  fi
+  pass=$((pass + 1))
+}
+
+ch01="$bin/ch01_naive_loop"; ch02="$bin/ch02_kv_cache"; ch03="$bin/ch03_roofline"
+ch04="$bin/ch04_continuous_batching"; tok=("$bin/inferlab_tokenize")
+bf=("$bin/bench_forward"); bk=("$bin/bench_kv_cache")
+# Quick, valid base commands: a flag value the table accepts must run to completion with them.
+q01=("$ch01" --synthetic stories260K --steps 8 --threads 1)
+q02=("$ch02" --synthetic stories260K --steps 12 --reps 1 --threads 1)
+q03=("$ch03" --config llama3-8b --hardware h100-sxm)
+q04=("$ch04" --synthetic stories260K --threads 1 --requests 3 --max-prompt 8 --max-output 4
+     --max-seqs 2 --policy continuous)
+q04t=("$ch04" --synthetic stories260K --threads 1 --policy continuous --json)
+
+# --- every numeric flag at 0, -1, INT_MAX, NaN and Inf -------------------------------------------
+# numeric BASE_ARRAY FLAG ACCEPTED...: the values listed after the flag must be accepted (run with
+# the base command, less its own setting of the flag), the others refused with a message naming
+# the flag. A value written skip:V is accepted but not run here (a benchmark's run takes minutes).
+numeric() {
+  local -n base_ref="$1"
+  local flag="$2"
+  shift 2
+  local accepted=" $* "
+  local base=() i
+  for ((i = 0; i < ${#base_ref[@]}; ++i)); do
+    if [ "${base_ref[i]}" = "$flag" ]; then i=$((i + 1)); else base+=("${base_ref[i]}"); fi
+  done
+  for v in 0 -1 2147483647 nan inf; do
+    if [[ "$accepted" == *" $v "* ]]; then
+      check ok 0 "" "${base[@]}" "$flag" "$v"
+    elif [[ "$accepted" == *" skip:$v "* ]]; then
+      : # accepted, too slow to run here
+    else
+      check reject "2|1" "^error: ${flag}[: ]" "${base[@]}" "$flag" "$v"
+    fi
+  done
+}
+for b in q01 q02; do
+  [ "$b" = q01 ] || numeric "$b" --steps 0
+  numeric "$b" --temperature 0 2147483647
+  numeric "$b" --top-k 0 2147483647
+  numeric "$b" --top-p
+  numeric "$b" --min-p 0
+  numeric "$b" --repetition-penalty 2147483647
+  numeric "$b" --frequency-penalty 0 -1 2147483647
+  numeric "$b" --presence-penalty 0 -1 2147483647
+  numeric "$b" --seed 0 2147483647
+  numeric "$b" --threads 0
+done
+numeric q01 --steps skip:0  # the whole context through the naive loop: too slow here
+numeric q02 --reps
+q02k=("${q02[@]}" --kv-calc llama3-8b)
+numeric q02k --kv-context
+numeric q03 --batch
+numeric q03 --prompt-tokens
+numeric q03 --context 0
+numeric q03 --utilisation
+q03t=("$ch03" --hardware this --quick)
+numeric q03t --threads skip:0
+numeric q04 --temperature 0 2147483647
+numeric q04 --seed 0 2147483647
+numeric q04 --threads 0
+numeric q04 --rate 0
+numeric q04 --requests
+numeric q04 --max-prompt
+numeric q04 --max-output
+numeric q04 --max-batched-tokens
+numeric q04 --max-seqs
+numeric q04 --slo-ttft
+numeric q04 --slo-tpot
+numeric q04 --workload-seed 0 2147483647
+q04s=("${q04[@]}" --sweep)
+numeric q04s --sweep-context
+numeric q04s --sweep-steps
+numeric bf --threads skip:0
+numeric bf --steps
+numeric bf --reps
+numeric bk --threads skip:0
+numeric bk --prompt
+numeric bk --decode
+numeric bk --lengths
+
+# --- every file flag with a FIFO, a directory, /dev/zero and a symlink loop ---------------------
+files() {
+  local -n base="$1"
+  local flag="$2"
+  check reject 1 "FIFO" "${base[@]}" "$flag" fifo
+  check reject 1 "directory" "${base[@]}" "$flag" dir
+  check reject 1 "character device" "${base[@]}" "$flag" /dev/zero
+  check reject 1 "symlink loop" "${base[@]}" "$flag" loop_a
+  check reject 1 "not found" "${base[@]}" "$flag" ./missing.bin
+}
+m01=("$ch01" --steps 8); files m01 --model
+m02=("$ch02" --steps 8); files m02 --model
+m04=("$ch04" --requests 2); files m04 --model
+s01=("$ch01" --synthetic stories260K --steps 8); files s01 --tokenizer
+s04=("$ch04" --synthetic stories260K --requests 2); files s04 --tokenizer
+files q04t --trace-file
+files tok --tokenizer
+files bf --model
+
+# --- every output flag: refused before the run, and never left half-written -------------------
+outputs() {
+  local -n base="$1"
+  local flag="$2"
+  check reject 1 "${flag} .*directory" "${base[@]}" "$flag" dir
+  check reject 1 "${flag} .*FIFO" "${base[@]}" "$flag" fifo
+  check reject 1 "${flag} .*character device" "${base[@]}" "$flag" /dev/zero
+  check reject 1 "${flag} .*symlink loop" "${base[@]}" "$flag" loop_a
+  check reject 1 "${flag} .*no_such_folder.* not found" "${base[@]}" "$flag" no_such_folder/out
+  # A write that fails partway (the file-size limit): an error, and no file at all.
+  local named="$flag"
+  [ "$flag" = --plot ] && named="(--plot|plot file)"
+  check reject 1 "${named} .*write failed" bash -c 'ulimit -f 1; exec "$@" > /dev/null' - "${base[@]}" --json "$flag" out.file
+}
+outputs q01 --dump-logits
+outputs q02 --dump-logits
+outputs q02 --plot
+outputs q03 --plot
+outputs q04 --perfetto
+outputs q04 --plot
+
+# --- the cases of the issue ---------------------------------------------------------------------
+check reject 1 "max_tokens.*4294967304 is outside \[1, 2147483647\]" "${q04t[@]}" --trace-file max_tokens_wraps.jsonl
+check reject 1 "prompt_len.*4294967297 is outside \[1, 2147483647\]" "${q04t[@]}" --trace-file prompt_len_wraps.jsonl
+check reject 1 "top_k.*4294967297 is outside \[0, 2147483647\]" "${q04t[@]}" --trace-file top_k_wraps.jsonl
+check reject 1 "top_k.*-4294967297 is outside \[0, 2147483647\]" "${q04t[@]}" --trace-file top_k_negative_wraps.jsonl
+check reject 1 "max_tokens.*must be an integer" "${q04t[@]}" --trace-file max_tokens_float.jsonl
+check ok 0 "" "${q04t[@]}" --trace-file seed_max.jsonl
+check reject 1 "seed_above.jsonl:1: .seed. .*\[0, 18446744073709551615\]" "${q04t[@]}" --trace-file seed_above.jsonl
+check reject 1 "arrival.*outside \[0, 86400\]" "${q04t[@]}" --trace-file arrival_day.jsonl
+check reject 1 "arrival.*outside \[0, 86400\]" "${q04t[@]}" --trace-file arrival_huge.jsonl
+check reject 1 "arrival.*outside \[0, 86400\]" "${q04t[@]}" --clock sim --trace-file arrival_huge.jsonl
+check reject 1 "arrives at 4000 s.*up to 3600 s" "${q04t[@]}" --trace-file arrival_hour.jsonl
+check reject 1 "arrival.*outside" "${q04t[@]}" --trace-file arrival_negative.jsonl
+check reject 1 "temperature_overflow.jsonl:1: .*(temperature|number overflow)" "${q04t[@]}" --trace-file temperature_overflow.jsonl
+check reject 1 "long_prompt.jsonl.*request 0: the prompt is [0-9]+ tokens but the context is 512" "${q04t[@]}" --trace-file long_prompt.jsonl
+check reject 1 "long_line.jsonl:1: line longer than the limit of 1048576 bytes" "${q04t[@]}" --trace-file long_line.jsonl
+check reject 1 "--prompt is [0-9]+ tokens .* only 8 positions" "${q01[@]}" --prompt "$long_prompt"
+check reject 1 "--prompt is not valid UTF-8 \(byte 1: 0xFF\)" "${q01[@]}" --json --prompt "$(printf 'a\377b')"
+check reject 2 "--model excludes --synthetic" "${q01[@]}" --model x.bin
+check reject 2 "--seed: '-1' is not an integer" "${q01[@]}" --seed -1
+check reject 2 "--threads: 100000 is outside \[0, [0-9]+\]" "$ch01" --synthetic stories260K --threads 100000
+check reject 2 "--seed: '18446744073709551616' is not an integer" "${q01[@]}" --seed 18446744073709551616
+check ok 0 "" "${q01[@]}" --seed 18446744073709551615
+check reject 1 "--steps 2147483647 exceeds the model's context of 512" "$ch01" --synthetic stories260K --steps 2147483647
+check reject 1 "--compare-kv: its built-in prompt .* is [0-9]+ tokens" "$ch02" --synthetic stories260K --compare-kv --steps 3 --prompt ""
+check reject 2 "--kv-context requires --kv-calc" "${q02[@]}" --kv-context 4096
+check reject 2 "--max-seqs: 2147483647 is outside" "$ch04" --synthetic stories260K --max-seqs 2147483647 --perfetto out.json
+check reject 2 "--sweep-context: 2147483647 is outside" "${q04[@]}" --sweep --sweep-context 2147483647
+check reject 1 "--sweep-context 1000 \+ --sweep-steps 16 does not fit .* 512" "${q04[@]}" --sweep --sweep-context 1000
+check reject 2 "not expected: .*--prompt" "${q04[@]}" --prompt hi
+check reject 1 "--hardware applies only to --clock sim" "${q04[@]}" --hardware a100-sxm
+check reject 1 "--config applies only to --clock sim" "${q04[@]}" --config llama3-70b
+check reject 1 "--sweep .* applies only to --clock real" "${q04[@]}" --clock sim --sweep
+check reject 1 "--sweep-steps applies only with --sweep" "${q04[@]}" --sweep-steps 4
+check reject 1 "--rate describes a generated workload" "${q04t[@]}" --trace-file seed_max.jsonl --rate 3
+check reject 1 "at a rate of 1e-300/s .* after the limit of 86400 s" "${q04[@]}" --clock sim --rate 1e-300
+check reject 2 "--utilisation: 1e-320 is outside" "${q03[@]}" --utilisation 1e-320
+check reject 1 "--quick applies only to --hardware this" "${q03[@]}" --quick
+check reject 1 "model file '/missing.bin' not found" "${bf[@]}" --model /missing.bin
+check reject 1 "--prompt 1000 \+ --decode 64 exceeds the context of stories110M" "${bk[@]}" --prompt 1000
+check reject 1 "tokenizer file '/dev/zero' is a character device" "${tok[@]}" --tokenizer /dev/zero
+check reject 1 "vocab_size = -2147483648" "$ch01" --model vocab_int_min.bin --tokenizer text.txt
+
+# Allocation sizes are checked before trying (a limit on the address space makes this
+# deterministic; sanitizer builds reserve terabytes of address space, so they skip it).
+if ldd "$ch01" 2>/dev/null | grep -q libasan; then
+  echo "SKIPPED (sanitizer build): the address-space-limit rows"; skip=$((skip + 1))
+else
+  check reject 1 "synthetic model .*llama2-7b.* needs [0-9.]+ GB .* more than the [0-9.]+ GB" \
+    bash -c 'ulimit -v 4000000; exec "$@"' - "$ch01" --synthetic llama2-7b
+fi
+
+# --- rows that need the real model files --------------------------------------------------------
+if [ -n "$models" ] && [ -f "$models/stories260K.bin" ] && [ -f "$models/tok512.bin" ]; then
+  # One infinity in rms_final: found at load, named by tensor and index.
+  cp "$models/stories260K.bin" inf_weight.bin && chmod u+w inf_weight.bin
+  read -r D H L _ KV_HEADS V _ < <(od -An -t d4 -N28 inf_weight.bin | tr -s ' \n' ' ')
+  NH=$(od -An -t d4 -j12 -N4 inf_weight.bin | tr -d ' ')
+  KV=$((D / NH * KV_HEADS))
+  offset=$((28 + 4 * (V * D + L * D + L * D * D + 2 * L * KV * D + L * D * D + L * D + 3 * L * H * D + 3)))
+  printf '\000\000\200\177' | dd of=inf_weight.bin bs=1 seek="$offset" conv=notrunc status=none
+  fixtures="$(ls -A | sort)"
+  check reject 1 "inf_weight.bin.*tensor rms_final holds inf at index 3" "$ch01" --model inf_weight.bin --temperature 0
+  check reject 1 "tokenizer file .*(FIFO|directory)" "$ch01" --model "$models/stories260K.bin" --tokenizer dir
+else
+  if [ "${INFERLAB_REQUIRE_MODELS:-0}" = 1 ]; then note_fail "stories260K.bin / tok512.bin missing in '$models'"; fi
+  echo "SKIPPED: the rows that need stories260K.bin (set INFERLAB_MODELS)"; skip=$((skip + 1))
+fi
+
+echo "hostile inputs: $pass passed, $fail failed, $skip groups skipped"
+[ "$fail" -eq 0 ]
