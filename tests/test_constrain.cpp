@@ -57,7 +57,10 @@ std::vector<std::string> all_strings(const std::string& alphabet, int n) {
 TEST_CASE("regex: the parser accepts exactly what std::regex matches", "[unit][constrain]") {
   const std::vector<std::string> patterns = {
       "a(b|c)*", "[a-c]{2,3}", "(ab|a)(c|bc)", "a?b+c*", "[^a]b", "(a|b|)c", "\\d+-?\\d*",
-      "(a{1,2}b?){2}", "[ab-]+", ".c", "(?:ab)*c?", "a|b|c1", "[a-b1]{0,2}-"};
+      "(a{1,2}b?){2}", "[ab-]+", ".c", "(?:ab)*c?", "a|b|c1", "[a-b1]{0,2}-",
+      // Nested quantifiers, merged into one repeat where the language allows it:
+      "((a+)+)+b", "((a*)+)*", "((a?)*)c", "((a?)?)b", "((ab){2,}){2}", "((a{2,})?)c",
+      "((a|b)+){2,3}c"};
   const auto strings = all_strings("abc-1", 5);
   for (const auto& pat : patterns) {
     INFO("pattern " << pat);
@@ -68,6 +71,16 @@ TEST_CASE("regex: the parser accepts exactly what std::regex matches", "[unit][c
       CHECK(matches(p, s) == std::regex_match(s, re));
     }
   }
+}
+
+TEST_CASE("regex: deeply nested quantifiers compile to a small automaton", "[unit][constrain]") {
+  // 40 levels of (...)+ used to double the automaton at every level (until its 4M-node cap).
+  std::string pat = "a";
+  for (int i = 0; i < 40; ++i) pat = "(" + pat + ")+";
+  PushdownParser p(regex_grammar(pat + "b"));
+  CHECK(p.num_nodes() < 64);
+  CHECK(matches(p, "aaab"));
+  CHECK_FALSE(matches(p, "b"));
 }
 
 TEST_CASE("regex: UTF-8 classes and JSON-string spelling", "[unit][constrain]") {

@@ -52,6 +52,17 @@ int Grammar::alt(std::vector<int> items) {
 }
 
 int Grammar::repeat(int item, int min, int max) {
+  // A repeat of a repeat, (X{a,b}){c,d}, is one repeat of X when the languages are equal:
+  // X* and X+ absorb any further * + ?, and (X?)? is X?. Without this, nested quantifiers
+  // such as a++++ or ((a+)+)+ double the automaton at every level until it hits its size cap.
+  const Expr& inner = exprs[static_cast<std::size_t>(item)];
+  if (inner.kind == ExprKind::repeat && (max == -1 || max >= 1)) {
+    const int a = inner.min, b = inner.max, x = inner.children[0];
+    if (b == -1 && min >= 1 && long(a) * min <= 10000) return repeat(x, a * min, -1);
+    if (b == -1 && min == 0 && a <= 1) return repeat(x, 0, -1);
+    if (a == 0 && b == 1 && max == -1) return repeat(x, 0, -1);
+    if (a == 0 && b == 1 && min == 0 && max == 1) return item;
+  }
   Expr e;
   e.kind = ExprKind::repeat;
   e.children = {item};
