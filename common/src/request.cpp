@@ -45,7 +45,21 @@ Sequence make_sequence(const Request& request, const Tokenizer* tokenizer, int v
   }
   Sequence s;
   s.request = request;
-  if (request.prompt_len > 0) {
+  if (request.prompt_ids.size() >= static_cast<std::size_t>(context)) {
+    throw Error(fmt::format("request {}: the prompt is {} tokens (with BOS) but the context is {}",
+                            request.id, request.prompt_ids.size() + 1, context));
+  }
+  if (!request.prompt_ids.empty()) {
+    for (int id : request.prompt_ids) {
+      if (id < 0 || id >= vocab_size) {
+        throw Error(fmt::format("request {}: prompt token id {} is outside the vocabulary [0, {})",
+                                request.id, id, vocab_size));
+      }
+    }
+    s.tokens.reserve(request.prompt_ids.size() + 1);
+    s.tokens.push_back(kBosToken);
+    s.tokens.insert(s.tokens.end(), request.prompt_ids.begin(), request.prompt_ids.end());
+  } else if (request.prompt_len > 0) {
     s.tokens = synthetic_prompt(request.id, request.prompt_len, vocab_size);
   } else {
     if (!tokenizer) {

@@ -43,6 +43,18 @@ struct Request {
   /// Parallel samples: after the prompt, n sequences continue from it (branch b samples with
   /// seed sampling.seed + 7919 * b), sharing the prompt's KV blocks (chapter 05).
   int n = 1;
+  /// The prompt as token ids, BOS excluded (it is prepended); used when not empty, before
+  /// prompt_len and prompt. Shared-prefix workloads build prompts this way (chapter 06).
+  std::vector<int> prompt_ids;
+  /// Who sends it. The prefix cache salts its entries with the tenant, so a request never
+  /// reuses (and its timing never reveals) another tenant's cached prefix; "" = no salt.
+  std::string tenant;
+  /// The Request::id of the earlier turn this request continues (-1: none). Its prompt is that
+  /// request's tokens (BOS + prompt + generated, without a final end of text) followed by its
+  /// own prompt (prompt_ids, or text), and it arrives think_time seconds after that request
+  /// finishes (or at `arrival`, if later): a chat whose every turn resends the conversation.
+  int parent = -1;
+  double think_time = 0.0;  ///< seconds between the parent's last token and this arrival
 };
 
 /// @brief The made-up prompt of @p length tokens (BOS first) used for Request::prompt_len:
@@ -88,6 +100,12 @@ struct Sequence {
   /// Parallel samples still to be forked from this sequence when its prompt is in the cache.
   std::vector<Sequence*> forks;
   std::optional<Sampler> sampler;  ///< the real engine's sampler (own RNG per request)
+  /// Prompt positions whose keys and values came from the prefix cache at its first admission
+  /// (chapter 06): their prefill was skipped. 0 without a cache.
+  int cached_tokens = 0;
+  bool prefix_inserted = false;  ///< its prompt's blocks are in the prefix cache already
+  /// The prefix-cache entry this sequence pinned at admission (0: none); the cache's handle.
+  std::uint64_t prefix_lock = 0;
 
   /// @brief Tokens generated so far.
   int generated() const { return static_cast<int>(tokens.size()) - prompt_tokens; }
