@@ -20,17 +20,20 @@ int BlockAllocator::allocate() {
   const int id = free_.back();
   free_.pop_back();
   ref_[std::size_t(id)] = 1;
+  ++version_;
   return id;
 }
 
 void BlockAllocator::retain(int id) {
   if (ref_count(id) < 1) throw Error(fmt::format("block allocator: retain of free block {}", id));
   ++ref_[std::size_t(id)];
+  ++version_;
 }
 
 void BlockAllocator::release(int id) {
   if (ref_count(id) < 1) throw Error(fmt::format("block allocator: block {} freed twice", id));
   if (--ref_[std::size_t(id)] == 0) free_.push_back(id);
+  ++version_;
 }
 
 int BlockAllocator::ref_count(int id) const {

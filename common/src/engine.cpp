@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <map>
 #include <numeric>
 #include <thread>
 
@@ -78,32 +79,53 @@ void check_fits(const std::vector<Sequence>& seqs, const KVManager& kv, int bloc
 // (appending one token to every chunk that samples) and returns the time it ended on `clock`.
 template <class Clock, class RunStep>
 EngineRun serve(std::vector<Sequence>& seqs, const SchedulerConfig& config, KVManager& kv,
-                Clock& clock, RunStep&& run_step, const char* clock_name) {
+                int context, Clock& clock, RunStep&& run_step, const char* clock_name) {
   const auto* paged = dynamic_cast<const PagedKVManager*>(&kv);
   const int block_size = paged ? paged->block_size() : 0;
   check_fits(seqs, kv, block_size);
   Scheduler scheduler(config, &kv);
-  // Arrivals: every request's first sequence (parallel branches start when it forks them).
+  const PrefixCache* cache = kv.prefix_cache();
+  // Arrivals, earliest first (ties in request order): every request's first sequence, but not
+  // the later turns of a chat, which arrive think_time after the turn they continue finishes.
+  // Parallel branches start when their parent forks them.
+  std::multimap<double, std::size_t> arrivals;
+  std::map<int, std::size_t> by_id;                     // Request::id -> its first sequence
+  std::map<int, std::vector<std::size_t>> next_turns;  // Request::id -> turns continuing it
+  for (std::size_t i = 0; i < seqs.size(); ++i)
+    if (seqs[i].branch == 0) by_id[seqs[i].request.id] = i;
   std::vector<std::size_t> order;
   for (std::size_t i = 0; i < seqs.size(); ++i)
     if (seqs[i].branch == 0) order.push_back(i);
   std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
     return seqs[a].request.arrival < seqs[b].request.arrival;
   });
+  for (std::size_t i : order) {
+    const Request& r = seqs[i].request;
+    if (r.parent < 0) {
+      arrivals.emplace(r.arrival, i);
+      continue;
+    }
+    if (r.parent >= r.id || !by_id.count(r.parent)) {
+      throw Error(fmt::format("request {} continues request {}, which is not an earlier request",
+                              r.id, r.parent));
+    }
+    next_turns[r.parent].push_back(i);
+  }
 
   EngineRun run;
   run.clock = clock_name;
   run.scheduler = config;
-  std::size_t next = 0;  // next arrival in `order`
   std::size_t peak_reserved = 0;
-  while (next < order.size() || scheduler.has_work()) {
+  while (!arrivals.empty() || scheduler.has_work()) {
     const double now = clock.now();
-    while (next < order.size() && seqs[order[next]].request.arrival <= now)
-      scheduler.add(seqs[order[next++]]);
+    while (!arrivals.empty() && arrivals.begin()->first <= now) {
+      scheduler.add(seqs[arrivals.begin()->second]);
+      arrivals.erase(arrivals.begin());
+    }
     const StepPlan plan = scheduler.schedule();
     if (plan.empty()) {
-      if (next == order.size()) throw Error("engine: work left but the scheduler planned nothing");
-      clock.wait_until(seqs[order[next]].request.arrival);  // idle until someone arrives
+      if (arrivals.empty()) throw Error("engine: work left but the scheduler planned nothing");
+      clock.wait_until(arrivals.begin()->first);  // idle until someone arrives
       continue;
     }
     EngineStep step;
@@ -136,6 +158,25 @@ EngineRun serve(std::vector<Sequence>& seqs, const SchedulerConfig& config, KVMa
       if (c.samples) s.timeline.token_times.push_back(step.end);
     }
     scheduler.postprocess(plan);  // the finish rule, and memory released
+    if (cache) {
+      step.cached_blocks = cache->cached_blocks();
+      run.peak_cached_blocks = std::max(run.peak_cached_blocks, step.cached_blocks);
+    }
+    // A finished chat turn lets the next one arrive, carrying the whole conversation.
+    for (const ScheduledChunk& c : plan.chunks) {
+      const Sequence& done = *c.seq;
+      if (!done.finished() || done.branch != 0) continue;
+      const auto it = next_turns.find(done.request.id);
+      if (it == next_turns.end()) continue;
+      for (std::size_t i : it->second) {
+        Sequence& turn = seqs[i];
+        continue_conversation(turn, done, context);
+        turn.request.arrival = std::max(turn.request.arrival, step.end + turn.request.think_time);
+        turn.timeline.arrival = turn.request.arrival;
+        arrivals.emplace(turn.request.arrival, i);
+      }
+      next_turns.erase(it);
+    }
     run.steps.push_back(std::move(step));
   }
 
@@ -150,6 +191,7 @@ EngineRun serve(std::vector<Sequence>& seqs, const SchedulerConfig& config, KVMa
     r.stop_reason = s.stop_reason;
     r.branch = s.branch;
     r.preemptions = s.preemptions;
+    r.cached_tokens = s.cached_tokens;
     r.timeline = s.timeline;
     r.metrics = request_metrics(s.timeline);
     metrics.push_back(r.metrics);
@@ -175,6 +217,11 @@ EngineRun serve(std::vector<Sequence>& seqs, const SchedulerConfig& config, KVMa
   run.block_size = block_size;
   run.preemptions = scheduler.preemptions();
   run.swapped_bytes = kv.swapped_bytes();
+  if (cache) {
+    run.prefix_cache = cache->name();
+    run.evicted_blocks = cache->evicted_blocks();
+    if (const auto* radix = dynamic_cast<const RadixPrefixCache*>(cache)) run.trie = radix->view();
+  }
   return run;
 }
 
@@ -206,6 +253,8 @@ std::unique_ptr<KVManager> make_kv_manager(const MemoryConfig& memory, PoolFacto
                                            const ModelConfig& config, KVType type) {
   const std::size_t per_token = kv_bytes_per_token(config, type);
   if (memory.allocator == Allocator::contiguous) {
+    if (memory.prefix_cache != PrefixCacheKind::off)
+      throw Error("a prefix cache needs paged KV memory (it shares blocks between requests)");
     return std::make_unique<ContiguousKVManager>(std::move(pools), config, type,
                                                  memory.budget_bytes / per_token, memory.reserve);
   }
@@ -223,7 +272,8 @@ std::unique_ptr<KVManager> make_kv_manager(const MemoryConfig& memory, PoolFacto
   if (blocks > std::size_t(1) << 24)
     throw Error(fmt::format("a KV budget of {} blocks is more than 2^24 blocks", blocks));
   return std::make_unique<PagedKVManager>(std::move(pools), static_cast<int>(blocks),
-                                          memory.block_size, memory.swap_bytes);
+                                          memory.block_size, memory.swap_bytes,
+                                          memory.prefix_cache);
 }
 
 namespace {
@@ -276,7 +326,7 @@ EngineRun run_real(const std::vector<Request>& requests, const SchedulerConfig& 
     }
     return clock.now();
   };
-  EngineRun run = serve(seqs, config, *kv, clock, run_step, "real");
+  EngineRun run = serve(seqs, config, *kv, c.seq_len, clock, run_step, "real");
   for (RequestResult& r : run.requests)
     r.text = streamed_text(*engine.tokenizer, r.tokens, static_cast<int>(r.prompt_tokens.size()));
   return run;
@@ -302,7 +352,7 @@ EngineRun run_sim(const std::vector<Request>& requests, const SchedulerConfig& c
                                     engine.cost));
     return clock.now();
   };
-  return serve(seqs, config, *kv, clock, run_step, "sim");
+  return serve(seqs, config, *kv, engine.config.seq_len, clock, run_step, "sim");
 }
 
 ServingMetrics run_serving_metrics(const EngineRun& run, const Slo& slo) {

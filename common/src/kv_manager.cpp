@@ -2,6 +2,7 @@
 #include "inferlab/kv_manager.hpp"
 
 #include <algorithm>
+#include <span>
 
 #include <fmt/format.h>
 
@@ -103,9 +104,51 @@ std::size_t ContiguousKVManager::used_tokens() const {
 // --- paged -------------------------------------------------------------------------------------
 
 PagedKVManager::PagedKVManager(PoolFactory pools, int num_blocks, int block_size,
-                               std::size_t swap_bytes)
-    : pool_(pools(num_blocks, block_size)), alloc_(num_blocks), block_size_(block_size),
+                               std::size_t swap_bytes, PrefixCacheKind cache)
+    : pool_(pools(num_blocks, block_size)), alloc_(num_blocks),
+      cache_(make_prefix_cache(cache, alloc_, block_size)), block_size_(block_size),
       swap_capacity_(swap_bytes) {}
+
+int PagedKVManager::available_blocks() const {
+  return alloc_.num_free() + (cache_ ? cache_->evictable_blocks() : 0);
+}
+
+// Cached blocks nobody uses are free memory with a bonus: when the free list is short, the
+// cache gives some back.
+void PagedKVManager::make_free(int blocks) {
+  if (cache_ && alloc_.num_free() < blocks) cache_->evict(blocks - alloc_.num_free());
+}
+
+namespace {
+// What a prefix cache may serve of a waiting sequence: the positions it is about to prefill,
+// but the last, whose forward pass gives the logits of its next token.
+std::span<const int> cacheable(const Sequence& seq) {
+  return std::span<const int>(seq.tokens).first(std::size_t(std::max(seq.prefill_target, 1)));
+}
+int cache_limit(const Sequence& seq) { return std::max(seq.prefill_target - 1, 0); }
+}  // namespace
+
+int PagedKVManager::cached_prefix(const Sequence& seq) const {
+  if (!cache_ || seq.tokens.empty()) return 0;
+  return cache_->peek(cacheable(seq), cache_limit(seq), tenant_salt(seq.request.tenant));
+}
+
+void PagedKVManager::computed(Sequence& seq) {
+  if (!cache_ || !seq.kv || seq.prefix_inserted || seq.computed < seq.prompt_tokens) return;
+  seq.prefix_inserted = true;
+  // The prompt's full blocks: the last, partial one is still being written by this sequence
+  // (caching it would make the sequence copy it at its next token).
+  const int full = seq.prompt_tokens / block_size_;
+  if (full == 0) return;
+  const std::uint64_t h = cache_->insert(
+      std::span<const int>(seq.tokens).first(std::size_t(full) * block_size_),
+      std::span<const int>(seq.kv->blocks()).first(std::size_t(full)),
+      tenant_salt(seq.request.tenant));
+  // Pin what it now stands on instead of what it matched (the new path includes it).
+  cache_->lock(h);
+  cache_->unlock(seq.prefix_lock);
+  seq.prefix_lock = h;
+}
 
 std::size_t PagedKVManager::capacity_tokens() const {
   return std::size_t(alloc_.num_blocks()) * block_size_;
@@ -139,20 +182,43 @@ bool PagedKVManager::can_allocate(const Sequence& seq) const {
   // A watermark keeps one free block per sequence already holding memory: each of them will
   // soon need its next block, and admitting into that headroom only makes someone a victim of
   // preemption a few steps later.
-  return ceil_div(long(seq.tokens.size()) + 1, block_size_) + long(seq.forks.size()) +
-             long(live_.size()) <=
-         alloc_.num_free();
+  // Full blocks found in the prefix cache are not needed; the blocks of the match may be among
+  // the evictable ones, which then cannot be evicted for it.
+  const int hit = cached_prefix(seq);
+  const long need = ceil_div(long(seq.tokens.size()) + 1, block_size_) - hit / block_size_ +
+                    long(seq.forks.size()) + long(live_.size());
+  return need <= long(available_blocks()) - ceil_div(hit, block_size_);
 }
 
 void PagedKVManager::allocate(Sequence& seq) {
   if (seq.kv) throw Error(fmt::format("request {} already holds KV memory", seq.request.id));
-  const int need = ceil_div(long(seq.tokens.size()), block_size_);
+  auto kv = std::make_unique<KVSequence>(*pool_);
+  PrefixMatch hit;
+  if (cache_) {
+    hit = cache_->match(cacheable(seq), cache_limit(seq), tenant_salt(seq.request.tenant));
+    cache_->lock(hit.handle);
+    // The sequence's own references, taken before anything is evicted: from now on these
+    // blocks are in use and no eviction can take them.
+    for (int id : hit.blocks) {
+      alloc_.retain(id);
+      kv->append_block(id);
+    }
+  }
+  const int need = ceil_div(long(seq.tokens.size()), block_size_) - int(hit.blocks.size());
+  make_free(need);
   if (need > alloc_.num_free()) {
+    for (int id : hit.blocks) alloc_.release(id);
+    if (cache_) cache_->unlock(hit.handle);
     throw Error(fmt::format("paged KV: request {} needs {} blocks, {} of {} are free",
                             seq.request.id, need, alloc_.num_free(), alloc_.num_blocks()));
   }
-  seq.kv = std::make_unique<KVSequence>(*pool_);
-  for (int i = 0; i < need; ++i) seq.kv->append_block(alloc_.allocate());
+  for (int i = 0; i < need; ++i) kv->append_block(alloc_.allocate());
+  // The matched positions are computed already: prefill starts after them.
+  kv->set_length(hit.tokens);
+  seq.computed = hit.tokens;
+  seq.prefix_lock = hit.handle;
+  if (seq.preemptions == 0) seq.cached_tokens = hit.tokens;  // a readmission is not a new hit
+  seq.kv = std::move(kv);
   live_.push_back(&seq);
 }
 
@@ -168,7 +234,7 @@ int PagedKVManager::blocks_needed(const Sequence& seq, int n) const {
 }
 
 bool PagedKVManager::can_append(const Sequence& seq, int n) const {
-  return seq.kv && blocks_needed(seq, n) <= alloc_.num_free();
+  return seq.kv && blocks_needed(seq, n) <= available_blocks();
 }
 
 void PagedKVManager::append(Sequence& seq, int n) {
@@ -176,6 +242,7 @@ void PagedKVManager::append(Sequence& seq, int n) {
     throw Error(fmt::format("paged KV: request {} needs {} more blocks, {} are free",
                             seq.request.id, blocks_needed(seq, n), alloc_.num_free()));
   }
+  make_free(blocks_needed(seq, n));
   KVSequence& kv = *seq.kv;
   const int first = seq.computed / block_size_, last = (seq.computed + n - 1) / block_size_;
   // Copy-on-write: the blocks this step writes into must be this sequence's own.
@@ -192,6 +259,20 @@ void PagedKVManager::append(Sequence& seq, int n) {
 
 void PagedKVManager::free(Sequence& seq) {
   if (!seq.kv) return;
+  if (cache_) {
+    // Everything it computed, generated tokens included, stays reusable: the next turn of a
+    // chat resends exactly these tokens.
+    const int len = seq.kv->length();
+    cache_->insert(std::span<const int>(seq.tokens).first(std::size_t(len)),
+                   std::span<const int>(seq.kv->blocks()).first(std::size_t(ceil_div(len, block_size_))),
+                   tenant_salt(seq.request.tenant));
+  }
+  release(seq);
+}
+
+void PagedKVManager::release(Sequence& seq) {
+  if (cache_) cache_->unlock(seq.prefix_lock);
+  seq.prefix_lock = 0;
   for (int id : seq.kv->blocks()) alloc_.release(id);
   seq.kv.reset();
   std::erase(live_, &seq);
@@ -235,19 +316,20 @@ void PagedKVManager::swap_out(Sequence& seq) {
   swap_used_ += bytes;
   swapped_bytes_ += bytes;
   swap_[&seq] = std::move(saved);
-  free(seq);
+  release(seq);  // not into the prefix cache: that would keep the blocks the swap frees
 }
 
 bool PagedKVManager::can_swap_in(const Sequence& seq) const {
   const auto it = swap_.find(&seq);
   // Its blocks, plus one for the token it forwards next.
-  return it != swap_.end() && int(it->second.blocks.size()) + 1 <= alloc_.num_free();
+  return it != swap_.end() && int(it->second.blocks.size()) + 1 <= available_blocks();
 }
 
 void PagedKVManager::swap_in(Sequence& seq) {
   const auto it = swap_.find(&seq);
   if (it == swap_.end() || !can_swap_in(seq))
     throw Error(fmt::format("paged KV: request {} cannot be swapped in now", seq.request.id));
+  make_free(int(it->second.blocks.size()));
   seq.kv = std::make_unique<KVSequence>(*pool_);
   for (const auto& bytes : it->second.blocks) {
     const int id = alloc_.allocate();

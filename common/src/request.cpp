@@ -81,6 +81,21 @@ Sequence make_sequence(const Request& request, const Tokenizer* tokenizer, int v
   return s;
 }
 
+void continue_conversation(Sequence& turn, const Sequence& previous, int context) {
+  std::vector<int> tokens = previous.tokens;
+  if (previous.stop_reason == StopReason::eos && tokens.back() == kBosToken) tokens.pop_back();
+  tokens.insert(tokens.end(), turn.tokens.begin() + 1, turn.tokens.begin() + turn.prompt_tokens);
+  if (static_cast<long>(tokens.size()) > context) {
+    throw Error(fmt::format("request {} continues request {}: the conversation is {} tokens, over "
+                            "the context of {}",
+                            turn.request.id, previous.request.id, tokens.size(), context));
+  }
+  turn.tokens = std::move(tokens);
+  turn.prompt_tokens = static_cast<int>(turn.tokens.size());
+  turn.prefill_target = turn.prompt_tokens;
+  turn.max_new_tokens = std::min(turn.request.max_tokens, context - turn.prompt_tokens + 1);
+}
+
 Sequence make_branch(const Sequence& parent, int branch) {
   Sequence s;
   s.request = parent.request;

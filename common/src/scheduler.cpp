@@ -29,6 +29,16 @@ Preempt parse_preempt(const std::string& name) {
   throw Error(fmt::format("unknown preemption policy '{}' (expected recompute or swap)", name));
 }
 
+const char* order_name(Order order) {
+  return order == Order::longest_prefix ? "longest-prefix" : "fcfs";
+}
+
+Order parse_order(const std::string& name) {
+  if (name == "fcfs") return Order::fcfs;
+  if (name == "longest-prefix") return Order::longest_prefix;
+  throw Error(fmt::format("unknown scheduling order '{}' (expected fcfs or longest-prefix)", name));
+}
+
 Scheduler::Scheduler(const SchedulerConfig& config, KVManager* kv) : config_(config), kv_(kv) {
   if (config.max_seqs < 1) throw Error(fmt::format("max_seqs {} (must be >= 1)", config.max_seqs));
   if (config.max_batched_tokens < 1) {
@@ -139,6 +149,16 @@ StepPlan Scheduler::schedule() {
     return true;
   };
 
+  if (config_.order == Order::longest_prefix && kv_ && waiting_.size() > 1) {
+    // Longest cached prefix first, ties in queue order (a stable sort of the window).
+    const auto end = waiting_.begin() + std::min<std::ptrdiff_t>(
+                                            std::ptrdiff_t(waiting_.size()), kLongestPrefixWindow);
+    std::vector<std::pair<int, Sequence*>> keyed;
+    for (auto it = waiting_.begin(); it != end; ++it) keyed.emplace_back(-kv_->cached_prefix(**it), *it);
+    std::stable_sort(keyed.begin(), keyed.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (std::size_t i = 0; i < keyed.size(); ++i) waiting_[i] = keyed[i].second;
+  }
   if (config_.policy == Policy::static_batching) {
     // A new batch takes every waiting request that fits in the slots, whatever the token
     // budget: its prompts are then prefilled chunk by chunk over the next steps.
@@ -178,6 +198,7 @@ void Scheduler::postprocess(const StepPlan& plan) {
   for (const ScheduledChunk& c : plan.chunks) {
     Sequence& s = *c.seq;
     s.computed += c.count;
+    if (kv_) kv_->computed(s);  // e.g. a finished prefill goes into the prefix cache
     if (!s.forks.empty() && s.computed >= s.prompt_tokens) {
       if (kv_ == nullptr) throw Error("Scheduler: parallel samples need a KV manager");
       fork_branches(s);

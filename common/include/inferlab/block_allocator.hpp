@@ -3,6 +3,7 @@
 /// @brief The bookkeeping of PagedAttention's physical blocks: a free list and a reference
 /// count per block. Stores no data (the blocks themselves live in a KVPool).
 
+#include <cstdint>
 #include <vector>
 
 namespace inferlab {
@@ -31,10 +32,14 @@ class BlockAllocator {
   void release(int id);
   /// @brief Tables holding @p id (0 when free).
   int ref_count(int id) const;
+  /// @brief Changes with every allocate(), retain() and release(): lets callers memoise a
+  /// result computed from the reference counts.
+  std::uint64_t version() const { return version_; }
 
  private:
   std::vector<int> ref_;   // (num_blocks) reference counts
   std::vector<int> free_;  // stack of free ids: the most recently freed is reused first
+  std::uint64_t version_ = 0;
 };
 
 }  // namespace inferlab

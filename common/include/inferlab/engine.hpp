@@ -54,6 +54,7 @@ struct EngineStep {
   /// difference is what sharing saves).
   std::size_t kv_logical = 0;
   std::vector<StepChunk> chunks;  ///< what each active sequence forwarded, one entry each
+  int cached_blocks = 0;  ///< blocks the prefix cache held at the end of the step (chapter 06)
   /// @brief Tokens forwarded in the step: decode_tokens + prefill_tokens.
   int tokens() const { return decode_tokens + prefill_tokens; }
 };
@@ -69,6 +70,8 @@ struct RequestResult {
   StopReason stop_reason = StopReason::none;  ///< why it stopped: eos, max_tokens or context
   int preemptions = 0;          ///< times it was preempted (chapter 05)
   int branch = 0;               ///< which of the request's parallel samples (0 .. n-1)
+  /// Prompt positions served from the prefix cache at its first admission (chapter 06).
+  int cached_tokens = 0;
   RequestTimeline timeline;     ///< arrival and token times, seconds since the run began
   RequestMetrics metrics;       ///< TTFT, TPOT, ITL, E2E
   /// @brief Tokens generated: tokens.size() - prompt_tokens.size().
@@ -101,6 +104,11 @@ struct EngineRun {
   int preemptions = 0;              ///< sequences preempted during the run
   std::size_t swapped_bytes = 0;    ///< bytes copied to and from the swap area
   BlockTableSnapshot peak_tables;   ///< paged: the tables when the most blocks were in use
+  std::string prefix_cache = "off";  ///< "radix", "hash" or "off" (chapter 06)
+  long long evicted_blocks = 0;      ///< blocks the prefix cache gave back to the pool
+  int peak_cached_blocks = 0;        ///< the most blocks the prefix cache held at once
+  /// The radix trie at the end of the run (no tenant's salt), root first; empty otherwise.
+  std::vector<TrieNodeView> trie;
 };
 
 /// @brief How KV memory is managed (chapter 05).
@@ -122,10 +130,12 @@ struct MemoryConfig {
   /// gets its reservation; the slots are the only limit, as in chapter 04).
   std::size_t budget_bytes = 0;
   std::size_t swap_bytes = 0;  ///< host swap area for Preempt::swap (paged)
+  PrefixCacheKind prefix_cache = PrefixCacheKind::off;  ///< prefix cache in the pool (paged)
 };
 
 /// @brief The manager @p memory describes, storing into pools from @p pools.
-/// @throws inferlab::Error for a paged manager without a budget, or a budget under one block.
+/// @throws inferlab::Error for a paged manager without a budget, a budget under one block, or
+/// a prefix cache without paging.
 std::unique_ptr<KVManager> make_kv_manager(const MemoryConfig& memory, PoolFactory pools,
                                            const ModelConfig& config, KVType type);
 

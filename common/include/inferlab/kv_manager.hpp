@@ -25,6 +25,7 @@
 
 #include "inferlab/block_allocator.hpp"
 #include "inferlab/kv_pool.hpp"
+#include "inferlab/prefix_cache.hpp"
 #include "inferlab/request.hpp"
 
 namespace inferlab {
@@ -79,6 +80,15 @@ class KVManager {
   virtual std::size_t bytes_per_token() const = 0;
   /// @brief Bytes copied to and from the swap area so far.
   virtual std::size_t swapped_bytes() const { return 0; }
+
+  /// @brief Called after a step: @p seq's positions up to seq.computed now hold their keys
+  /// and values (the prefix cache stores a prompt as soon as its prefill is done).
+  virtual void computed(Sequence& seq) { (void)seq; }
+  /// @brief Prompt positions of waiting @p seq that the prefix cache holds now (0 without one):
+  /// what the longest-prefix scheduling order sorts by.
+  virtual int cached_prefix(const Sequence& seq) const { (void)seq; return 0; }
+  /// @brief The prefix cache (chapter 06), or nullptr.
+  virtual const PrefixCache* prefix_cache() const { return nullptr; }
 };
 
 /// @brief How much a contiguous reservation takes.
@@ -123,14 +133,25 @@ class ContiguousKVManager final : public KVManager {
 };
 
 /// @brief PagedAttention's block manager: one pool, block tables, reference counts,
-/// copy-on-write, fork, and swapping to a bounded host area.
+/// copy-on-write, fork, swapping to a bounded host area and, optionally, a prefix cache.
+///
+/// With a prefix cache (chapter 06), allocate() starts a sequence from the longest cached
+/// prefix of its prompt: it shares those blocks (the cache pins them while it runs) and
+/// prefills only the rest (seq.computed starts there). A prompt goes into the cache when its
+/// prefill is done (full blocks only: the last one is still being written), and the whole
+/// sequence, generated tokens included, when it finishes or is preempted to recompute: the
+/// next chat turn, or its own readmission, starts from it. Blocks the cache alone holds count as
+/// free: when the free list runs short, the cache evicts (least recently used first) before
+/// anything is refused, so the scheduler preempts only when the cache has nothing left to give.
 class PagedKVManager final : public KVManager {
  public:
   /// @param pools makes the one shared pool
   /// @param num_blocks blocks in the pool (>= 1)
   /// @param block_size positions per block (>= 1)
   /// @param swap_bytes size of the host swap area (0: no swapping)
-  PagedKVManager(PoolFactory pools, int num_blocks, int block_size, std::size_t swap_bytes = 0);
+  /// @param cache the prefix cache to keep in the pool (off: none)
+  PagedKVManager(PoolFactory pools, int num_blocks, int block_size, std::size_t swap_bytes = 0,
+                 PrefixCacheKind cache = PrefixCacheKind::off);
   const char* name() const override { return "paged"; }
   bool can_allocate(const Sequence& seq) const override;
   void allocate(Sequence& seq) override;
@@ -147,6 +168,11 @@ class PagedKVManager final : public KVManager {
   std::size_t logical_tokens() const override;
   std::size_t bytes_per_token() const override { return pool_->bytes_per_token(); }
   std::size_t swapped_bytes() const override { return swapped_bytes_; }
+  void computed(Sequence& seq) override;
+  int cached_prefix(const Sequence& seq) const override;
+  const PrefixCache* prefix_cache() const override { return cache_.get(); }
+  /// @brief Free blocks, plus those the prefix cache could give back (evictable_blocks()).
+  int available_blocks() const;
 
   /// @brief @p child shares the blocks of @p parent's first @p length positions (reference
   /// counts + 1): parallel sampling stores the prompt once. @p child must hold no memory.
@@ -162,8 +188,11 @@ class PagedKVManager final : public KVManager {
   int block_size() const { return block_size_; }              ///< positions per block
 
  private:
+  void release(Sequence& seq);
+  void make_free(int blocks);
   std::unique_ptr<KVPool> pool_;
   BlockAllocator alloc_;
+  std::unique_ptr<PrefixCache> cache_;  // after alloc_: it gives its references back first
   int block_size_;
   std::size_t swap_capacity_, swap_used_ = 0, swapped_bytes_ = 0;
   struct Swapped {

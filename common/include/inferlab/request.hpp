@@ -129,6 +129,12 @@ struct Sequence {
 Sequence make_sequence(const Request& request, const Tokenizer* tokenizer, int vocab_size,
                        int context);
 
+/// @brief Makes @p turn, a later turn of a chat (Request::parent), continue @p previous, which
+/// has finished: its tokens become previous's tokens (without a final end of text) followed by
+/// its own prompt without BOS, and max_new_tokens is clamped again to @p context.
+/// @throws inferlab::Error if the conversation no longer fits in @p context.
+void continue_conversation(Sequence& turn, const Sequence& previous, int context);
+
 /// @brief Branch @p branch (>= 1) of @p parent's request: the same prompt and limits, its own
 /// seed (sampling.seed + 7919 * branch). It starts when the scheduler forks it from the parent.
 Sequence make_branch(const Sequence& parent, int branch);

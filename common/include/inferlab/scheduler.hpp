@@ -57,6 +57,23 @@ const char* policy_name(Policy policy);
 /// @brief Parses "static" or "continuous". @throws inferlab::Error naming the choices.
 Policy parse_policy(const std::string& name);
 
+/// @brief The order in which waiting requests are admitted.
+enum class Order {
+  fcfs,            ///< first come, first served
+  /// SGLang's longest-prefix-match: the waiting requests whose prompts have the longest
+  /// prefix in the prefix cache go first (ties in arrival order), so requests sharing a prefix
+  /// run while it is cached instead of after it was evicted. Sorting asks the cache about every
+  /// waiting request at every step, so only the first kLongestPrefixWindow are sorted (SGLang
+  /// falls back to FCFS beyond 128 waiting requests instead).
+  longest_prefix,
+};
+/// @brief How many of the oldest waiting requests Order::longest_prefix sorts at each step.
+inline constexpr int kLongestPrefixWindow = 256;
+/// @brief "fcfs" or "longest-prefix".
+const char* order_name(Order order);
+/// @brief Parses "fcfs" or "longest-prefix". @throws inferlab::Error naming the choices.
+Order parse_order(const std::string& name);
+
 /// @brief The scheduler's limits.
 struct SchedulerConfig {
   Policy policy = Policy::continuous;  ///< static or continuous batching
@@ -65,6 +82,7 @@ struct SchedulerConfig {
   /// the oldest running sequences take the budget's decode tokens and later ones wait.
   int max_batched_tokens = 512;
   Preempt preempt = Preempt::recompute;  ///< what preemption does (with a KVManager)
+  Order order = Order::fcfs;  ///< admission order of the waiting requests (chapter 06)
 };
 
 /// @brief One sequence's share of a step: forward tokens[start, start + count).
