@@ -1,0 +1,235 @@
+// Chapter 06's measurements: a prefix cache's savings, its pictures, the side channel, the seed's
+// worked number and the cost of the cache's own operations.
+#include "inferlab/prefix_report.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "inferlab/error.hpp"
+#include "inferlab/metrics.hpp"
+#include "inferlab/sampler.hpp"
+#include "inferlab/timer.hpp"
+
+namespace inferlab {
+
+PrefixSummary prefix_summary(const EngineRun& run) {
+  PrefixSummary s;
+  s.cache = run.prefix_cache;
+  long long hits = 0;
+  std::vector<double> ttft;
+  for (const RequestResult& r : run.requests) {
+    if (r.branch != 0) continue;
+    ++s.requests;
+    s.prompt_tokens += static_cast<long long>(r.prompt_tokens.size());
+    s.prefill_tokens_saved += r.cached_tokens;
+    hits += run.block_size > 0 && r.cached_tokens >= run.block_size;
+    ttft.push_back(r.metrics.ttft);
+  }
+  for (const EngineStep& step : run.steps) s.prefill_tokens_computed += step.prefill_tokens;
+  s.token_hit_rate = s.prompt_tokens ? double(s.prefill_tokens_saved) / double(s.prompt_tokens) : 0;
+  s.request_hit_rate = s.requests ? double(hits) / s.requests : 0.0;
+  s.evictions = run.evicted_blocks;
+  const Summary t = summarize(ttft);
+  s.ttft_p50 = t.p50;
+  s.ttft_p99 = t.p99;
+  s.throughput_tokens_per_s = run.metrics.throughput_tokens;
+  s.cache_bytes = std::size_t(run.peak_cached_blocks) * std::size_t(run.block_size) *
+                  run.kv_bytes_per_token;
+  return s;
+}
+
+SvgPlot ttft_cdf_plot(const std::vector<const EngineRun*>& runs, const std::string& title) {
+  SvgPlot plot(title, 800, 420);
+  plot.set_x_axis("time to first token (ms, log scale)", AxisScale::log);
+  plot.set_y_axis("fraction of requests with a TTFT at most this", AxisScale::linear, 0.0, 1.0);
+  plot.set_legend(LegendPosition::bottom_right);
+  for (const EngineRun* run : runs) {
+    std::vector<double> t;
+    for (const RequestResult& r : run->requests)
+      if (r.branch == 0) t.push_back(std::max(r.metrics.ttft * 1e3, 1e-3));
+    std::sort(t.begin(), t.end());
+    std::vector<double> x, y;
+    for (std::size_t i = 0; i < t.size(); ++i) {  // a staircase: up by 1/n at every sample
+      x.push_back(t[i]);
+      y.push_back(double(i) / double(t.size()));
+      x.push_back(t[i]);
+      y.push_back(double(i + 1) / double(t.size()));
+    }
+    const PrefixSummary s = prefix_summary(*run);
+    plot.add_line(fmt::format("cache {}: p50 {:.3g} ms, p99 {:.3g} ms", run->prefix_cache,
+                              s.ttft_p50 * 1e3, s.ttft_p99 * 1e3),
+                  x, y);
+  }
+  return plot;
+}
+
+SvgPlot trie_plot(const std::vector<TrieNodeView>& trie, const std::string& title, int max_nodes) {
+  const int n = std::min<int>(max_nodes, static_cast<int>(trie.size()));
+  // Layered layout: x is the node's level, y spreads the leaves evenly (depth-first order) and
+  // puts each parent at the middle of its children.
+  std::vector<std::vector<int>> children(std::size_t(std::max(n, 1)));
+  std::vector<int> level(std::size_t(std::max(n, 1)), 0);
+  for (int i = 1; i < n; ++i) {
+    const int p = trie[std::size_t(i)].parent;
+    children[std::size_t(p)].push_back(i);  // breadth first: the parent came before
+    level[std::size_t(i)] = level[std::size_t(p)] + 1;
+  }
+  std::vector<double> y(std::size_t(std::max(n, 1)), 0.0);
+  double next_leaf = 0.0;
+  // Post-order without recursion: a stack of (node, children visited).
+  std::vector<std::pair<int, bool>> stack = {{0, false}};
+  while (n > 0 && !stack.empty()) {
+    auto [v, done] = stack.back();
+    stack.pop_back();
+    const auto& ch = children[std::size_t(v)];
+    if (ch.empty()) {
+      y[std::size_t(v)] = next_leaf++;
+    } else if (!done) {
+      stack.push_back({v, true});
+      for (auto it = ch.rbegin(); it != ch.rend(); ++it) stack.push_back({*it, false});
+    } else {
+      y[std::size_t(v)] = (y[std::size_t(ch.front())] + y[std::size_t(ch.back())]) / 2;
+    }
+  }
+  const int levels = n > 0 ? *std::max_element(level.begin(), level.begin() + n) + 1 : 1;
+  const double rows = std::max(next_leaf, 1.0);
+  SvgPlot plot(n < static_cast<int>(trie.size())
+                   ? fmt::format("{} (the first {} of {} nodes)", title, n, trie.size())
+                   : title,
+               std::max(800, 170 * levels), std::max(300, int(60 + 30 * rows)));
+  plot.set_legend(LegendPosition::none);
+  plot.set_x_axis("trie level (root at 0)", AxisScale::linear, -0.5, levels - 0.5);
+  plot.set_y_axis("", AxisScale::linear, -0.8, rows - 0.2);
+  std::vector<double> ticks;
+  for (int l = 0; l < levels; ++l) ticks.push_back(l);
+  plot.set_x_ticks(ticks);
+  plot.set_y_ticks({}, {});
+  for (int i = 1; i < n; ++i) {
+    const int p = trie[std::size_t(i)].parent;
+    plot.add_segment(level[std::size_t(p)] + 0.35, rows - 1 - y[std::size_t(p)],
+                     level[std::size_t(i)] - 0.35, rows - 1 - y[std::size_t(i)], "",
+                     {"#888888", 1.0, false, 1.0});
+  }
+  int max_hits = 1;
+  for (int i = 0; i < n; ++i) max_hits = std::max(max_hits, trie[std::size_t(i)].hits);
+  for (int i = 0; i < n; ++i) {
+    const TrieNodeView& v = trie[std::size_t(i)];
+    const double yy = rows - 1 - y[std::size_t(i)];
+    // Darker = more hits.
+    const int light = 92 - static_cast<int>(45.0 * v.hits / max_hits);
+    const std::string text = i == 0 ? "root" : fmt::format("{} tok, {} hit{}", v.tokens, v.hits,
+                                                           v.hits == 1 ? "" : "s");
+    plot.add_rect(level[std::size_t(i)] - 0.35, yy - 0.35, level[std::size_t(i)] + 0.35,
+                  yy + 0.35, text, {fmt::format("hsl(210,60%,{}%)", light), 1.0, false, 1.0});
+  }
+  return plot;
+}
+
+SideChannel measure_side_channel(const std::function<EngineRun(const std::vector<Request>&)>& serve,
+                                 int prefix_tokens, double spacing_s, bool salted) {
+  if (prefix_tokens < 1) throw Error("side channel: the prefix needs at least one token");
+  Rng rng(2024);
+  auto ids = [&](int count) {
+    std::vector<int> v;
+    for (int i = 0; i < count; ++i) v.push_back(3 + static_cast<int>(rng.next_u32() % 509));
+    return v;
+  };
+  const std::vector<int> seen = ids(prefix_tokens), unseen = ids(prefix_tokens);
+  std::vector<Request> reqs(3);
+  const char* tenants[] = {"alice", "bob", "bob"};
+  const std::vector<int>* prefixes[] = {&seen, &seen, &unseen};
+  for (int i = 0; i < 3; ++i) {
+    Request& r = reqs[std::size_t(i)];
+    r.id = i;
+    r.arrival = spacing_s * i;
+    r.prompt_ids = *prefixes[i];
+    const std::vector<int> question = ids(8);
+    r.prompt_ids.insert(r.prompt_ids.end(), question.begin(), question.end());
+    r.max_tokens = 4;
+    r.ignore_eos = true;
+    r.sampling.temperature = 0.0f;
+    if (salted) r.tenant = tenants[i];
+  }
+  const EngineRun run = serve(reqs);
+  SideChannel out;
+  out.ttft_seen_s = run.requests[1].metrics.ttft;
+  out.ttft_unseen_s = run.requests[2].metrics.ttft;
+  return out;
+}
+
+PrefillSaving prefill_saving(const ModelConfig& config, const Hardware& hardware,
+                             const CostOptions& cost, int prefix_tokens, double rate) {
+  StepShape shape;
+  shape.add_prefill(prefix_tokens, 0);
+  PrefillSaving s;
+  s.rate = rate;
+  s.prefill_seconds = step_time_seconds(config, hardware, shape, cost);
+  s.gpu_seconds_saved_per_second = s.prefill_seconds * rate;
+  return s;
+}
+
+CacheOpCost measure_cache_ops(PrefixCacheKind kind, int prompt_tokens, int block_size, int reps) {
+  if (kind == PrefixCacheKind::off) throw Error("measure_cache_ops: no cache to time");
+  if (prompt_tokens < 4 || block_size < 1 || reps < 1)
+    throw Error("measure_cache_ops: prompt_tokens >= 4, block_size >= 1 and reps >= 1");
+  constexpr int kBases = 8, kRequests = 64;
+  Rng rng(99);
+  auto random_ids = [&](std::vector<int>& v, std::size_t from) {
+    for (std::size_t i = from; i < v.size(); ++i) v[i] = 3 + static_cast<int>(rng.next_u32() % 32000);
+  };
+  const int blocks_per_prompt = (prompt_tokens + block_size - 1) / block_size;
+  std::vector<double> match_us, insert_us;
+  for (int rep = 0; rep < reps; ++rep) {
+    BlockAllocator alloc((kBases + kRequests) * blocks_per_prompt + 1);
+    auto cache = make_prefix_cache(kind, alloc, block_size);
+    std::vector<std::vector<int>> bases(kBases, std::vector<int>(std::size_t(prompt_tokens)));
+    auto fresh_table = [&](int n) {
+      std::vector<int> t;
+      for (int i = 0; i < n; ++i) t.push_back(alloc.allocate());
+      return t;
+    };
+    for (auto& b : bases) {
+      random_ids(b, 0);
+      const std::vector<int> table = fresh_table(blocks_per_prompt);
+      cache->insert(b, table, 0);
+      for (int id : table) alloc.release(id);
+    }
+    std::vector<std::vector<int>> queries;
+    for (int q = 0; q < kRequests; ++q) {
+      std::vector<int> v = bases[std::size_t(q % kBases)];
+      random_ids(v, std::size_t(prompt_tokens) * 3 / 4);
+      queries.push_back(std::move(v));
+    }
+    double t_match = 0.0, t_insert = 0.0;
+    for (const auto& q : queries) {
+      const double t0 = now_seconds();
+      const PrefixMatch hit = cache->match(q, prompt_tokens - 1, 0);
+      const double t1 = now_seconds();
+      // The engine's table: the matched blocks (shared) and fresh ones for the rest.
+      std::vector<int> table;
+      for (int id : hit.blocks) {
+        alloc.retain(id);
+        table.push_back(id);
+      }
+      for (int i = static_cast<int>(table.size()); i < blocks_per_prompt; ++i) table.push_back(alloc.allocate());
+      const double t2 = now_seconds();
+      cache->insert(q, table, 0);
+      const double t3 = now_seconds();
+      for (int id : table) alloc.release(id);
+      t_match += t1 - t0;
+      t_insert += t3 - t2;
+    }
+    match_us.push_back(t_match / kRequests * 1e6);
+    insert_us.push_back(t_insert / kRequests * 1e6);
+  }
+  CacheOpCost c;
+  c.prompt_tokens = prompt_tokens;
+  c.match_us = percentile(match_us, 50);
+  c.insert_us = percentile(insert_us, 50);
+  return c;
+}
+
+}  // namespace inferlab
