@@ -1,6 +1,9 @@
 // The serving chapters' shared command line: clock, workload, scheduler limits.
 #include "inferlab/serving_cli.hpp"
 
+#include <algorithm>
+#include <unordered_map>
+
 #include <fmt/format.h>
 
 #include "inferlab/error.hpp"
@@ -64,7 +67,61 @@ void add_serving_flags(CLI::App& app, ServingFlags& f) {
       ->capture_default_str();
   app.add_option("--workload-file,--trace-file", f.workload_file,
                  "JSONL requests instead of generating: {\"arrival\": 0.25, \"prompt\": \"...\", "
-                 "\"max_tokens\": 64} or \"prompt_len\": N");
+                 "\"max_tokens\": 64}, or \"prompt_len\": N or \"prompt_ids\": [ids] instead of "
+                 "\"prompt\"; optional \"tenant\", \"parent\" (id of an earlier line's request) "
+                 "and \"think_time\"");
+  app.add_option("--workload", f.workload,
+                 "what the generated prompts share: random (nothing), shared-prefix, few-shot, "
+                 "multi-turn or rag")
+      ->check(CLI::Validator(
+          [](std::string& name) {
+            try {
+              parse_workload_kind(name);
+            } catch (const Error& e) {
+              return std::string(e.what());
+            }
+            return std::string();
+          },
+          "NAME"))
+      ->capture_default_str();
+  app.add_option("--prefixes", f.prefixes,
+                 "shared-prefix: common prefixes; few-shot: tasks (example sets)")
+      ->check(integer_in(1, 10000))
+      ->capture_default_str();
+  app.add_option("--prefix-len", f.prefix_len,
+                 "tokens of each shared prefix (shared-prefix), of instruction + examples "
+                 "(few-shot; the instruction is the first third), of the system prompt "
+                 "(multi-turn; 0: none)")
+      ->check(integer_in(0, 1 << 20))
+      ->capture_default_str();
+  app.add_option("--shared-fraction", f.shared_fraction,
+                 "shared-prefix: probability that a request starts with a common prefix")
+      ->check(finite_in(0.0, 1.0))
+      ->capture_default_str();
+  app.add_option("--turns", f.turns, "multi-turn: turns per conversation (at most)")
+      ->check(integer_in(1, 1000))
+      ->capture_default_str();
+  app.add_option("--think-time", f.think_time,
+                 "multi-turn: mean seconds between an answer and the next turn (exponential)")
+      ->check(finite_in(0.0, 3600.0))
+      ->capture_default_str();
+  app.add_option("--max-conversation", f.max_conversation,
+                 "multi-turn: a conversation's worst-case tokens (BOS + system prompt + every "
+                 "turn's message and max_tokens) stay within this; a turn that would pass it "
+                 "starts a new conversation instead. Keep it <= the model's context")
+      ->check(integer_in(3, 1 << 24))
+      ->capture_default_str();
+  app.add_option("--docs", f.docs, "rag: documents in the pool")
+      ->check(integer_in(1, 1'000'000))
+      ->capture_default_str();
+  app.add_option("--doc-len", f.doc_len, "rag: tokens per document")
+      ->check(integer_in(1, 1 << 20))
+      ->capture_default_str();
+  app.add_option("--tenants", f.tenants,
+                 "generated requests (multi-turn: conversations) go round-robin to tenants "
+                 "t0..tN-1, whose prefix-cache entries are kept apart (1: no tenant)")
+      ->check(integer_in(1, 1'000'000))
+      ->capture_default_str();
   app.add_option("--max-batched-tokens", f.max_batched_tokens,
                  "token budget of one step (chunked prefill)")
       ->check(integer_in(1, 1 << 24))
@@ -83,13 +140,46 @@ void check_serving_flags(const CLI::App& app, const ServingFlags& f) {
     named_config(f.config);       // unknown names fail here, before any work
     hardware_by_name(f.hardware);
   }
+  // Each workload kind's own flags, and the kinds that read them.
+  struct KindFlag {
+    const char* flag;
+    std::vector<WorkloadKind> kinds;
+  };
+  using K = WorkloadKind;
+  const std::vector<KindFlag> kind_flags = {
+      {"--prefixes", {K::shared_prefix, K::few_shot}},
+      {"--prefix-len", {K::shared_prefix, K::few_shot, K::multi_turn}},
+      {"--shared-fraction", {K::shared_prefix}},
+      {"--turns", {K::multi_turn}},
+      {"--think-time", {K::multi_turn}},
+      {"--max-conversation", {K::multi_turn}},
+      {"--docs", {K::rag}},
+      {"--doc-len", {K::rag}},
+  };
   if (!f.workload_file.empty()) {
     for (const char* flag : {"--rate", "--requests", "--prompt-lens", "--output-lens",
-                             "--max-prompt", "--max-output", "--workload-seed"})
+                             "--max-prompt", "--max-output", "--workload-seed", "--workload",
+                             "--tenants"})
       if (app.count(flag))
         throw Error(fmt::format("{} describes a generated workload: it does not apply with "
                                 "--workload-file", flag));
+    for (const KindFlag& k : kind_flags)
+      if (app.count(k.flag))
+        throw Error(fmt::format("{} describes a generated workload: it does not apply with "
+                                "--workload-file", k.flag));
     require_regular_file(f.workload_file, "workload file");
+    return;
+  }
+  const WorkloadKind kind = parse_workload_kind(f.workload);
+  for (const KindFlag& k : kind_flags) {
+    if (!app.count(k.flag) || std::find(k.kinds.begin(), k.kinds.end(), kind) != k.kinds.end())
+      continue;
+    std::string kinds;
+    for (std::size_t i = 0; i < k.kinds.size(); ++i)
+      kinds += fmt::format("{}{}", i == 0 ? "" : i + 1 == k.kinds.size() ? " or " : ", ",
+                           workload_kind_name(k.kinds[i]));
+    throw Error(fmt::format("{} applies only to --workload {}, not {}", k.flag, kinds,
+                            workload_kind_name(kind)));
   }
 }
 
@@ -118,28 +208,79 @@ Workload make_workload(const ServingFlags& f, const SamplingParams& sampling) {
   spec.max_tokens = f.max_tokens;
   spec.seed = f.workload_seed;
   spec.sampling = sampling;
-  w.requests = generate_workload(spec);
-  w.description = fmt::format("{} requests, {}, prompt lengths {}, output lengths {}{} (seed {})",
-                              spec.requests,
-                              spec.rate > 0 ? fmt::format("Poisson arrivals at {:g}/s", spec.rate)
-                                            : "all arriving at t = 0",
-                              spec.prompt.describe(), spec.output.describe(),
-                              spec.max_tokens > 0
-                                  ? fmt::format(" under max_tokens {}", spec.max_tokens)
-                                  : "",
-                              spec.seed);
+  spec.kind = parse_workload_kind(f.workload);
+  spec.prefixes = f.prefixes;
+  spec.prefix_len = f.prefix_len;
+  spec.shared_fraction = f.shared_fraction;
+  spec.turns = f.turns;
+  spec.think_time = f.think_time;
+  spec.max_conversation = f.max_conversation;
+  spec.docs = f.docs;
+  spec.doc_len = f.doc_len;
+  spec.tenants = f.tenants;
+  std::string shape;
+  w.requests = generate_workload(spec, &shape);
+  const bool random = spec.kind == WorkloadKind::random;
+  const bool multi_turn = spec.kind == WorkloadKind::multi_turn;
+  // `random` keeps chapter 04's description; the other kinds say what their prompts share
+  // first, and that the length distribution is of each prompt's own part.
+  w.description = fmt::format(
+      "{} requests, {}{}, {} {}, output lengths {}{} (seed {})", spec.requests,
+      random ? "" : shape + ", ",
+      spec.rate > 0 ? fmt::format("{} at {:g}/s", multi_turn ? "conversations start Poisson"
+                                                              : "Poisson arrivals", spec.rate)
+                    : (multi_turn ? "conversations all starting at t = 0" : "all arriving at t = 0"),
+      random ? "prompt lengths" : multi_turn ? "user messages" : "unique prompt parts",
+      spec.prompt.describe(), spec.output.describe(),
+      spec.max_tokens > 0 ? fmt::format(" under max_tokens {}", spec.max_tokens) : "", spec.seed);
+  if (random && spec.tenants > 1) w.description += fmt::format(", {} tenants", spec.tenants);
   check_real_clock_wait(w, sim);
   return w;
 }
 
 void check_workload_lengths(const Workload& w, const ServingFlags& f, const Tokenizer& tokenizer,
                             const ModelConfig& served) {
-  try {
-    for (const Request& r : w.requests) make_sequence(r, &tokenizer, served.vocab_size, served.seq_len);
-  } catch (const Error& e) {
-    throw Error(fmt::format("{}: {}",
-                            f.workload_file.empty() ? "the generated workload" : f.workload_file,
-                            e.what()));
+  const std::string source =
+      f.workload_file.empty() ? "the generated workload" : f.workload_file;
+  // Each request's whole prompt in the worst case, by id: a request that continues a
+  // conversation resends its parent's prompt and everything the parent may generate.
+  struct Worst {
+    std::int64_t prompt;  // BOS + everything resent + its own prompt
+    int max_tokens;
+  };
+  std::unordered_map<int, Worst> worst;
+  std::vector<const Request*> by_id;
+  for (const Request& r : w.requests) by_id.push_back(&r);
+  // Parents come before their children in id order (read_trace and the generator promise it).
+  std::sort(by_id.begin(), by_id.end(),
+            [](const Request* a, const Request* b) { return a->id < b->id; });
+  for (const Request* r : by_id) {
+    Sequence s;
+    try {
+      s = make_sequence(*r, &tokenizer, served.vocab_size, served.seq_len);
+    } catch (const Error& e) {
+      throw Error(fmt::format("{}: {}", source, e.what()));
+    }
+    std::int64_t prompt = s.prompt_tokens;
+    if (r->parent >= 0) {
+      const auto parent = worst.find(r->parent);
+      if (parent == worst.end() || r->parent >= r->id)
+        throw Error(fmt::format("{}: request {}: its parent {} is not an earlier request", source,
+                                r->id, r->parent));
+      const Worst& p = parent->second;
+      // The parent's tokens (BOS + prompt + generated) then this request's own, BOS excluded.
+      prompt = p.prompt + p.max_tokens + (s.prompt_tokens - 1);
+      if (prompt > served.seq_len) {
+        throw Error(fmt::format(
+            "{}: request {}: continuing request {} (a prompt of up to {} tokens + max_tokens "
+            "{}), its prompt reaches {} tokens in the worst case but the context is {}{}",
+            source, r->id, r->parent, p.prompt, p.max_tokens, prompt, served.seq_len,
+            f.workload_file.empty()
+                ? fmt::format(": lower --max-conversation to {}", served.seq_len)
+                : ""));
+      }
+    }
+    worst[r->id] = Worst{prompt, r->max_tokens};
   }
 }
 

@@ -27,6 +27,16 @@ struct ServingFlags {
   int max_tokens = 0;                 ///< --max-tokens: 0 = each request's output length
   std::uint64_t workload_seed = 1;    ///< --workload-seed
   std::string workload_file;          ///< --workload-file (alias --trace-file): JSONL requests
+  std::string workload = "random";    ///< --workload: random, shared-prefix, few-shot, multi-turn, rag
+  int prefixes = 5;                   ///< --prefixes: shared-prefix prefixes, few-shot tasks
+  int prefix_len = 128;               ///< --prefix-len: prefix / instruction+examples / system
+  double shared_fraction = 0.6;       ///< --shared-fraction (shared-prefix)
+  int turns = 4;                      ///< --turns (multi-turn)
+  double think_time = 1.0;            ///< --think-time: mean seconds (multi-turn)
+  int max_conversation = 512;         ///< --max-conversation: worst-case tokens (multi-turn)
+  int docs = 16;                      ///< --docs: RAG pool size
+  int doc_len = 64;                   ///< --doc-len: tokens per RAG document
+  int tenants = 1;                    ///< --tenants: requests go to t0..tN-1 (1: no tenant)
   int max_batched_tokens = 1024;      ///< --max-batched-tokens
   int max_seqs = 32;                  ///< --max-seqs
   int default_requests_real = 64;   ///< --requests when not given, real clock
@@ -58,12 +68,16 @@ inline constexpr double kMaxRealClockWaitSeconds = 3600.0;
 
 /// @brief Checks, after parsing and before any work, the flags that only apply to one mode:
 /// --hardware and --config only with --clock sim (whose names are checked here), the
-/// generator's flags (--rate, --requests, ...) not with --workload-file, which must be a
-/// regular file. @throws inferlab::Error naming the flag.
+/// generator's flags (--rate, --requests, --workload, ...) not with --workload-file, which must
+/// be a regular file, and each workload kind's flags (--prefixes, --turns, --docs, ...) only
+/// with that kind. @throws inferlab::Error naming the flag.
 void check_serving_flags(const CLI::App& app, const ServingFlags& f);
 
-/// @brief Checks every request of @p w against the context of @p served (text prompts are
-/// tokenized with @p tokenizer), before the first step instead of when the engine reaches it.
+/// @brief Checks every request of @p w against the context and vocabulary of @p served (text
+/// prompts are tokenized with @p tokenizer), before the first step instead of when the engine
+/// reaches it: each prompt (text, length or ids) must fit the context with ids in the
+/// vocabulary, and a request that continues a conversation (Request::parent) must fit in the
+/// worst case, its parent's whole prompt + the parent's max_tokens + its own prompt.
 /// @throws inferlab::Error naming the workload file (or "the generated workload") and the request.
 void check_workload_lengths(const Workload& w, const ServingFlags& f, const Tokenizer& tokenizer,
                             const ModelConfig& served);
