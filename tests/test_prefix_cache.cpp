@@ -12,6 +12,7 @@
 #include "inferlab/engine.hpp"
 #include "inferlab/error.hpp"
 #include "inferlab/prefix_cache.hpp"
+#include "inferlab/prefix_report.hpp"
 #include "inferlab/sampler.hpp"
 #include "inferlab/model.hpp"
 #include "inferlab/tokenizer.hpp"
@@ -473,4 +474,43 @@ TEST_CASE("prefix cache: needs paged memory", "[prefix][engine]") {
   Request r;
   r.prompt_len = 10;
   CHECK_THROWS_WITH(run_real({r}, {}, e), Catch::Contains("needs paged KV memory"));
+}
+
+TEST_CASE("engine: every shared-prefix workload saves prefill, the trie at least as much as the hashes",
+          "[prefix][engine]") {
+  SimEngine e;
+  e.config = named_config("llama3-8b");
+  e.hardware = hardware_by_name("h100-sxm");
+  e.cost = cost_options_for(e.hardware);
+  e.memory.allocator = Allocator::paged;
+  e.memory.block_size = 16;
+  e.memory.budget_bytes = kv_bytes_per_token(e.config, KVType::f32) * 16 * 2048;
+  for (WorkloadKind kind : {WorkloadKind::shared_prefix, WorkloadKind::few_shot,
+                            WorkloadKind::multi_turn, WorkloadKind::rag}) {
+    INFO(workload_kind_name(kind));
+    WorkloadSpec spec;
+    spec.kind = kind;
+    spec.requests = 120;
+    spec.rate = 20.0;
+    spec.prompt = parse_length_distribution("lognormal:48:0.5");
+    spec.output = parse_length_distribution("lognormal:32:0.5");
+    spec.max_prompt = 96;
+    spec.max_output = 64;
+    const std::vector<Request> reqs = generate_workload(spec);
+    std::map<std::string, PrefixSummary> s;
+    std::vector<int> tokens_off;
+    for (PrefixCacheKind cache : {PrefixCacheKind::off, PrefixCacheKind::hash, PrefixCacheKind::radix}) {
+      e.memory.prefix_cache = cache;
+      const EngineRun run = run_sim(reqs, {Policy::continuous, 16, 512}, e);
+      const PrefixSummary sum = prefix_summary(run);
+      s[sum.cache] = sum;
+      // Nothing is preempted here, so every prompt token is either prefilled once or served.
+      CHECK(sum.preemptions == 0);
+      CHECK(sum.prefill_tokens_computed + sum.prefill_tokens_saved == sum.prompt_tokens);
+    }
+    CHECK(s["off"].prefill_tokens_saved == 0);
+    CHECK(s["hash"].token_hit_rate > 0.1);
+    CHECK(s["radix"].prefill_tokens_saved >= s["hash"].prefill_tokens_saved);
+    CHECK(s["radix"].prefill_tokens_computed < s["off"].prefill_tokens_computed);
+  }
 }
