@@ -47,7 +47,7 @@ struct PrefixCache {
   std::vector<Node> nodes;                         ///< nodes[0] is the root; other slots are nodes or free
   std::vector<int> free_slots;                     ///< indices of evicted nodes, reused by new ones
   std::set<std::pair<std::uint64_t, int>> leaves;  ///< (last_used, index) of every leaf entry
-  std::uint64_t clock = 0;                         ///< +1 on every insert and every match
+  std::uint64_t clock = 0;                         ///< +1 on every match and every non-empty insert
   std::size_t entries = 0;                         ///< nodes in the tree, the root excepted
   std::size_t evictions = 0;                       ///< entries removed by evict() so far
 };
