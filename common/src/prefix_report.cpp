@@ -28,7 +28,13 @@ PrefixSummary prefix_summary(const EngineRun& run) {
     hits += run.block_size > 0 && r.cached_tokens >= run.block_size;
     ttft.push_back(r.metrics.ttft);
   }
-  for (const EngineStep& step : run.steps) s.prefill_tokens_computed += step.prefill_tokens;
+  for (const EngineStep& step : run.steps) {
+    s.prefill_tokens_computed += step.prefill_tokens;
+    s.mean_running += step.running;
+  }
+  s.steps = static_cast<int>(run.steps.size());
+  if (s.steps > 0) s.mean_running /= s.steps;
+  s.preemptions = run.preemptions;
   s.token_hit_rate = s.prompt_tokens ? double(s.prefill_tokens_saved) / double(s.prompt_tokens) : 0;
   s.request_hit_rate = s.requests ? double(hits) / s.requests : 0.0;
   s.evictions = run.evicted_blocks;
@@ -129,34 +135,43 @@ SvgPlot trie_plot(const std::vector<TrieNodeView>& trie, const std::string& titl
 }
 
 SideChannel measure_side_channel(const std::function<EngineRun(const std::vector<Request>&)>& serve,
-                                 int prefix_tokens, double spacing_s, bool salted) {
+                                 int prefix_tokens, double spacing_s, bool salted, int rounds) {
   if (prefix_tokens < 1) throw Error("side channel: the prefix needs at least one token");
+  if (rounds < 1) throw Error("side channel: at least one round");
   Rng rng(2024);
   auto ids = [&](int count) {
     std::vector<int> v;
     for (int i = 0; i < count; ++i) v.push_back(3 + static_cast<int>(rng.next_u32() % 509));
     return v;
   };
-  const std::vector<int> seen = ids(prefix_tokens), unseen = ids(prefix_tokens);
-  std::vector<Request> reqs(3);
-  const char* tenants[] = {"alice", "bob", "bob"};
-  const std::vector<int>* prefixes[] = {&seen, &seen, &unseen};
-  for (int i = 0; i < 3; ++i) {
-    Request& r = reqs[std::size_t(i)];
-    r.id = i;
-    r.arrival = spacing_s * i;
-    r.prompt_ids = *prefixes[i];
-    const std::vector<int> question = ids(8);
-    r.prompt_ids.insert(r.prompt_ids.end(), question.begin(), question.end());
-    r.max_tokens = 4;
-    r.ignore_eos = true;
-    r.sampling.temperature = 0.0f;
-    if (salted) r.tenant = tenants[i];
+  std::vector<Request> reqs;
+  for (int round = 0; round < rounds; ++round) {
+    const std::vector<int> seen = ids(prefix_tokens), unseen = ids(prefix_tokens);
+    const char* tenants[] = {"alice", "bob", "bob"};
+    const std::vector<int>* prefixes[] = {&seen, &seen, &unseen};
+    for (int i = 0; i < 3; ++i) {
+      Request r;
+      r.id = static_cast<int>(reqs.size());
+      r.arrival = spacing_s * double(r.id);
+      r.prompt_ids = *prefixes[i];
+      const std::vector<int> question = ids(8);
+      r.prompt_ids.insert(r.prompt_ids.end(), question.begin(), question.end());
+      r.max_tokens = 4;
+      r.ignore_eos = true;
+      r.sampling.temperature = 0.0f;
+      if (salted) r.tenant = tenants[i];
+      reqs.push_back(std::move(r));
+    }
   }
   const EngineRun run = serve(reqs);
+  std::vector<double> seen_ttft, unseen_ttft;
+  for (int round = 0; round < rounds; ++round) {
+    seen_ttft.push_back(run.requests[std::size_t(3 * round + 1)].metrics.ttft);
+    unseen_ttft.push_back(run.requests[std::size_t(3 * round + 2)].metrics.ttft);
+  }
   SideChannel out;
-  out.ttft_seen_s = run.requests[1].metrics.ttft;
-  out.ttft_unseen_s = run.requests[2].metrics.ttft;
+  out.ttft_seen_s = percentile(seen_ttft, 50);
+  out.ttft_unseen_s = percentile(unseen_ttft, 50);
   return out;
 }
 

@@ -34,6 +34,9 @@ struct PrefixSummary {
   double ttft_p99 = 0.0;                  ///< seconds
   double throughput_tokens_per_s = 0.0;   ///< output tokens over the run's duration
   std::size_t cache_bytes = 0;            ///< the most KV bytes the cache held at once
+  int steps = 0;                          ///< engine steps
+  double mean_running = 0.0;              ///< sequences running per step, on average
+  int preemptions = 0;                    ///< sequences preempted (memory ran out)
 };
 
 /// @brief The summary of @p run (a paged run; run.prefix_cache names the cache).
@@ -56,11 +59,12 @@ struct SideChannel {
 };
 
 /// @brief Alice sends a prompt of @p prefix_tokens tokens; later bob sends the same prefix,
-/// then an unseen one of equal length (each with its own short question). @p serve runs the
-/// three requests (they arrive far enough apart to run alone) on an engine with a prefix cache.
+/// then an unseen one of equal length (each with its own short question). @p rounds such
+/// triples (new prefixes each round) arrive @p spacing_s apart, far enough to run alone, on
+/// the engine @p serve runs with a prefix cache; the TTFTs are medians over the rounds.
 /// @param salted give each request its tenant (the cache salts entries by it), or none
 SideChannel measure_side_channel(const std::function<EngineRun(const std::vector<Request>&)>& serve,
-                                 int prefix_tokens, double spacing_s, bool salted);
+                                 int prefix_tokens, double spacing_s, bool salted, int rounds = 5);
 
 /// @brief The seed's worked number: every request repeats a @p prefix_tokens system prompt.
 struct PrefillSaving {

@@ -1,0 +1,321 @@
+// Chapter 06: the prefix cache.
+//
+// Serves one workload whose requests share prompt prefixes (a system prompt, few-shot examples,
+// earlier chat turns, retrieved documents) with no prefix cache, with vLLM-style block hashes
+// and with SGLang-style radix trie, on the same paged KV memory. Prints how much prefill each
+// cache saved and what that did to time to first token; shows the timing side channel that a
+// per-tenant salt closes, the seed's worked number on the roofline, and (--plot) the TTFT
+// distributions and the trie.
+#include <cstdio>
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "inferlab/chapter_cli.hpp"
+#include "inferlab/error.hpp"
+#include "inferlab/input_checks.hpp"
+#include "inferlab/paging.hpp"
+#include "inferlab/prefix_report.hpp"
+#include "inferlab/safe_files.hpp"
+#include "inferlab/serving_cli.hpp"
+
+using namespace inferlab;
+
+namespace {
+
+struct Options {
+  GenerationFlags gen;
+  ServingFlags serving;
+  std::string cache = "all";
+  double cache_memory_mib = 0.0;  // 0: room for 4096 positions of the model
+  int block_size = 16;
+  std::string schedule = "fcfs";
+  std::string plot;
+};
+
+constexpr double kMiB = 1024.0 * 1024.0;
+
+nlohmann::json summary_json(const PrefixSummary& s) {
+  return {{"token_hit_rate", s.token_hit_rate},
+          {"request_hit_rate", s.request_hit_rate},
+          {"prompt_tokens", s.prompt_tokens},
+          {"prefill_tokens_computed", s.prefill_tokens_computed},
+          {"prefill_tokens_saved", s.prefill_tokens_saved},
+          {"evictions", s.evictions},
+          {"ttft_p50", s.ttft_p50},
+          {"ttft_p99", s.ttft_p99},
+          {"throughput_tokens_per_s", s.throughput_tokens_per_s},
+          {"cache_bytes", s.cache_bytes},
+          {"steps", s.steps},
+          {"mean_running", s.mean_running},
+          {"preemptions", s.preemptions}};
+}
+
+nlohmann::json requests_json(const EngineRun& run) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const RequestResult& r : run.requests) {
+    out.push_back({{"id", r.request.id},
+                   {"branch", r.branch},
+                   {"tenant", r.request.tenant},
+                   {"parent", r.request.parent},
+                   {"arrival_s", r.request.arrival},
+                   {"prompt", r.request.prompt},
+                   {"prompt_tokens", r.prompt_tokens},
+                   {"tokens", r.tokens},
+                   {"generated_tokens", r.generated()},
+                   {"cached_tokens", r.cached_tokens},
+                   {"stop_reason", stop_reason_name(r.stop_reason)},
+                   {"text", r.text},
+                   {"ttft_s", r.metrics.ttft},
+                   {"tpot_s", r.metrics.tpot},
+                   {"e2e_s", r.metrics.e2e}});
+  }
+  return out;
+}
+
+void print_summaries(const std::vector<PrefixSummary>& s) {
+  std::printf("%-36s", "prefix cache");
+  for (const PrefixSummary& x : s) std::printf("  %14s", x.cache.c_str());
+  std::printf("\n");
+  auto row = [&](const char* label, auto&& cell) {
+    std::printf("%-36s", label);
+    for (const PrefixSummary& x : s) std::printf("  %14s", cell(x).c_str());
+    std::printf("\n");
+  };
+  row("token hit rate", [](const PrefixSummary& x) { return fmt::format("{:.1f}%", 100 * x.token_hit_rate); });
+  row("request hit rate (>= 1 block)", [](const PrefixSummary& x) { return fmt::format("{:.1f}%", 100 * x.request_hit_rate); });
+  row("prefill tokens computed", [](const PrefixSummary& x) { return std::to_string(x.prefill_tokens_computed); });
+  row("prefill tokens saved", [](const PrefixSummary& x) { return std::to_string(x.prefill_tokens_saved); });
+  row("evicted blocks", [](const PrefixSummary& x) { return std::to_string(x.evictions); });
+  row("TTFT p50 (ms)", [](const PrefixSummary& x) { return fmt::format("{:.2f}", x.ttft_p50 * 1e3); });
+  row("TTFT p99 (ms)", [](const PrefixSummary& x) { return fmt::format("{:.2f}", x.ttft_p99 * 1e3); });
+  row("throughput (tokens/s)", [](const PrefixSummary& x) { return fmt::format("{:.1f}", x.throughput_tokens_per_s); });
+  row("steps / mean running / preemptions", [](const PrefixSummary& x) { return fmt::format("{}/{:.1f}/{}", x.steps, x.mean_running, x.preemptions); });
+  row("cache size, peak (MiB)", [](const PrefixSummary& x) { return fmt::format("{:.2f}", x.cache_bytes / kMiB); });
+}
+
+// The seed's worked number: Llama-3-70B on 4x A100 (tensor parallel: 4x the FLOP/s and the
+// bandwidth), a 2,000-token system prompt, 100 requests/s.
+PrefillSaving seed_number() {
+  Hardware four = hardware_by_name("a100-sxm");
+  four.name = "4x a100-sxm";
+  four.peak_flops *= 4;
+  four.bandwidth *= 4;
+  four.memory_bytes *= 4;
+  return prefill_saving(named_config("llama3-70b"), four, cost_options_for(four), 2000, 100.0);
+}
+
+int run(const Options& o) {
+  const GenerationFlags& f = o.gen;
+  if (!f.dump_logits.empty()) throw Error("--dump-logits does not apply to this chapter");
+  const bool sim = sim_clock(o.serving);
+  if (!o.plot.empty()) require_writable_output(o.plot, "--plot");
+  f.sampling.validate();
+  std::vector<PrefixCacheKind> caches;
+  if (o.cache == "all") caches = {PrefixCacheKind::off, PrefixCacheKind::hash, PrefixCacheKind::radix};
+  else caches = {parse_prefix_cache(o.cache)};
+  const Order order = parse_order(o.schedule);
+
+  const Workload w = make_workload(o.serving, f.sampling);
+  const LoadedModel m = load_model(f);
+  SimEngine sim_engine;
+  if (sim) sim_engine = make_sim_engine(o.serving, m);
+  const ModelConfig& config = sim ? sim_engine.config : m.model->config();
+  check_workload_lengths(w, o.serving, *m.tokenizer, config);
+  const std::size_t per_token = kv_bytes_per_token(config, KVType::f32);
+  MemoryConfig memory;
+  memory.allocator = Allocator::paged;
+  memory.block_size = o.block_size;
+  memory.budget_bytes = o.cache_memory_mib > 0 ? std::size_t(o.cache_memory_mib * kMiB)
+                                               : per_token * 4096;
+  SchedulerConfig sc = scheduler_config(o.serving, Policy::continuous);
+  sc.order = order;
+  const Device device = parse_device(f.device);
+
+  // One engine, any cache and order: the same requests every time.
+  auto serve = [&](const std::vector<Request>& reqs, PrefixCacheKind cache, Order ord) {
+    MemoryConfig mem = memory;
+    mem.prefix_cache = cache;
+    SchedulerConfig s = sc;
+    s.order = ord;
+    if (sim) {
+      SimEngine e = sim_engine;
+      e.memory = mem;
+      return run_sim(reqs, s, e);
+    }
+    return run_real(reqs, s, {&*m.model, &*m.tokenizer, KVType::f32, device, mem});
+  };
+
+  if (!f.json) {
+    if (sim) {
+      std::printf("InferLab chapter 06: the prefix cache (simulated: %s on %s)\n",
+                  o.serving.config.c_str(), sim_engine.hardware.description.c_str());
+    } else {
+      print_run_header("InferLab chapter 06: the prefix cache (real clock)", m, f);
+    }
+    std::printf("workload:  %s\n", w.description.c_str());
+    std::printf("memory:    %.2f MiB of paged KV (%zu positions, blocks of %d) shared by running "
+                "requests and the cache; scheduling: %s\n\n",
+                memory.budget_bytes / kMiB, memory.budget_bytes / per_token, o.block_size,
+                order_name(order));
+  }
+
+  std::vector<EngineRun> runs;
+  for (PrefixCacheKind c : caches) {
+    if (!f.json) std::fprintf(stderr, "[serving with prefix cache %s...]\n", prefix_cache_name(c));
+    runs.push_back(serve(w.requests, c, order));
+  }
+  std::vector<PrefixSummary> summaries;
+  for (const EngineRun& r : runs) summaries.push_back(prefix_summary(r));
+  // The chapter's agreement check: reusing keys and values never changes a token.
+  bool same_tokens = true;
+  for (const EngineRun& r : runs)
+    for (std::size_t i = 0; i < r.requests.size(); ++i)
+      same_tokens = same_tokens && r.requests[i].tokens == runs[0].requests[i].tokens;
+
+  // Cache-aware scheduling: the radix cache under the other order too.
+  const Order other = order == Order::fcfs ? Order::longest_prefix : Order::fcfs;
+  std::optional<PrefixSummary> other_order;
+  if (std::find(caches.begin(), caches.end(), PrefixCacheKind::radix) != caches.end()) {
+    if (!f.json) std::fprintf(stderr, "[radix cache, %s order...]\n", order_name(other));
+    other_order = prefix_summary(serve(w.requests, PrefixCacheKind::radix, other));
+  }
+
+  // The side channel: a prefix about as long as the context allows (2,000 tokens on the
+  // simulated machine, as in the seed).
+  const int probe = std::max(1, std::min(sim ? 2000 : 448, config.seq_len - 16));
+  const double spacing = sim ? 1.0 : 0.15;
+  auto probe_serve = [&](const std::vector<Request>& reqs) {
+    return serve(reqs, PrefixCacheKind::radix, Order::fcfs);
+  };
+  if (!f.json) std::fprintf(stderr, "[side channel probe...]\n");
+  const SideChannel open = measure_side_channel(probe_serve, probe, spacing, /*salted=*/false);
+  const SideChannel closed = measure_side_channel(probe_serve, probe, spacing, /*salted=*/true);
+  const PrefillSaving seed = seed_number();
+
+  if (!o.plot.empty()) {
+    std::vector<const EngineRun*> views;
+    for (const EngineRun& r : runs) views.push_back(&r);
+    const SvgPlot ttft = ttft_cdf_plot(
+        views, fmt::format("Time to first token with and without a prefix cache: {} ({} clock)",
+                           sim ? o.serving.config : m.model->name(), o.serving.clock));
+    std::vector<const SvgPlot*> plots = {&ttft};
+    std::optional<SvgPlot> trie;
+    for (const EngineRun& r : runs)
+      if (!r.trie.empty())
+        trie.emplace(trie_plot(r.trie, "The radix trie at the end of the run (tokens per edge, "
+                                       "matches through the node)"));
+    if (trie) plots.push_back(&*trie);
+    save_stacked(o.plot, plots);
+  }
+
+  if (f.json) {
+    nlohmann::json out = {{"chapter", "06_prefix_cache"},
+                          {"model", sim ? o.serving.config : m.model->name()},
+                          {"clock", o.serving.clock},
+                          {"workload", w.description},
+                          {"schedule", order_name(order)},
+                          {"block_size", o.block_size},
+                          {"kv_bytes_budget", memory.budget_bytes},
+                          {"same_tokens_across_caches", same_tokens}};
+    if (sim) out["hardware"] = o.serving.hardware;
+    nlohmann::json names = nlohmann::json::array();
+    for (std::size_t i = 0; i < runs.size(); ++i) {
+      names.push_back(summaries[i].cache);
+      out[summaries[i].cache] = {{"requests", requests_json(runs[i])},
+                                 {"summary", summary_json(summaries[i])}};
+    }
+    out["caches"] = names;
+    if (other_order) {
+      out["radix_" + std::string(order_name(other))] = {{"summary", summary_json(*other_order)}};
+    }
+    out["side_channel"] = {{"prefix_tokens", probe},
+                           {"unsalted", {{"ttft_seen_s", open.ttft_seen_s}, {"ttft_unseen_s", open.ttft_unseen_s}}},
+                           {"salted", {{"ttft_seen_s", closed.ttft_seen_s}, {"ttft_unseen_s", closed.ttft_unseen_s}}}};
+    out["seed_worked_number"] = {{"prefix_tokens", 2000},
+                                 {"config", "llama3-70b"},
+                                 {"hardware", "4x a100-sxm"},
+                                 {"prefill_s", seed.prefill_seconds},
+                                 {"rate_requests_per_s", seed.rate},
+                                 {"gpu_seconds_saved_per_s", seed.gpu_seconds_saved_per_second}};
+    std::cout << out.dump(1) << '\n';
+    return same_tokens || sim ? 0 : 1;
+  }
+
+  print_summaries(summaries);
+  const PrefixSummary* off = nullptr;
+  for (const PrefixSummary& s : summaries)
+    if (s.cache == "off") off = &s;
+  std::printf("\n");
+  for (const PrefixSummary& s : summaries) {
+    if (s.cache == "off" || !off) continue;
+    std::printf("%-5s vs no cache: %.0f%% of the prompt tokens never prefilled; TTFT p50 %.2f -> "
+                "%.2f ms (%.2fx), p99 %.2f -> %.2f ms; throughput %.2fx\n",
+                s.cache.c_str(), 100 * s.token_hit_rate, off->ttft_p50 * 1e3, s.ttft_p50 * 1e3,
+                off->ttft_p50 / std::max(s.ttft_p50, 1e-12), off->ttft_p99 * 1e3, s.ttft_p99 * 1e3,
+                s.throughput_tokens_per_s / std::max(off->throughput_tokens_per_s, 1e-12));
+  }
+  if (other_order) {
+    const PrefixSummary* radix = nullptr;
+    for (const PrefixSummary& s : summaries)
+      if (s.cache == "radix") radix = &s;
+    std::printf("scheduling (radix): %s order hits %.1f%% of prompt tokens, %s order %.1f%%\n",
+                order_name(order), 100 * radix->token_hit_rate, order_name(other),
+                100 * other_order->token_hit_rate);
+  }
+  if (!sim)
+    std::printf("each request's tokens with every cache: %s\n",
+                same_tokens ? "identical (cached keys and values are the ones prefill computes)"
+                            : "DIFFERENT (the prefix cache is broken!)");
+  std::printf("\nside channel (%d-token prefix; alice sends it, then bob sends it, then bob sends "
+              "an unseen one; medians of 5 rounds):\n",
+              probe);
+  std::printf("  no tenant salt:  bob's TTFT %.3f ms for alice's prefix vs %.3f ms for an unseen "
+              "one (%.1fx): bob learns what alice sent\n",
+              open.ttft_seen_s * 1e3, open.ttft_unseen_s * 1e3, open.ratio());
+  std::printf("  salted by tenant: %.3f ms vs %.3f ms (%.1fx): nothing to learn\n",
+              closed.ttft_seen_s * 1e3, closed.ttft_unseen_s * 1e3, closed.ratio());
+  std::printf("\nthe seed's worked number (roofline, llama3-70b on 4x A100, 2,000-token system "
+              "prompt): %.0f ms of prefill per request;\n  at %.0f requests/s a prefix cache saves "
+              "%.1f GPU-seconds every second (the seed says ~400 ms and 40 s)\n",
+              seed.prefill_seconds * 1e3, seed.rate, seed.gpu_seconds_saved_per_second);
+  if (sim) {
+    const PrefillSaving here = prefill_saving(config, sim_engine.hardware, sim_engine.cost, 2000, 100.0);
+    std::printf("  on %s with %s: %.0f ms per request, %.1f GPU-seconds per second\n",
+                o.serving.hardware.c_str(), o.serving.config.c_str(), here.prefill_seconds * 1e3,
+                here.gpu_seconds_saved_per_second);
+  }
+  if (!o.plot.empty()) std::printf("plot written to %s\n", o.plot.c_str());
+  return same_tokens || sim ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"InferLab chapter 06: the prefix cache (radix trie vs block hashes vs none)"};
+  Options o;
+  add_generation_flags(app, o.gen);
+  for (const char* flag : {"--prompt", "--steps"}) app.remove_option(app.get_option(flag));
+  o.gen.steps = 0;
+  o.serving.workload = "shared-prefix";  // the chapter's point; --workload random shows none
+  add_serving_flags(app, o.serving);
+  app.add_option("--cache", o.cache, "radix, hash, off, or all (side by side on the same trace)")
+      ->check(CLI::IsMember({"radix", "hash", "off", "all"}))
+      ->capture_default_str();
+  app.add_option("--cache-memory,--kv-memory", o.cache_memory_mib,
+                 "paged KV memory in MiB, shared by running requests and the cache (default: "
+                 "4096 positions of the model)")
+      ->check(finite_in(0.0, 1e9, /*lo_open=*/true));
+  app.add_option("--block-size", o.block_size, "positions per KV block")
+      ->check(integer_in(1, 1 << 20))
+      ->capture_default_str();
+  app.add_option("--schedule", o.schedule, "admission order: fcfs or longest-prefix")
+      ->check(CLI::IsMember({"fcfs", "longest-prefix"}))
+      ->capture_default_str();
+  app.add_option("--plot", o.plot, "write an SVG of the TTFT distributions and the trie");
+  return run_chapter(app, argc, argv, [&] {
+    check_serving_flags(app, o.serving);
+    return run(o);
+  });
+}
