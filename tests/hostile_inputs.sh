@@ -43,6 +43,10 @@ trace temperature_overflow '{"prompt_len": 8, "max_tokens": 4, "temperature": 1e
 long_prompt="$(head -c 90000 /dev/zero | tr '\0' 'a')"
 trace long_prompt "{\"prompt\": \"$long_prompt\", \"max_tokens\": 4}"
 { printf '{"prompt": "'; head -c 1100000 /dev/zero | tr '\0' 'a'; printf '", "max_tokens": 4}\n'; } > long_line.jsonl
+trace empty_prompt '{"prompt": "", "max_tokens": 4}'
+trace ids_over_context "{\"prompt_ids\": [$(seq -s, 3 602)], \"max_tokens\": 4}"
+trace parent_forward '{"prompt_ids": [5, 6], "max_tokens": 4, "parent": 1}
+{"prompt_ids": [7, 8], "max_tokens": 4}'
 printf 'hello\n' > text.txt
 fixtures="$(ls -A | sort)"
 
@@ -247,6 +251,19 @@ check reject 1 "model file '/missing.bin' not found" "${bf[@]}" --model /missing
 check reject 1 "--prompt 1000 \+ --decode 64 exceeds the context of stories110M" "${bk[@]}" --prompt 1000
 check reject 1 "tokenizer file '/dev/zero' is a character device" "${tok[@]}" --tokenizer /dev/zero
 check reject 1 "vocab_size = -2147483648" "$ch01" --model vocab_int_min.bin --tokenizer text.txt
+
+# Chapter 06: the prefix cache's own flags, and traces it must refuse.
+ch06="$bin/ch06_prefix_cache"
+q06=("$ch06" --synthetic stories260K --threads 1 --requests 3 --max-seqs 2)
+check reject 1 "a KV budget of [0-9]+ bytes is less than one block" "${q06[@]}" --cache-memory 0.0001
+check reject 2 "--cache-memory: 0 is outside" "${q06[@]}" --cache-memory 0
+check reject 2 "--cache: lru not in" "${q06[@]}" --cache lru
+check reject 2 "--schedule: lpm not in" "${q06[@]}" --schedule lpm
+check reject "2|1" "unknown workload 'nonsense'" "${q06[@]}" --workload nonsense
+check reject 1 "empty_prompt.jsonl:1: 'prompt' is empty" "$ch06" --synthetic stories260K --workload-file empty_prompt.jsonl
+check reject 1 "ids_over_context.jsonl.*(context|512)" "$ch06" --synthetic stories260K --workload-file ids_over_context.jsonl
+check reject 1 "parent_forward.jsonl:1: .*parent" "$ch06" --synthetic stories260K --workload-file parent_forward.jsonl
+check ok 0 "" "${q06[@]}" --clock sim --json
 
 # Allocation sizes are checked before trying (a limit on the address space makes this
 # deterministic; sanitizer builds reserve terabytes of address space, so they skip it).
