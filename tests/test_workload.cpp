@@ -63,7 +63,7 @@ TEST_CASE("workload: the same seed gives the same workload, another seed another
   CHECK(same < 25);
 }
 
-TEST_CASE("workload: Poisson arrivals have mean gap 1 / rate; rate 0 means all at once",
+TEST_CASE("workload: Poisson arrivals have mean gap 1 / rate, and rate 0 means all at once",
           "[unit][workload]") {
   WorkloadSpec spec;
   spec.requests = 20001;
