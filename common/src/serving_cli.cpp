@@ -46,10 +46,17 @@ void add_serving_flags(CLI::App& app, ServingFlags& f) {
                              f.default_requests_real, f.default_requests_sim))
       ->check(integer_in(1, kMaxRequests));
   app.add_option("--prompt-lens", f.prompt_lens,
-                 "prompt length distribution, BOS included: fixed:N, uniform:LO:HI, "
-                 "lognormal:MEAN[:SIGMA], pareto:MEAN[:ALPHA]")
+                 fmt::format("prompt length distribution, BOS included: fixed:N, uniform:LO:HI, "
+                             "lognormal:MEAN[:SIGMA], pareto:MEAN[:ALPHA]. With a --workload "
+                             "other than random: of each prompt's own part (suffix, question, "
+                             "user message; multi-turn default {})",
+                             f.multi_turn_prompt_lens))
+      ->each([&f](const std::string&) { f.prompt_lens_given = true; })
       ->capture_default_str();
-  app.add_option("--output-lens", f.output_lens, "output length distribution (same forms)")
+  app.add_option("--output-lens", f.output_lens,
+                 fmt::format("output length distribution (same forms; multi-turn default {})",
+                             f.multi_turn_output_lens))
+      ->each([&f](const std::string&) { f.output_lens_given = true; })
       ->capture_default_str();
   app.add_option("--max-prompt", f.max_prompt, "cap on generated prompt lengths")
       ->check(integer_in(1, 1 << 20))
@@ -181,6 +188,16 @@ void check_serving_flags(const CLI::App& app, const ServingFlags& f) {
     throw Error(fmt::format("{} applies only to --workload {}, not {}", k.flag, kinds,
                             workload_kind_name(kind)));
   }
+  // The bounds that depend on the kind (generate_workload checks them too, without flag names).
+  if ((kind == WorkloadKind::shared_prefix && f.prefix_len < 1) ||
+      (kind == WorkloadKind::few_shot && f.prefix_len < 2))
+    throw Error(fmt::format("--prefix-len {} is too short for --workload {} (at least {}{})",
+                            f.prefix_len, f.workload, kind == WorkloadKind::few_shot ? 2 : 1,
+                            kind == WorkloadKind::few_shot ? ": an instruction and examples" : ""));
+  if (kind == WorkloadKind::multi_turn && std::int64_t{f.prefix_len} + 3 > f.max_conversation)
+    throw Error(fmt::format("--prefix-len {} (the system prompt) leaves no room for a turn in "
+                            "--max-conversation {}",
+                            f.prefix_len, f.max_conversation));
 }
 
 bool sim_clock(const ServingFlags& f) {
@@ -201,14 +218,17 @@ Workload make_workload(const ServingFlags& f, const SamplingParams& sampling) {
   WorkloadSpec spec;
   spec.requests = f.requests > 0 ? f.requests : (sim ? f.default_requests_sim : f.default_requests_real);
   spec.rate = f.rate >= 0 ? f.rate : (sim ? f.default_rate_sim : f.default_rate_real);
-  spec.prompt = parse_length_distribution(f.prompt_lens);
-  spec.output = parse_length_distribution(f.output_lens);
+  spec.kind = parse_workload_kind(f.workload);
+  const bool chat = spec.kind == WorkloadKind::multi_turn;
+  spec.prompt = parse_length_distribution(
+      chat && !f.prompt_lens_given ? f.multi_turn_prompt_lens : f.prompt_lens);
+  spec.output = parse_length_distribution(
+      chat && !f.output_lens_given ? f.multi_turn_output_lens : f.output_lens);
   spec.max_prompt = f.max_prompt;
   spec.max_output = f.max_output;
   spec.max_tokens = f.max_tokens;
   spec.seed = f.workload_seed;
   spec.sampling = sampling;
-  spec.kind = parse_workload_kind(f.workload);
   spec.prefixes = f.prefixes;
   spec.prefix_len = f.prefix_len;
   spec.shared_fraction = f.shared_fraction;
