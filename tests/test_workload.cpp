@@ -12,6 +12,9 @@
 #include <fmt/format.h>
 
 #include "inferlab/error.hpp"
+#include "inferlab/model.hpp"
+#include "inferlab/serving_cli.hpp"
+#include "inferlab/tokenizer.hpp"
 #include "inferlab/workload.hpp"
 
 using namespace inferlab;
@@ -593,4 +596,72 @@ TEST_CASE("trace: bad prompt_ids, empty prompts and bad parents are clear errors
              Catch::Contains("t.jsonl:2:") && Catch::Contains("'think_time' -2"));
   CHECK_THAT(error_of("{\"prompt\": \"Hi\", \"max_tokens\": 4, \"tenant\": 3}"),
              Catch::Contains("'tenant' must be a string"));
+}
+
+TEST_CASE("workload: conversations are checked against the context in the worst case",
+          "[unit][workload]") {
+  const Tokenizer tokenizer = Tokenizer::synthetic(512);
+  ModelConfig served = named_config("stories260K");  // context 512, vocabulary 512
+  REQUIRE(served.seq_len == 512);
+  auto lengths_error = [&](const Workload& w, const ServingFlags& f) -> std::string {
+    try {
+      check_workload_lengths(w, f, tokenizer, served);
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "no error";
+  };
+  ServingFlags from_file;
+  from_file.workload_file = "chat.jsonl";
+  auto trace_workload = [](const std::string& jsonl) {
+    std::istringstream in(jsonl);
+    return Workload{read_trace(in, "chat.jsonl"), "trace"};
+  };
+  // 1 + 3 prompt ids, max_tokens 200: the reply may make the conversation 204 tokens; the next
+  // turn adds 100 ids (304 + 200 = 504), the third 9 more: 513 > 512. Line order != arrival order.
+  const std::string ids100 = [] {
+    std::string s = "[3";
+    for (int i = 1; i < 100; ++i) s += ", 4";
+    return s + "]";
+  }();
+  const std::string turn1 = "{\"arrival\": 1, \"prompt_ids\": [3, 4, 5], \"max_tokens\": 200}\n";
+  const std::string turn2 =
+      "{\"prompt_ids\": " + ids100 + ", \"max_tokens\": 200, \"parent\": 0, \"think_time\": 1}\n";
+  CHECK(lengths_error(trace_workload(turn1 + turn2), from_file) == "no error");
+  CHECK(lengths_error(trace_workload(turn1 + turn2 +
+                                     "{\"prompt_ids\": [3, 3, 3, 3, 3, 3, 3, 3], \"max_tokens\": "
+                                     "1, \"parent\": 1}\n"),
+                      from_file) == "no error");  // 504 + 8 + BOS-free = 512: fits exactly
+  CHECK_THAT(lengths_error(trace_workload(turn1 + turn2 +
+                                          "{\"prompt_ids\": [3, 3, 3, 3, 3, 3, 3, 3, 3], "
+                                          "\"max_tokens\": 1, \"parent\": 1}\n"),
+                           from_file),
+             Catch::Contains("chat.jsonl: request 2: continuing request 1") &&
+                 Catch::Contains("513 tokens") && Catch::Contains("context is 512"));
+  // Ids outside the served vocabulary.
+  CHECK_THAT(lengths_error(trace_workload("{\"prompt_ids\": [3, 600], \"max_tokens\": 2}\n"),
+                           from_file),
+             Catch::Contains("chat.jsonl: request 0: prompt token id 600 is outside"));
+  // A generated conversation budget larger than the context: the error says which flag to lower.
+  WorkloadSpec spec = kind_spec(WorkloadKind::multi_turn, 40, 2);
+  spec.max_conversation = 4000;
+  spec.prompt = parse_length_distribution("fixed:100");
+  spec.output = parse_length_distribution("fixed:100");
+  const Workload generated{generate_workload(spec), "generated"};
+  CHECK_THAT(lengths_error(generated, ServingFlags{}),
+             Catch::Contains("the generated workload: request") &&
+                 Catch::Contains("lower --max-conversation to 512"));
+  // Every generated kind with its defaults fits stories260K.
+  for (WorkloadKind k : {WorkloadKind::shared_prefix, WorkloadKind::few_shot,
+                         WorkloadKind::multi_turn, WorkloadKind::rag}) {
+    WorkloadSpec d = kind_spec(k, 500, 1);
+    d.max_output = 400;  // as the serving flags' default
+    if (k == WorkloadKind::multi_turn) {  // the serving flags' multi-turn length defaults
+      ServingFlags f;
+      d.prompt = parse_length_distribution(f.multi_turn_prompt_lens);
+      d.output = parse_length_distribution(f.multi_turn_output_lens);
+    }
+    INFO(workload_kind_name(k));
+    CHECK(lengths_error(Workload{generate_workload(d), ""}, ServingFlags{}) == "no error");
+  }
 }

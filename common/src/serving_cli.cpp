@@ -2,6 +2,7 @@
 #include "inferlab/serving_cli.hpp"
 
 #include <algorithm>
+#include <set>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -212,6 +213,15 @@ Workload make_workload(const ServingFlags& f, const SamplingParams& sampling) {
   if (!f.workload_file.empty()) {
     w.requests = load_trace(f.workload_file, sampling);
     w.description = fmt::format("{} requests from {}", w.requests.size(), f.workload_file);
+    std::size_t continuing = 0;
+    std::set<std::string> tenants;
+    for (const Request& r : w.requests) {
+      continuing += r.parent >= 0;
+      if (!r.tenant.empty()) tenants.insert(r.tenant);
+    }
+    if (continuing > 0)
+      w.description += fmt::format(", {} continuing an earlier request's conversation", continuing);
+    if (!tenants.empty()) w.description += fmt::format(", {} tenants", tenants.size());
     check_real_clock_wait(w, sim);
     return w;
   }
