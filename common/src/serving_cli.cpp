@@ -263,7 +263,8 @@ Workload make_workload(const ServingFlags& f, const SamplingParams& sampling) {
       random ? "prompt lengths" : multi_turn ? "user messages" : "unique prompt parts",
       spec.prompt.describe(), spec.output.describe(),
       spec.max_tokens > 0 ? fmt::format(" under max_tokens {}", spec.max_tokens) : "", spec.seed);
-  if (random && spec.tenants > 1) w.description += fmt::format(", {} tenants", spec.tenants);
+  if (random && spec.tenants > 1)
+    w.description += fmt::format(", {} tenants (round-robin)", spec.tenants);
   check_real_clock_wait(w, sim);
   return w;
 }

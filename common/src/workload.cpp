@@ -341,9 +341,9 @@ std::vector<Request> generate_workload(const WorkloadSpec& spec, std::string* sh
       }
       case WorkloadKind::multi_turn: {
         const std::int64_t cost = std::int64_t{own} + r.max_tokens;
-        if (turn > 0 && turn < spec.turns && conversation_tokens + cost > spec.max_conversation)
-          ++ended_early;
-        if (turn == 0 || turn == spec.turns || conversation_tokens + cost > spec.max_conversation) {
+        const bool fits = conversation_tokens + cost <= spec.max_conversation;
+        if (turn > 0 && turn < spec.turns && !fits) ++ended_early;
+        if (turn == 0 || turn == spec.turns || !fits) {
           // A new conversation: it starts by the Poisson process.
           if (spec.rate > 0.0 && i > 0) t += -std::log(open_unit(arrivals)) / spec.rate;
           turn = 0;
