@@ -308,7 +308,8 @@ TEST_CASE("workload: shared-prefix shares one of K prefixes with the fraction as
   // The prefixes are the 40-token prompt starts that several requests have in common; a unique
   // prompt repeats another's first 40 ids with probability 509^-40, never.
   std::map<std::vector<int>, int> starts;
-  for (const Request& r : w) ++starts[std::vector<int>(r.prompt_ids.begin(), r.prompt_ids.begin() + 40)];
+  for (const Request& r : w)
+    ++starts[std::vector<int>(r.prompt_ids.begin(), r.prompt_ids.begin() + 40)];
   std::vector<std::vector<int>> prefixes;
   int shared = 0;
   for (const auto& [start, count] : starts) {
@@ -433,7 +434,8 @@ TEST_CASE("workload: multi-turn conversations are parent chains that fit their b
       CHECK_FALSE(starts_with(r.prompt_ids, system));  // only the new message
       CHECK(r.prompt_ids.size() >= 10u);
       CHECK(r.prompt_ids.size() <= 40u);
-      worst[i] = worst[i - 1] + w[i - 1].max_tokens + static_cast<std::int64_t>(r.prompt_ids.size());
+      worst[i] = worst[i - 1] + w[i - 1].max_tokens +
+                 static_cast<std::int64_t>(r.prompt_ids.size());
       // The whole conversation, with this turn's output, within the budget.
       CHECK(worst[i] + r.max_tokens <= 512);
     }
@@ -455,7 +457,8 @@ TEST_CASE("workload: multi-turn conversations are parent chains that fit their b
   int ended_early = 0, turns = 0;
   for (std::size_t i = 0; i < tight.size(); ++i) {
     const Request& r = tight[i];
-    const std::int64_t cost = (r.parent < 0 ? 1 : 0) + static_cast<std::int64_t>(r.prompt_ids.size()) + r.max_tokens;
+    const std::int64_t cost = (r.parent < 0 ? 1 : 0) +
+                              static_cast<std::int64_t>(r.prompt_ids.size()) + r.max_tokens;
     if (r.parent < 0) {
       if (i > 0 && turns < 4) ++ended_early;
       so_far = cost;

@@ -259,7 +259,8 @@ Workload make_workload(const ServingFlags& f, const SamplingParams& sampling) {
       random ? "" : shape + ", ",
       spec.rate > 0 ? fmt::format("{} at {:g}/s", multi_turn ? "conversations start Poisson"
                                                               : "Poisson arrivals", spec.rate)
-                    : (multi_turn ? "conversations all starting at t = 0" : "all arriving at t = 0"),
+                    : (multi_turn ? "conversations all starting at t = 0"
+                                  : "all arriving at t = 0"),
       random ? "prompt lengths" : multi_turn ? "user messages" : "unique prompt parts",
       spec.prompt.describe(), spec.output.describe(),
       spec.max_tokens > 0 ? fmt::format(" under max_tokens {}", spec.max_tokens) : "", spec.seed);

@@ -34,7 +34,7 @@ struct ServingFlags {
   int max_tokens = 0;                 ///< --max-tokens: 0 = each request's output length
   std::uint64_t workload_seed = 1;    ///< --workload-seed
   std::string workload_file;          ///< --workload-file (alias --trace-file): JSONL requests
-  std::string workload = "random";    ///< --workload: random, shared-prefix, few-shot, multi-turn, rag
+  std::string workload = "random";    ///< --workload: random, shared-prefix, few-shot, ..., rag
   int prefixes = 5;                   ///< --prefixes: shared-prefix prefixes, few-shot tasks
   int prefix_len = 128;               ///< --prefix-len: prefix / instruction+examples / system
   double shared_fraction = 0.6;       ///< --shared-fraction (shared-prefix)
