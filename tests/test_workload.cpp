@@ -668,3 +668,70 @@ TEST_CASE("workload: conversations are checked against the context in the worst 
     CHECK(lengths_error(Workload{generate_workload(d), ""}, ServingFlags{}) == "no error");
   }
 }
+
+TEST_CASE("serving flags: --workload and its kind's flags, checked and described",
+          "[unit][workload]") {
+  auto parse = [](std::vector<std::string> args, ServingFlags& f) -> std::string {
+    CLI::App app;
+    add_serving_flags(app, f);
+    args.insert(args.begin(), "prog");
+    std::vector<const char*> argv;
+    for (const std::string& a : args) argv.push_back(a.c_str());
+    try {
+      app.parse(static_cast<int>(argv.size()), argv.data());
+      check_serving_flags(app, f);
+    } catch (const CLI::ParseError& e) {
+      return e.what();
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "ok";
+  };
+  ServingFlags f;
+  CHECK_THAT(parse({"--workload", "chat"}, f),
+             Catch::Contains("unknown workload 'chat'") && Catch::Contains("multi-turn"));
+  f = {};
+  CHECK_THAT(parse({"--turns", "3"}, f),
+             Catch::Contains("--turns applies only to --workload multi-turn, not random"));
+  f = {};
+  CHECK_THAT(parse({"--workload", "rag", "--prefixes", "3"}, f),
+             Catch::Contains("--prefixes applies only to --workload shared-prefix or few-shot"));
+  f = {};
+  CHECK_THAT(parse({"--workload", "shared-prefix", "--shared-fraction", "1.01"}, f),
+             Catch::Contains("--shared-fraction"));
+  f = {};
+  CHECK_THAT(parse({"--workload", "few-shot", "--prefix-len", "1"}, f),
+             Catch::Contains("--prefix-len 1 is too short for --workload few-shot"));
+  f = {};
+  CHECK_THAT(parse({"--workload-file", "x.jsonl", "--docs", "3"}, f),
+             Catch::Contains("--docs describes a generated workload"));
+  f = {};
+  REQUIRE(parse({"--clock", "sim", "--workload", "shared-prefix", "--requests", "200",
+                 "--prefixes", "4", "--prefix-len", "64", "--shared-fraction", "0.5",
+                 "--tenants", "2"},
+                f) == "ok");
+  const Workload w = make_workload(f, SamplingParams{});
+  CHECK(w.requests.size() == 200);
+  CHECK_THAT(w.description,
+             Catch::StartsWith("200 requests, shared-prefix: ") &&
+                 Catch::Contains("one of 4 prefixes of 64 tokens") &&
+                 Catch::Contains("2 tenants") && Catch::Contains("Poisson arrivals at 40/s") &&
+                 Catch::Contains("unique prompt parts lognormal:96:0.6"));
+  // Multi-turn takes its own length defaults unless the lengths are given.
+  f = {};
+  REQUIRE(parse({"--clock", "sim", "--workload", "multi-turn", "--requests", "20"}, f) == "ok");
+  CHECK_THAT(make_workload(f, SamplingParams{}).description,
+             Catch::Contains("user messages lognormal:24:0.5, output lengths lognormal:40:0.5"));
+  f = {};
+  REQUIRE(parse({"--clock", "sim", "--workload", "multi-turn", "--requests", "20",
+                 "--prompt-lens", "fixed:9"},
+                f) == "ok");
+  CHECK_THAT(make_workload(f, SamplingParams{}).description,
+             Catch::Contains("user messages fixed:9, output lengths lognormal:40:0.5"));
+  // `random` keeps chapter 04's description.
+  f = {};
+  REQUIRE(parse({"--clock", "sim", "--requests", "20"}, f) == "ok");
+  CHECK(make_workload(f, SamplingParams{}).description ==
+        "20 requests, Poisson arrivals at 40/s, prompt lengths lognormal:96:0.6, output lengths "
+        "lognormal:128:0.8 (seed 1)");
+}
