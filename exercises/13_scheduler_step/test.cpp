@@ -64,6 +64,8 @@ std::vector<std::vector<Chunk>> run_mine(int max_seqs, int max_batched_tokens,
   std::vector<std::vector<Chunk>> steps;
   while (!state.waiting.empty() || !state.running.empty()) {
     const std::vector<Chunk> plan = ex::plan_step(state);
+    INFO("step " << steps.size() + 1 << ": " << state.waiting.size() << " waiting, "
+                 << state.running.size() << " running, and plan_step planned no chunk");
     REQUIRE(!plan.empty());  // work is left, so something must run
     complete_step(state, plan, jobs);
     steps.push_back(plan);
