@@ -15,7 +15,7 @@
 using namespace inferlab;
 
 TEST_CASE("CUDA speculative decoding: chain proposers give the CPU's greedy tokens (contiguous "
-          "and paged caches); the tree is refused",
+          "and paged caches), the tree is refused",
           "[gpu][golden][speculative]") {
   test::require_gpu();
   const Model model = Model::load(test::model_file("stories260K.bin"));
