@@ -1,7 +1,8 @@
 // Speculative decoding (chapter 07): tree attention, KV rollback, exact verification, and the
 // losslessness claims: (a) greedy speculative == plain greedy on the golden prompts for every
 // proposer; (b) the first two emitted tokens follow the target's exact distribution (chi-square)
-// for every proposer, bad drafts included; (c) the same at temperature 0.7, top-p 0.9.
+// for every proposer, bad drafts included; (c) the same at temperature 0.7, top-p 0.9. (a) and
+// (b) also run on paged KV caches, whose rollback gives blocks back and copies shared ones.
 #include <algorithm>
 #include <cstring>
 #include <cmath>
