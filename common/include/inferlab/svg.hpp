@@ -58,8 +58,10 @@ enum class TextAnchor { start, middle, end };
 /// (text_width_px()): a plot has no font metrics without a renderer.
 struct TextBox {
   std::string text;     ///< the text as drawn (unescaped)
-  double cx = 0, cy = 0;        ///< centre, pixels from the top-left corner of the picture
-  double half_w = 0, half_h = 0;  ///< half the width (along the text) and half the height
+  double cx = 0;        ///< centre, pixels from the left edge of the picture
+  double cy = 0;        ///< centre, pixels from the top edge of the picture
+  double half_w = 0;    ///< half the width, along the text
+  double half_h = 0;    ///< half the height
   double angle = 0;     ///< rotation about the centre, degrees, clockwise
 };
 
@@ -99,7 +101,8 @@ class SvgPlot {
   void add_line(std::string label, std::vector<double> x, std::vector<double> y,
                 SvgStyle style = {});
   /// @brief Scattered points (circles) with a legend entry; @p point_labels, if not empty, has
-  /// one text per point, written beside it (empty strings allowed).
+  /// one text per point, written beside it where there is room (empty strings allowed; see
+  /// text_boxes()).
   /// @throws inferlab::Error if the lengths differ.
   void add_points(std::string label, std::vector<double> x, std::vector<double> y,
                   SvgStyle style = {}, std::vector<std::string> point_labels = {});
