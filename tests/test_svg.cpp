@@ -218,7 +218,8 @@ inferlab::SimEngine h100_llama3_8b() {
 
 }  // namespace
 
-TEST_CASE("text boxes: width from the character count, overlap of turned rectangles", "[unit][svg]") {
+TEST_CASE("text boxes: width from the character count, overlap of turned rectangles",
+          "[unit][svg]") {
   CHECK(inferlab::text_width_px("abcd", 10.0) == Approx(4 * 6.2));
   CHECK(inferlab::text_width_px("I* ≈ 295", 10.0) == Approx(8 * 6.2));  // ≈ is one character
   const TextBox a{"a", 100, 100, 20, 5, 0};
@@ -260,15 +261,20 @@ TEST_CASE("chapter 03: the rooflines are readable", "[svg][roofline]") {
                                           {"decode attention g=4 (model)", 4.0, I(4.0), false}},
                                          "Roofline of h100-sxm (bf16), llama3-8b"),
                  "roofline, h100-sxm", 12);
-  inferlab::Hardware cpu{"this", "this machine (CPU, up to 2 threads)", "fp32", 32.0e9, 21.6e9, 0.0, true, "measured"};
+  inferlab::Hardware cpu{
+      "this", "this machine (CPU, up to 2 threads)", "fp32", 32.0e9, 21.6e9, 0.0, true, "measured"};
   const auto C = [&](double i) { return inferlab::attainable_flops(cpu, i); };
   std::vector<inferlab::RooflinePoint> points;
-  const std::vector<std::pair<std::string, double>> kernels = {
-      {"linear B=1", 0.50}, {"linear B=8", 3.98}, {"linear B=64", 30.87}, {"linear B=512", 198.19},
-      {"attention GQA g=4 S=2048", 2.0}, {"attention MHA S=2048", 0.5}};
+  const std::vector<std::pair<std::string, double>> kernels = {{"linear B=1", 0.50},
+                                                               {"linear B=8", 3.98},
+                                                               {"linear B=64", 30.87},
+                                                               {"linear B=512", 198.19},
+                                                               {"attention GQA g=4 S=2048", 2.0},
+                                                               {"attention MHA S=2048", 0.5}};
   const double measured[] = {0.60, 6.23, 13.88, 14.57, 1.50, 1.40};
   for (std::size_t i = 0; i < kernels.size(); ++i) {
-    points.push_back({kernels[i].first + " (model)", kernels[i].second, C(kernels[i].second), false});
+    points.push_back(
+        {kernels[i].first + " (model)", kernels[i].second, C(kernels[i].second), false});
     points.push_back({kernels[i].first, kernels[i].second, measured[i] * 1e9, true});
   }
   for (auto [name, i, f] : {std::tuple{"stories110M prefill 512 tokens", 60.0, 12e9},
@@ -291,9 +297,12 @@ TEST_CASE("chapter 04: the Gantt chart of 400 requests is readable", "[svg][engi
   spec.output = inferlab::parse_length_distribution("lognormal:128");
   const auto reqs = inferlab::generate_workload(spec);
   const inferlab::SimEngine e = h100_llama3_8b();
-  const inferlab::EngineRun st = inferlab::run_sim(reqs, {inferlab::Policy::static_batching, 32, 1024}, e);
-  const inferlab::EngineRun co = inferlab::run_sim(reqs, {inferlab::Policy::continuous, 32, 1024}, e);
-  const SvgPlot gantt = inferlab::gantt_plot({&st, &co}, "Batch slots over time: llama3-8b on h100-sxm (sim clock)");
+  const inferlab::EngineRun st =
+      inferlab::run_sim(reqs, {inferlab::Policy::static_batching, 32, 1024}, e);
+  const inferlab::EngineRun co =
+      inferlab::run_sim(reqs, {inferlab::Policy::continuous, 32, 1024}, e);
+  const SvgPlot gantt =
+      inferlab::gantt_plot({&st, &co}, "Batch slots over time: llama3-8b on h100-sxm (sim clock)");
   check_readable(gantt, "Gantt, 400 requests", 10);
   // The running line has its own scale on the right: 0 and 32 for each band.
   const std::string svg = gantt.render();
@@ -324,8 +333,9 @@ TEST_CASE("chapters 05 and 06: KV memory, block tables, TTFT and the trie are re
   runs.push_back(inferlab::run_sim(reqs, {inferlab::Policy::continuous, 16, 512}, e));
   e.memory.allocator = inferlab::Allocator::paged;
   runs.push_back(inferlab::run_sim(reqs, {inferlab::Policy::continuous, 16, 512}, e));
-  check_readable(inferlab::kv_memory_plot({&runs[0], &runs[1]}, "KV memory over time: llama3-8b (sim clock)"),
-                 "KV memory", 8);
+  check_readable(
+      inferlab::kv_memory_plot({&runs[0], &runs[1]}, "KV memory over time: llama3-8b (sim clock)"),
+      "KV memory", 8);
   check_readable(inferlab::block_table_plot(runs[1].peak_tables, 16), "block tables", 3);
   std::vector<inferlab::EngineRun> cached;
   for (auto cache : {inferlab::PrefixCacheKind::off, inferlab::PrefixCacheKind::hash,
@@ -333,17 +343,20 @@ TEST_CASE("chapters 05 and 06: KV memory, block tables, TTFT and the trie are re
     e.memory.prefix_cache = cache;
     cached.push_back(inferlab::run_sim(reqs, {inferlab::Policy::continuous, 16, 512}, e));
   }
-  check_readable(inferlab::ttft_cdf_plot({&cached[0], &cached[1], &cached[2]},
-                                         "Time to first token with and without a prefix cache: llama3-8b (sim clock)"),
+  check_readable(inferlab::ttft_cdf_plot(
+                     {&cached[0], &cached[1], &cached[2]},
+                     "Time to first token with and without a prefix cache: llama3-8b (sim clock)"),
                  "TTFT CDF", 8);
   REQUIRE_FALSE(cached[2].trie.empty());
-  check_readable(inferlab::trie_plot(cached[2].trie, "The radix trie at the end of the run (tokens per edge, "
-                                                     "matches through the node)"),
+  check_readable(inferlab::trie_plot(cached[2].trie,
+                                     "The radix trie at the end of the run (tokens per edge, "
+                                     "matches through the node)"),
                  "radix trie", 3);
 }
 
 TEST_CASE("plot titles name the model, not the folders it was read from", "[unit][svg]") {
   CHECK(inferlab::title_model_name("/work/shared/models/stories260K.bin") == "stories260K.bin");
   CHECK(inferlab::title_model_name("stories260K.bin") == "stories260K.bin");
-  CHECK(inferlab::title_model_name("synthetic:stories260K(seed=1)") == "synthetic:stories260K(seed=1)");
+  CHECK(inferlab::title_model_name("synthetic:stories260K(seed=1)") ==
+        "synthetic:stories260K(seed=1)");
 }

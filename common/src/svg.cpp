@@ -316,7 +316,9 @@ std::string SvgPlot::render_impl(std::vector<TextBox>* boxes) const {
   };
   auto box_of = [](const Spec& s, const std::string& text) {
     const double w = text_width_px(text, s.font_size);
-    const double x0 = s.anchor == TextAnchor::start ? s.x : s.anchor == TextAnchor::middle ? s.x - w / 2 : s.x - w;
+    const double x0 = s.anchor == TextAnchor::start    ? s.x
+                      : s.anchor == TextAnchor::middle ? s.x - w / 2
+                                                       : s.x - w;
     // Ascent about 0.8 em above the baseline, descent 0.25 em below; central: 0.55 em either side.
     const double y0 = s.central ? s.y - 0.55 * s.font_size : s.y - 0.8 * s.font_size;
     const double y1 = s.central ? s.y + 0.55 * s.font_size : s.y + 0.25 * s.font_size;
@@ -342,7 +344,8 @@ std::string SvgPlot::render_impl(std::vector<TextBox>* boxes) const {
       if (obstacle_owner[i] != owner && boxes_overlap(b, obstacles[i])) return false;
     return true;
   };
-  auto emit = [&](std::string& out, const Spec& s, const std::string& text, const std::string& attrs) {
+  auto emit = [&](std::string& out, const Spec& s, const std::string& text,
+                  const std::string& attrs) {
     out += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"{}\"{}", px(s.x), px(s.y),
                        anchor_name(s.anchor), s.central ? " dominant-baseline=\"central\"" : "");
     if (s.font_size != 12) out += fmt::format(" font-size=\"{}\"", s.font_size);
@@ -431,16 +434,18 @@ std::string SvgPlot::render_impl(std::vector<TextBox>* boxes) const {
   for (std::size_t i = 0; i < ax.ticks.size(); ++i) {
     const double x = X(ax.ticks[i]);
     if (x < left - 0.5 || x > right + 0.5) continue;
-    ticks_svg += fmt::format("<line x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\" stroke=\"#333333\"/>\n",
-                             px(x), px(bottom), px(bottom + 5));
+    ticks_svg +=
+        fmt::format("<line x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\" stroke=\"#333333\"/>\n",
+                    px(x), px(bottom), px(bottom + 5));
     Spec s{x, bottom + 18, TextAnchor::middle};
     place(ticks_svg, {s}, ax.labels[i], fill("#333333"));
   }
   for (std::size_t i = 0; i < ay.ticks.size(); ++i) {
     const double y = Y(ay.ticks[i]);
     if (y < top - 0.5 || y > bottom + 0.5) continue;
-    ticks_svg += fmt::format("<line x1=\"{1}\" y1=\"{0}\" x2=\"{2}\" y2=\"{0}\" stroke=\"#333333\"/>\n",
-                             px(y), px(left - 5), px(left));
+    ticks_svg +=
+        fmt::format("<line x1=\"{1}\" y1=\"{0}\" x2=\"{2}\" y2=\"{0}\" stroke=\"#333333\"/>\n",
+                    px(y), px(left - 5), px(left));
     Spec s{left - 8, y, TextAnchor::end};
     s.central = true;
     place(ticks_svg, {s}, ay.labels[i], fill("#333333"));
@@ -449,8 +454,9 @@ std::string SvgPlot::render_impl(std::vector<TextBox>* boxes) const {
     for (std::size_t i = 0; i < right_tick_values_.size(); ++i) {
       const double y = Y(right_tick_values_[i]);
       if (y < top - 0.5 || y > bottom + 0.5) continue;
-      ticks_svg += fmt::format("<line x1=\"{1}\" y1=\"{0}\" x2=\"{2}\" y2=\"{0}\" stroke=\"#d62728\"/>\n",
-                               px(y), px(right), px(right + 5));
+      ticks_svg +=
+          fmt::format("<line x1=\"{1}\" y1=\"{0}\" x2=\"{2}\" y2=\"{0}\" stroke=\"#d62728\"/>\n",
+                      px(y), px(right), px(right + 5));
       Spec s{right + 8, y, TextAnchor::start};
       s.central = true;
       place(ticks_svg, {s}, right_tick_labels_[i], fill("#d62728"));
@@ -472,11 +478,12 @@ std::string SvgPlot::render_impl(std::vector<TextBox>* boxes) const {
             "<line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"{}\" stroke-width=\"{}\"{}/>\n",
             px(x), px(cy), px(x + 22), px(cy), e.style.color, e.style.width, dash(e.style));
       else if (e.kind == Kind::points)
-        legend_svg += fmt::format("<circle cx=\"{}\" cy=\"{}\" r=\"4.5\" fill=\"{}\"/>\n", px(x + 11),
-                                  px(cy), e.style.color);
+        legend_svg += fmt::format("<circle cx=\"{}\" cy=\"{}\" r=\"4.5\" fill=\"{}\"/>\n",
+                                  px(x + 11), px(cy), e.style.color);
       else
         legend_svg += fmt::format(
-            "<rect x=\"{}\" y=\"{}\" width=\"22\" height=\"10\" fill=\"{}\" fill-opacity=\"{}\"/>\n",
+            "<rect x=\"{}\" y=\"{}\" width=\"22\" height=\"10\" fill=\"{}\" "
+            "fill-opacity=\"{}\"/>\n",
             px(x), px(cy - 5), e.style.color, e.style.opacity);
     };
     legend_svg += "<g>";
@@ -495,8 +502,10 @@ std::string SvgPlot::render_impl(std::vector<TextBox>* boxes) const {
       double longest = 0;
       for (double w : entry_w) longest = std::max(longest, w);
       const double w = longest, h = 8 + 18.0 * double(entries.size());
-      const bool at_right = legend_ == LegendPosition::top_right || legend_ == LegendPosition::bottom_right;
-      const bool at_bottom = legend_ == LegendPosition::bottom_left || legend_ == LegendPosition::bottom_right;
+      const bool at_right =
+          legend_ == LegendPosition::top_right || legend_ == LegendPosition::bottom_right;
+      const bool at_bottom =
+          legend_ == LegendPosition::bottom_left || legend_ == LegendPosition::bottom_right;
       const double bx = at_right ? right - 10 - w : left + 10;
       const double by = at_bottom ? bottom - 10 - h : top + 10;
       legend_svg += fmt::format(
@@ -569,7 +578,8 @@ std::string SvgPlot::render_impl(std::vector<TextBox>* boxes) const {
         if (it.kind == Kind::segment) {
           // The visible part only: a roof running off the frame is no obstacle out there.
           const double cx0 = std::clamp(x0, left, right), cx1 = std::clamp(x1, left, right);
-          const double t0 = x1 != x0 ? (cx0 - x0) / (x1 - x0) : 0.0, t1 = x1 != x0 ? (cx1 - x0) / (x1 - x0) : 1.0;
+          const double t0 = x1 != x0 ? (cx0 - x0) / (x1 - x0) : 0.0,
+                       t1 = x1 != x0 ? (cx1 - x0) / (x1 - x0) : 1.0;
           clipped_segment(x0 + t0 * (x1 - x0), y0 + t0 * (y1 - y0), x0 + t1 * (x1 - x0),
                           y0 + t1 * (y1 - y0), int(k), s.width / 2 + 1);
         } else if (it.kind == Kind::hline) {
@@ -593,7 +603,8 @@ std::string SvgPlot::render_impl(std::vector<TextBox>* boxes) const {
         break;
       }
       case Kind::text:
-      case Kind::legend_only: break;
+      case Kind::legend_only:
+        break;
     }
   }
   o += "</g>\n";
@@ -616,8 +627,10 @@ std::string SvgPlot::render_impl(std::vector<TextBox>* boxes) const {
     const std::string attrs = fill(it.style.color);
     if (it.kind == Kind::hline) {
       const double y = Y(it.y[0]);
-      std::vector<Spec> c{{right - 4, y - 5, TextAnchor::end}, {right - 4, y + 14, TextAnchor::end},
-                          {left + 4, y - 5, TextAnchor::start}, {left + 4, y + 14, TextAnchor::start}};
+      std::vector<Spec> c{{right - 4, y - 5, TextAnchor::end},
+                          {right - 4, y + 14, TextAnchor::end},
+                          {left + 4, y - 5, TextAnchor::start},
+                          {left + 4, y + 14, TextAnchor::start}};
       place(labels, c, it.label, attrs, int(k));
     } else if (it.kind == Kind::vline) {
       const double x = X(it.x[0]);
@@ -625,7 +638,8 @@ std::string SvgPlot::render_impl(std::vector<TextBox>* boxes) const {
       std::vector<Spec> c;
       for (double dx : {-5.0, 14.0})
         for (bool at_top : {true, false}) {
-          Spec s{x + dx, at_top ? top + 4 : bottom - 4, at_top ? TextAnchor::end : TextAnchor::start};
+          Spec s{x + dx, at_top ? top + 4 : bottom - 4,
+                 at_top ? TextAnchor::end : TextAnchor::start};
           s.angle = -90, s.rx = s.x, s.ry = s.y;
           c.push_back(s);
         }
@@ -639,8 +653,8 @@ std::string SvgPlot::render_impl(std::vector<TextBox>* boxes) const {
       const double a = angle * std::numbers::pi / 180;
       // Along the segment, above it (then below), at the middle of its visible part first.
       std::vector<Spec> c;
-      for (double f : {0.5, 0.35, 0.65, 0.2, 0.8})
-        for (double off : {-6.0, 14.0}) {
+      for (double f : {0.5, 0.35, 0.65, 0.2, 0.8, 0.1, 0.9})
+        for (double off : {-6.0, 14.0, -18.0, 26.0}) {
           const double t = t0 + f * (t1 - t0);
           const double mx = x0 + t * (x1 - x0), my = y0 + t * (y1 - y0);
           // The offset is perpendicular to the segment (in the text's own "up" direction).
@@ -680,11 +694,13 @@ std::string SvgPlot::render_impl(std::vector<TextBox>* boxes) const {
     if (it.kind != Kind::rect || it.label.empty()) continue;
     const double x0 = X(std::min(it.x[0], it.x[1])), x1 = X(std::max(it.x[0], it.x[1]));
     const double y0 = Y(std::max(it.y[0], it.y[1])), y1 = Y(std::min(it.y[0], it.y[1]));
-    // Only inside its bar, and only when it fits there: a narrow bar keeps its colour alone.
-    if (text_width_px(it.label, 11) > x1 - x0 - 2 || 11 * 1.1 > y1 - y0 + 1) continue;
+    // Only inside its bar, and only when it fits there: a narrow bar keeps its colour alone. A
+    // thin bar gets a smaller font, down to 8 px.
+    const double fs = std::min(11.0, std::floor((y1 - y0 + 1) / 1.1));
+    if (fs < 8 || text_width_px(it.label, fs) > x1 - x0 - 2) continue;
     if (x0 < left || x1 > right || y0 < top - 0.5 || y1 > bottom + 0.5) continue;
     Spec s{(x0 + x1) / 2, (y0 + y1) / 2, TextAnchor::middle};
-    s.central = true, s.font_size = 11;
+    s.central = true, s.font_size = fs;
     place(labels, {s}, it.label, " fill=\"#111111\"");
   }
   o += labels;
@@ -711,8 +727,7 @@ std::vector<TextBox> SvgPlot::text_boxes() const {
 
 void SvgPlot::set_right_ticks(std::vector<double> values, std::vector<std::string> labels,
                               std::string label) {
-  if (labels.size() != values.size())
-    throw Error("SvgPlot::set_right_ticks: one label per tick");
+  if (labels.size() != values.size()) throw Error("SvgPlot::set_right_ticks: one label per tick");
   right_tick_values_ = std::move(values);
   right_tick_labels_ = std::move(labels);
   right_label_ = std::move(label);
@@ -750,10 +765,13 @@ bool boxes_overlap(const TextBox& a, const TextBox& b) {
   const auto pa = corners(a), pb = corners(b);
   for (const TextBox* t : {&a, &b}) {
     const double r = t->angle * std::numbers::pi / 180;
-    for (auto [ux, uy] : {std::pair{std::cos(r), std::sin(r)}, std::pair{-std::sin(r), std::cos(r)}}) {
+    for (auto [ux, uy] :
+         {std::pair{std::cos(r), std::sin(r)}, std::pair{-std::sin(r), std::cos(r)}}) {
       double amin = 1e300, amax = -1e300, bmin = 1e300, bmax = -1e300;
-      for (auto [x, y] : pa) amin = std::min(amin, x * ux + y * uy), amax = std::max(amax, x * ux + y * uy);
-      for (auto [x, y] : pb) bmin = std::min(bmin, x * ux + y * uy), bmax = std::max(bmax, x * ux + y * uy);
+      for (auto [x, y] : pa)
+        amin = std::min(amin, x * ux + y * uy), amax = std::max(amax, x * ux + y * uy);
+      for (auto [x, y] : pb)
+        bmin = std::min(bmin, x * ux + y * uy), bmax = std::max(bmax, x * ux + y * uy);
       if (amax <= bmin + 1e-9 || bmax <= amin + 1e-9) return false;
     }
   }

@@ -106,7 +106,7 @@ SvgPlot gantt_plot(const std::vector<const EngineRun*>& runs, const std::string&
   if (runs.empty()) throw Error("gantt_plot: no run to draw");
   SvgPlot plot(title, 1200, 160 + 60 * static_cast<int>(runs.size()) +
                                 static_cast<int>(std::min<long long>(
-                                    600, 12LL * static_cast<long long>(runs.size()) *
+                                    1100, 16LL * static_cast<long long>(runs.size()) *
                                              runs.front()->scheduler.max_seqs)));
   plot.set_x_axis("time since the first arrival (s)");
   const SvgStyle prefill{"#ff7f0e", 1.0, false, 0.85}, decode{"#1f77b4", 1.0, false, 0.6},
