@@ -192,6 +192,19 @@ void check_readable(const SvgPlot& plot, const std::string& what, std::size_t mi
   // Every <text> element has its box, and nothing else does.
   CHECK(count(svg, "<text ") == boxes.size());
   CHECK(boxes.size() >= min_texts);
+  // The document says the same: its <text> elements read back give the same boxes (to the
+  // 0.01 px the coordinates are written with), which is what inferlab_svg_check relies on.
+  const std::vector<TextBox> read = inferlab::read_text_boxes(svg);
+  REQUIRE(read.size() == boxes.size());
+  std::size_t same = 0;
+  for (const TextBox& r : read)
+    for (const TextBox& b : boxes)
+      if (r.text == b.text && std::abs(r.cx - b.cx) < 0.02 && std::abs(r.cy - b.cy) < 0.02 &&
+          std::abs(r.half_w - b.half_w) < 0.02 && std::abs(r.angle - b.angle) < 0.01) {
+        ++same;
+        break;
+      }
+  CHECK(same == boxes.size());
   for (const TextBox& b : boxes) {
     INFO("text '" << b.text << "' centred at (" << b.cx << ", " << b.cy << ")");
     const double a = b.angle * 3.14159265358979 / 180;

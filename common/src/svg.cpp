@@ -7,6 +7,7 @@
 #include <cmath>
 #include <fstream>
 #include <numbers>
+#include <sstream>
 #include <tuple>
 #include <utility>
 
@@ -48,6 +49,36 @@ struct ResolvedAxis {
     return (v - lo) / (hi - lo);
   }
 };
+
+
+// Where a text goes, as its <text> element says it: the anchor point, the alignment, the
+// baseline, the rotation and the font size.
+struct Spec {
+  double x, y;  // SVG anchor point
+  TextAnchor anchor = TextAnchor::start;
+  bool central = false;  // dominant-baseline central (else alphabetic)
+  double angle = 0;      // rotate(angle rx ry)
+  double rx = 0, ry = 0;
+  double font_size = 12;
+};
+
+// The box a text occupies: its estimated width, 0.8 em of ascent above the baseline and 0.25 em
+// of descent below (0.55 em either side for a central baseline), turned about (rx, ry).
+TextBox box_of(const Spec& s, const std::string& text) {
+  const double w = text_width_px(text, s.font_size);
+  const double x0 = s.anchor == TextAnchor::start    ? s.x
+                    : s.anchor == TextAnchor::middle ? s.x - w / 2
+                                                     : s.x - w;
+  const double y0 = s.central ? s.y - 0.55 * s.font_size : s.y - 0.8 * s.font_size;
+  const double y1 = s.central ? s.y + 0.55 * s.font_size : s.y + 0.25 * s.font_size;
+  TextBox b{text, x0 + w / 2, (y0 + y1) / 2, w / 2, (y1 - y0) / 2, s.angle};
+  if (s.angle != 0) {
+    const double a = s.angle * std::numbers::pi / 180, dx = b.cx - s.rx, dy = b.cy - s.ry;
+    b.cx = s.rx + std::cos(a) * dx - std::sin(a) * dy;
+    b.cy = s.ry + std::sin(a) * dx + std::cos(a) * dy;
+  }
+  return b;
+}
 
 }  // namespace
 
@@ -306,30 +337,6 @@ std::string SvgPlot::render_impl(std::vector<TextBox>* boxes) const {
   std::vector<TextBox> placed;     // texts
   std::vector<TextBox> obstacles;  // drawn marks labels must not cover: legend frame, roofs, points
   std::vector<int> obstacle_owner;  // the item that drew it (its own label may touch it)
-  struct Spec {
-    double x, y;  // SVG anchor point
-    TextAnchor anchor = TextAnchor::start;
-    bool central = false;  // dominant-baseline central (else alphabetic)
-    double angle = 0;      // rotate(angle rx ry)
-    double rx = 0, ry = 0;
-    double font_size = 12;
-  };
-  auto box_of = [](const Spec& s, const std::string& text) {
-    const double w = text_width_px(text, s.font_size);
-    const double x0 = s.anchor == TextAnchor::start    ? s.x
-                      : s.anchor == TextAnchor::middle ? s.x - w / 2
-                                                       : s.x - w;
-    // Ascent about 0.8 em above the baseline, descent 0.25 em below; central: 0.55 em either side.
-    const double y0 = s.central ? s.y - 0.55 * s.font_size : s.y - 0.8 * s.font_size;
-    const double y1 = s.central ? s.y + 0.55 * s.font_size : s.y + 0.25 * s.font_size;
-    TextBox b{text, x0 + w / 2, (y0 + y1) / 2, w / 2, (y1 - y0) / 2, s.angle};
-    if (s.angle != 0) {
-      const double a = s.angle * std::numbers::pi / 180, dx = b.cx - s.rx, dy = b.cy - s.ry;
-      b.cx = s.rx + std::cos(a) * dx - std::sin(a) * dy;
-      b.cy = s.ry + std::sin(a) * dx + std::cos(a) * dy;
-    }
-    return b;
-  };
   auto inside_picture = [&](const TextBox& b) {
     const double a = b.angle * std::numbers::pi / 180;
     const double ex = std::abs(std::cos(a)) * b.half_w + std::abs(std::sin(a)) * b.half_h;
@@ -776,6 +783,44 @@ bool boxes_overlap(const TextBox& a, const TextBox& b) {
     }
   }
   return true;
+}
+
+}  // namespace inferlab
+
+namespace inferlab {
+
+std::vector<TextBox> read_text_boxes(const std::string& svg) {
+  auto attribute = [](const std::string& tag, const std::string& name) -> std::string {
+    const std::size_t at = tag.find(" " + name + "=\"");
+    if (at == std::string::npos) return {};
+    const std::size_t begin = at + name.size() + 3;
+    return tag.substr(begin, tag.find('"', begin) - begin);
+  };
+  auto unescape = [](std::string t) {
+    for (auto [from, to] : {std::pair{"&lt;", "<"}, {"&gt;", ">"}, {"&quot;", "\""},
+                            {"&apos;", "'"}, {"&amp;", "&"}})
+      for (std::size_t at = t.find(from); at != std::string::npos; at = t.find(from, at + 1))
+        t.replace(at, std::string(from).size(), to);
+    return t;
+  };
+  std::vector<TextBox> boxes;
+  for (std::size_t at = svg.find("<text "); at != std::string::npos; at = svg.find("<text ", at + 1)) {
+    const std::size_t tag_end = svg.find('>', at), close = svg.find("</text>", at);
+    if (tag_end == std::string::npos || close == std::string::npos)
+      throw Error("read_text_boxes: a <text> element is not closed");
+    const std::string tag = svg.substr(at, tag_end - at);
+    Spec s{std::stod(attribute(tag, "x")), std::stod(attribute(tag, "y"))};
+    const std::string anchor = attribute(tag, "text-anchor");
+    s.anchor = anchor == "middle" ? TextAnchor::middle : anchor == "end" ? TextAnchor::end : TextAnchor::start;
+    s.central = attribute(tag, "dominant-baseline") == "central";
+    if (const std::string fs = attribute(tag, "font-size"); !fs.empty()) s.font_size = std::stod(fs);
+    if (const std::string tr = attribute(tag, "transform"); tr.rfind("rotate(", 0) == 0) {
+      std::istringstream in(tr.substr(7));
+      in >> s.angle >> s.rx >> s.ry;
+    }
+    boxes.push_back(box_of(s, unescape(svg.substr(tag_end + 1, close - tag_end - 1))));
+  }
+  return boxes;
 }
 
 }  // namespace inferlab

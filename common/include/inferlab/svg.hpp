@@ -70,6 +70,12 @@ struct TextBox {
 /// one character. @return pixels
 double text_width_px(const std::string& text, double font_size);
 
+/// @brief The boxes of the <text> elements of an SVG document written by SvgPlot (one picture:
+/// split a stacked file first), computed as render() computes them, from the elements'
+/// position, alignment, baseline, font size and rotation. For checking a saved plot.
+/// @throws inferlab::Error if a <text> element is not closed
+std::vector<TextBox> read_text_boxes(const std::string& svg);
+
 /// @brief Whether two text boxes overlap (separating-axis test on the two turned rectangles;
 /// touching edges do not count). @return true if they share any area
 bool boxes_overlap(const TextBox& a, const TextBox& b);
