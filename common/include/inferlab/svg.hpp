@@ -70,10 +70,10 @@ struct TextBox {
 /// one character. @return pixels
 double text_width_px(const std::string& text, double font_size);
 
-/// @brief The boxes of the <text> elements of an SVG document written by SvgPlot (one picture:
+/// @brief The boxes of the &lt;text&gt; elements of an SVG document written by SvgPlot (one picture:
 /// split a stacked file first), computed as render() computes them, from the elements'
 /// position, alignment, baseline, font size and rotation. For checking a saved plot.
-/// @throws inferlab::Error if a <text> element is not closed
+/// @throws inferlab::Error if a &lt;text&gt; element is not closed
 std::vector<TextBox> read_text_boxes(const std::string& svg);
 
 /// @brief Whether two text boxes overlap (separating-axis test on the two turned rectangles;
