@@ -11,10 +11,23 @@
 #include <iomanip>
 #include <sstream>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
+#include <fmt/format.h>
+
+#include "inferlab/engine.hpp"
 #include "inferlab/error.hpp"
+#include "inferlab/hardware.hpp"
+#include "inferlab/kv_calc.hpp"
+#include "inferlab/model.hpp"
+#include "inferlab/paging.hpp"
+#include "inferlab/prefix_report.hpp"
+#include "inferlab/roofline.hpp"
 #include "inferlab/svg.hpp"
+#include "inferlab/trace.hpp"
+#include "inferlab/workload.hpp"
 
 using inferlab::AxisScale;
 using inferlab::Error;
@@ -151,4 +164,212 @@ TEST_CASE("save writes the rendered document", "[unit][svg]") {
   CHECK(text.str() == plot.render());
   std::filesystem::remove(path);
   CHECK_THROWS_AS(plot.save("/nonexistent-dir/x.svg"), Error);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Readable plots: no two texts of a chapter's plot overlap, every text lies inside the picture,
+// and the picture is at most 1,200 px wide. Each chapter's plot is built by the core function the
+// chapter calls, from a small run of the simulated engine (the roofline from the points
+// chapter 03 draws), and checked through SvgPlot::text_boxes(), the boxes render() placed.
+// ---------------------------------------------------------------------------------------------
+
+namespace {
+
+using inferlab::TextBox;
+
+// Width and height attributes of the <svg> element.
+std::pair<int, int> picture_size(const std::string& svg) {
+  const auto w = svg.find("width=\""), h = svg.find("height=\"");
+  return {std::stoi(svg.substr(w + 7)), std::stoi(svg.substr(h + 8))};
+}
+
+void check_readable(const SvgPlot& plot, const std::string& what, std::size_t min_texts) {
+  INFO(what);
+  const std::string svg = plot.render();
+  const std::vector<TextBox> boxes = plot.text_boxes();
+  const auto [width, height] = picture_size(svg);
+  CHECK(width <= 1200);
+  // Every <text> element has its box, and nothing else does.
+  CHECK(count(svg, "<text ") == boxes.size());
+  CHECK(boxes.size() >= min_texts);
+  // The document says the same: its <text> elements read back give the same boxes (to the
+  // 0.01 px the coordinates are written with), which is what inferlab_svg_check relies on.
+  const std::vector<TextBox> read = inferlab::read_text_boxes(svg);
+  REQUIRE(read.size() == boxes.size());
+  std::size_t same = 0;
+  for (const TextBox& r : read)
+    for (const TextBox& b : boxes)
+      if (r.text == b.text && std::abs(r.cx - b.cx) < 0.02 && std::abs(r.cy - b.cy) < 0.02 &&
+          std::abs(r.half_w - b.half_w) < 0.02 && std::abs(r.angle - b.angle) < 0.01) {
+        ++same;
+        break;
+      }
+  CHECK(same == boxes.size());
+  for (const TextBox& b : boxes) {
+    INFO("text '" << b.text << "' centred at (" << b.cx << ", " << b.cy << ")");
+    const double a = b.angle * 3.14159265358979 / 180;
+    const double ex = std::abs(std::cos(a)) * b.half_w + std::abs(std::sin(a)) * b.half_h;
+    const double ey = std::abs(std::sin(a)) * b.half_w + std::abs(std::cos(a)) * b.half_h;
+    CHECK(b.cx - ex >= -0.5);
+    CHECK(b.cx + ex <= width + 0.5);
+    CHECK(b.cy - ey >= -0.5);
+    CHECK(b.cy + ey <= height + 0.5);
+  }
+  for (std::size_t i = 0; i < boxes.size(); ++i)
+    for (std::size_t j = i + 1; j < boxes.size(); ++j) {
+      if (!inferlab::boxes_overlap(boxes[i], boxes[j])) continue;
+      FAIL_CHECK("'" << boxes[i].text << "' overlaps '" << boxes[j].text << "'");
+    }
+}
+
+inferlab::SimEngine h100_llama3_8b() {
+  inferlab::SimEngine e;
+  e.config = inferlab::named_config("llama3-8b");
+  e.hardware = inferlab::hardware_by_name("h100-sxm");
+  return e;
+}
+
+}  // namespace
+
+TEST_CASE("text boxes: width from the character count, overlap of turned rectangles",
+          "[unit][svg]") {
+  CHECK(inferlab::text_width_px("abcd", 10.0) == Approx(4 * 6.2));
+  CHECK(inferlab::text_width_px("I* ≈ 295", 10.0) == Approx(8 * 6.2));  // ≈ is one character
+  const TextBox a{"a", 100, 100, 20, 5, 0};
+  CHECK(inferlab::boxes_overlap(a, {"b", 130, 100, 15, 5, 0}));
+  CHECK_FALSE(inferlab::boxes_overlap(a, {"b", 140, 100, 20, 5, 0}));  // edges touch: no overlap
+  CHECK_FALSE(inferlab::boxes_overlap(a, {"b", 100, 111, 20, 5, 0}));
+  // A vertical text beside a horizontal one: their axis-aligned hulls would overlap, they don't.
+  CHECK_FALSE(inferlab::boxes_overlap({"v", 100, 100, 40, 5, 45}, {"h", 125, 75, 8, 5, 0}));
+  CHECK(inferlab::boxes_overlap({"v", 100, 100, 40, 5, 90}, {"h", 100, 130, 8, 5, 0}));
+}
+
+TEST_CASE("labels that cannot all fit: the writer leaves some out, never overlaps", "[unit][svg]") {
+  SvgPlot plot("crowded", 400, 300);
+  plot.set_x_axis("x", AxisScale::linear, 0.0, 10.0);
+  plot.set_y_axis("y", AxisScale::linear, 0.0, 10.0);
+  std::vector<double> x, y;
+  std::vector<std::string> names;
+  for (int i = 0; i < 50; ++i) {
+    x.push_back(5.0 + 0.01 * i);
+    y.push_back(5.0);
+    names.push_back(fmt::format("point number {}", i));
+  }
+  plot.add_points("many", x, y, {}, names);
+  check_readable(plot, "50 labels on one spot", 1);
+  const std::string svg = plot.render();
+  CHECK(count(svg, "point number") >= 1);
+  CHECK(count(svg, "point number") < 50);
+}
+
+TEST_CASE("chapter 03: the rooflines are readable", "[svg][roofline]") {
+  // A GPU from the table with the points chapter 03 draws for it (decode at B = 1 and 64, the
+  // prefill, decode attention), and this machine with the measured points of a 2-core run.
+  const inferlab::Hardware h100 = inferlab::hardware_by_name("h100-sxm");
+  const auto I = [&](double i) { return inferlab::attainable_flops(h100, i); };
+  check_readable(inferlab::roofline_plot(h100,
+                                         {{"decode B=1", 1.0, I(1.0), false},
+                                          {"decode B=64", 62.1, I(62.1), false},
+                                          {"prefill 2000 tokens", 1011.9, I(1011.9), false},
+                                          {"decode attention g=4 (model)", 4.0, I(4.0), false}},
+                                         "Roofline of h100-sxm (bf16), llama3-8b"),
+                 "roofline, h100-sxm", 12);
+  inferlab::Hardware cpu{
+      "this", "this machine (CPU, up to 2 threads)", "fp32", 32.0e9, 21.6e9, 0.0, true, "measured"};
+  const auto C = [&](double i) { return inferlab::attainable_flops(cpu, i); };
+  std::vector<inferlab::RooflinePoint> points;
+  const std::vector<std::pair<std::string, double>> kernels = {{"linear B=1", 0.50},
+                                                               {"linear B=8", 3.98},
+                                                               {"linear B=64", 30.87},
+                                                               {"linear B=512", 198.19},
+                                                               {"attention GQA g=4 S=2048", 2.0},
+                                                               {"attention MHA S=2048", 0.5}};
+  const double measured[] = {0.60, 6.23, 13.88, 14.57, 1.50, 1.40};
+  for (std::size_t i = 0; i < kernels.size(); ++i) {
+    points.push_back(
+        {kernels[i].first + " (model)", kernels[i].second, C(kernels[i].second), false});
+    points.push_back({kernels[i].first, kernels[i].second, measured[i] * 1e9, true});
+  }
+  for (auto [name, i, f] : {std::tuple{"stories110M prefill 512 tokens", 60.0, 12e9},
+                            {"stories110M decode B=1", 0.5, 0.9e9},
+                            {"stories110M decode B=4", 2.0, 3.1e9},
+                            {"stories110M decode B=16", 7.9, 8.0e9},
+                            {"stories110M decode B=64", 30.0, 11e9}})
+    points.push_back({name, i, f, true});
+  points.push_back({"decode attention g=12 (model)", 6.0, C(6.0), false});
+  check_readable(inferlab::roofline_plot(cpu, points, "Roofline of this (fp32), stories110M"),
+                 "roofline, this machine", 12);
+}
+
+TEST_CASE("chapter 04: the Gantt chart of 400 requests is readable", "[svg][engine]") {
+  // Chapter 04's default simulated run: 400 requests at 40/s, static and continuous.
+  inferlab::WorkloadSpec spec;
+  spec.requests = 400;
+  spec.rate = 40.0;
+  spec.prompt = inferlab::parse_length_distribution("lognormal:96");
+  spec.output = inferlab::parse_length_distribution("lognormal:128");
+  const auto reqs = inferlab::generate_workload(spec);
+  const inferlab::SimEngine e = h100_llama3_8b();
+  const inferlab::EngineRun st =
+      inferlab::run_sim(reqs, {inferlab::Policy::static_batching, 32, 1024}, e);
+  const inferlab::EngineRun co =
+      inferlab::run_sim(reqs, {inferlab::Policy::continuous, 32, 1024}, e);
+  const SvgPlot gantt =
+      inferlab::gantt_plot({&st, &co}, "Batch slots over time: llama3-8b on h100-sxm (sim clock)");
+  check_readable(gantt, "Gantt, 400 requests", 10);
+  // The running line has its own scale on the right: 0 and 32 for each band.
+  const std::string svg = gantt.render();
+  CHECK(svg.find(">running sequences<") != std::string::npos);
+  CHECK(count(svg, ">32<") >= 2);
+  // Some requests are named (the bars wide enough), not all 800 bars.
+  CHECK(count(svg, ">r") > 0);
+  CHECK(count(svg, ">r") < 800);
+}
+
+TEST_CASE("chapters 05 and 06: KV memory, block tables, TTFT and the trie are readable",
+          "[svg][engine][paged][prefix]") {
+  inferlab::SimEngine e = h100_llama3_8b();
+  e.cost = inferlab::cost_options_for(e.hardware);
+  e.memory.block_size = 16;
+  e.memory.budget_bytes = inferlab::kv_bytes_per_token(e.config, inferlab::KVType::f32) * 16 * 512;
+  inferlab::WorkloadSpec spec;
+  spec.kind = inferlab::WorkloadKind::shared_prefix;
+  spec.requests = 120;
+  spec.rate = 20.0;
+  spec.prompt = inferlab::parse_length_distribution("lognormal:48:0.5");
+  spec.output = inferlab::parse_length_distribution("lognormal:32:0.5");
+  spec.max_prompt = 96;
+  spec.max_output = 64;
+  const auto reqs = inferlab::generate_workload(spec);
+  std::vector<inferlab::EngineRun> runs;
+  e.memory.allocator = inferlab::Allocator::contiguous;
+  runs.push_back(inferlab::run_sim(reqs, {inferlab::Policy::continuous, 16, 512}, e));
+  e.memory.allocator = inferlab::Allocator::paged;
+  runs.push_back(inferlab::run_sim(reqs, {inferlab::Policy::continuous, 16, 512}, e));
+  check_readable(
+      inferlab::kv_memory_plot({&runs[0], &runs[1]}, "KV memory over time: llama3-8b (sim clock)"),
+      "KV memory", 8);
+  check_readable(inferlab::block_table_plot(runs[1].peak_tables, 16), "block tables", 3);
+  std::vector<inferlab::EngineRun> cached;
+  for (auto cache : {inferlab::PrefixCacheKind::off, inferlab::PrefixCacheKind::hash,
+                     inferlab::PrefixCacheKind::radix}) {
+    e.memory.prefix_cache = cache;
+    cached.push_back(inferlab::run_sim(reqs, {inferlab::Policy::continuous, 16, 512}, e));
+  }
+  check_readable(inferlab::ttft_cdf_plot(
+                     {&cached[0], &cached[1], &cached[2]},
+                     "Time to first token with and without a prefix cache: llama3-8b (sim clock)"),
+                 "TTFT CDF", 8);
+  REQUIRE_FALSE(cached[2].trie.empty());
+  check_readable(inferlab::trie_plot(cached[2].trie,
+                                     "The radix trie at the end of the run (tokens per edge, "
+                                     "matches through the node)"),
+                 "radix trie", 3);
+}
+
+TEST_CASE("plot titles name the model, not the folders it was read from", "[unit][svg]") {
+  CHECK(inferlab::title_model_name("/work/shared/models/stories260K.bin") == "stories260K.bin");
+  CHECK(inferlab::title_model_name("stories260K.bin") == "stories260K.bin");
+  CHECK(inferlab::title_model_name("synthetic:stories260K(seed=1)") ==
+        "synthetic:stories260K(seed=1)");
 }

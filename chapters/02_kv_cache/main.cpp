@@ -159,7 +159,7 @@ int run(const Options& o) {
                             lesson_positions(last).size());
   const std::vector<StepLatency> lesson =
       compare_step_latency(*m.model, r.tokens, lesson_positions(last), kv_type, o.reps);
-  if (!o.plot.empty()) write_plot(o.plot, lesson, m.model->name());
+  if (!o.plot.empty()) write_plot(o.plot, lesson, title_model_name(m.model->name()));
 
   std::vector<KVQuality> quality;
   if (o.compare_kv) {

@@ -241,7 +241,9 @@ int run(Options o) {
   if (!o.perfetto.empty()) write_perfetto_trace(o.perfetto, views);
   if (!o.plot.empty())
     gantt_plot(views, fmt::format("Batch slots over time: {} ({} clock)",
-                                  sim ? sf.config + " on " + sf.hardware : m.model->name(), sf.clock))
+                                  sim ? sf.config + " on " + sf.hardware
+                                      : title_model_name(m.model->name()),
+                                  sf.clock))
         .save(o.plot);
 
   if (f.json) {

@@ -382,7 +382,7 @@ int run(const Options& o) {
                                 {"proposers", props}}
                      .dump(1)
               << '\n';
-    if (!o.plot.empty()) write_plot(o.plot, rows, target_model.name());
+    if (!o.plot.empty()) write_plot(o.plot, rows, title_model_name(target_model.name()));
     return 0;
   }
 

@@ -75,7 +75,7 @@ SvgPlot block_table_plot(const BlockTableSnapshot& snapshot, int block_size, int
   SvgPlot plot(fmt::format("Block tables at t = {:.3f} s (most blocks in use): logical block -> "
                            "physical block, {} positions each",
                            snapshot.time, block_size),
-               1200, 80 + 36 * std::max(rows, 1));
+               1200, std::max(150, 80 + 36 * std::max(rows, 1)));  // SvgPlot's least height
   plot.set_legend(LegendPosition::none);
   plot.set_x_axis("logical block", AxisScale::linear, 0.0, double(cols));
   plot.set_y_axis("", AxisScale::linear, 0.0, double(std::max(rows, 1)));

@@ -105,7 +105,7 @@ SvgPlot trie_plot(const std::vector<TrieNodeView>& trie, const std::string& titl
   SvgPlot plot(n < static_cast<int>(trie.size())
                    ? fmt::format("{} (the first {} of {} nodes)", title, n, trie.size())
                    : title,
-               std::max(800, 170 * levels), std::max(300, int(60 + 30 * rows)));
+               std::clamp(170 * levels, 800, 1200), std::max(300, int(60 + 30 * rows)));
   plot.set_legend(LegendPosition::none);
   plot.set_x_axis("trie level (root at 0)", AxisScale::linear, -0.5, levels - 0.5);
   plot.set_y_axis("", AxisScale::linear, -0.8, rows - 0.2);

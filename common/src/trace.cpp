@@ -104,15 +104,15 @@ void write_perfetto_trace(const std::string& path, const std::vector<const Engin
 
 SvgPlot gantt_plot(const std::vector<const EngineRun*>& runs, const std::string& title) {
   if (runs.empty()) throw Error("gantt_plot: no run to draw");
-  SvgPlot plot(title, 1000, 160 + 60 * static_cast<int>(runs.size()) +
+  SvgPlot plot(title, 1200, 160 + 60 * static_cast<int>(runs.size()) +
                                 static_cast<int>(std::min<long long>(
-                                    600, 12LL * static_cast<long long>(runs.size()) *
+                                    1100, 16LL * static_cast<long long>(runs.size()) *
                                              runs.front()->scheduler.max_seqs)));
   plot.set_x_axis("time since the first arrival (s)");
   const SvgStyle prefill{"#ff7f0e", 1.0, false, 0.85}, decode{"#1f77b4", 1.0, false, 0.6},
       busy{"#d62728", 1.5, false, 1.0};
-  std::vector<double> ticks;
-  std::vector<std::string> labels;
+  std::vector<double> ticks, busy_ticks;
+  std::vector<std::string> labels, busy_labels;
   double band_top = 0.0;
   // Runs are stacked top to bottom; each band has one row per slot and a gap row.
   for (std::size_t k = 0; k < runs.size(); ++k) {
@@ -132,7 +132,10 @@ SvgPlot gantt_plot(const std::vector<const EngineRun*>& runs, const std::string&
       x.insert(x.end(), {s.start, s.end});
       y.insert(y.end(), {level, level});
     }
-    plot.add_line(k == 0 ? "running sequences (band full = every slot busy)" : "", x, y, busy);
+    plot.add_line(k == 0 ? "running sequences (scale on the right)" : "", x, y, busy);
+    // Its own scale: 0 at the bottom of the band, every slot busy at the top.
+    busy_ticks.insert(busy_ticks.end(), {base - 0.5, base - 0.5 + B});
+    busy_labels.insert(busy_labels.end(), {"0", std::to_string(B)});
     // The band's name in the gap row above it (tick labels are too narrow for it).
     plot.add_text(0.0, base + B - 0.3, run_label(run), TextAnchor::start, "#000000", 13);
     ticks.insert(ticks.end(), {base + B - 1, base});
@@ -140,10 +143,11 @@ SvgPlot gantt_plot(const std::vector<const EngineRun*>& runs, const std::string&
   }
   plot.set_y_axis("", AxisScale::linear, band_top + 0.5, 0.0);
   plot.set_y_ticks(ticks, labels);
+  plot.set_right_ticks(busy_ticks, busy_labels, "running sequences");
   plot.add_legend_entry("prefill", prefill);
-  plot.add_legend_entry("decode (label: request id)", decode);
-  // Bottom right: the continuous band usually ends first, leaving that corner empty.
-  plot.set_legend(LegendPosition::bottom_right);
+  plot.add_legend_entry("decode (label: request id, where the bar has room)", decode);
+  // Above the plot: inside it the legend would cover the bars or the running line.
+  plot.set_legend(LegendPosition::above);
   return plot;
 }
 

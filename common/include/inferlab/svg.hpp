@@ -37,8 +37,9 @@ enum class AxisScale {
   log,     ///< equal distances for equal ratios (base-10 ticks); values must be > 0
 };
 
-/// @brief Where the legend box sits inside the plot area.
-enum class LegendPosition { top_left, top_right, bottom_left, bottom_right, none };
+/// @brief Where the legend box sits: in a corner of the plot area, or @c above it (one row of
+/// entries between the title and the plot, which never covers data), or nowhere.
+enum class LegendPosition { top_left, top_right, bottom_left, bottom_right, above, none };
 
 /// @brief How a line, a point or a rectangle is painted.
 struct SvgStyle {
@@ -50,6 +51,34 @@ struct SvgStyle {
 
 /// @brief Text alignment relative to its anchor point.
 enum class TextAnchor { start, middle, end };
+
+/// @brief The box one text of a rendered plot occupies, in pixels: a rectangle of half-sizes
+/// @p half_w x @p half_h centred at (@p cx, @p cy), turned by @p angle degrees (clockwise, as
+/// SVG rotates). The width is estimated from the font size and the number of characters
+/// (text_width_px()): a plot has no font metrics without a renderer.
+struct TextBox {
+  std::string text;     ///< the text as drawn (unescaped)
+  double cx = 0;        ///< centre, pixels from the left edge of the picture
+  double cy = 0;        ///< centre, pixels from the top edge of the picture
+  double half_w = 0;    ///< half the width, along the text
+  double half_h = 0;    ///< half the height
+  double angle = 0;     ///< rotation about the centre, degrees, clockwise
+};
+
+/// @brief An upper estimate of the width of @p text at @p font_size px in the plots' sans-serif
+/// font: 0.62 em per character (DejaVu Sans averages about 0.55 em), UTF-8 sequences counted as
+/// one character. @return pixels
+double text_width_px(const std::string& text, double font_size);
+
+/// @brief The boxes of the &lt;text&gt; elements of an SVG document written by SvgPlot (one picture:
+/// split a stacked file first), computed as render() computes them, from the elements'
+/// position, alignment, baseline, font size and rotation. For checking a saved plot.
+/// @throws inferlab::Error if a &lt;text&gt; element is not closed
+std::vector<TextBox> read_text_boxes(const std::string& svg);
+
+/// @brief Whether two text boxes overlap (separating-axis test on the two turned rectangles;
+/// touching edges do not count). @return true if they share any area
+bool boxes_overlap(const TextBox& a, const TextBox& b);
 
 /// @brief A plot being built; render() or save() turns it into an SVG document.
 class SvgPlot {
@@ -78,7 +107,8 @@ class SvgPlot {
   void add_line(std::string label, std::vector<double> x, std::vector<double> y,
                 SvgStyle style = {});
   /// @brief Scattered points (circles) with a legend entry; @p point_labels, if not empty, has
-  /// one text per point, written beside it (empty strings allowed).
+  /// one text per point, written beside it where there is room (empty strings allowed; see
+  /// text_boxes()).
   /// @throws inferlab::Error if the lengths differ.
   void add_points(std::string label, std::vector<double> x, std::vector<double> y,
                   SvgStyle style = {}, std::vector<std::string> point_labels = {});
@@ -107,6 +137,20 @@ class SvgPlot {
   std::string render() const;
   /// @brief render() written to @p path. @throws inferlab::Error if the file cannot be written.
   void save(const std::string& path) const;
+  /// @brief Every text render() places (title, axis and tick labels, legend, labels of lines,
+  /// points and bars), as boxes in pixels. Labels are placed so that no two of these overlap and
+  /// all lie inside the picture: a label with no free place is left out (a Gantt chart of 400
+  /// requests names only the bars wide enough), and a tick label that would overlap its
+  /// neighbour is skipped. The tests check the result on every chapter's plot.
+  /// @throws inferlab::Error as render() does
+  std::vector<TextBox> text_boxes() const;
+
+  /// @brief A second scale on the right edge of the plot: labels at heights @p values of the
+  /// vertical axis, and a rotated @p label. For a quantity drawn over the main one (a Gantt
+  /// chart's "running sequences" line over its slot rows).
+  /// @throws inferlab::Error if the lengths differ
+  void set_right_ticks(std::vector<double> values, std::vector<std::string> labels,
+                       std::string label);
 
   /// Marker for "fit this bound to the data".
   static constexpr double kAuto = std::numeric_limits<double>::quiet_NaN();
@@ -130,10 +174,14 @@ class SvgPlot {
     int font_size = 12;
   };
   std::string next_colour();
+  std::string render_impl(std::vector<TextBox>* boxes) const;
 
   std::string title_;
   int width_, height_;
   Axis x_axis_, y_axis_;
+  std::vector<double> right_tick_values_;   ///< set_right_ticks(): heights on the y axis
+  std::vector<std::string> right_tick_labels_;
+  std::string right_label_;
   LegendPosition legend_ = LegendPosition::top_left;
   std::vector<Item> items_;
   int palette_index_ = 0;
@@ -149,5 +197,9 @@ std::vector<double> log_ticks(double lo, double hi, int max_ticks = 10);
 std::string format_tick(double value);
 /// @brief Escapes &, <, >, " and ' for use in SVG text and attributes.
 std::string xml_escape(const std::string& text);
+/// @brief A model's name as a plot title shows it: Model::name() is the file path for a model
+/// read from a file, and a title need not carry the folders of the machine it ran on, so a path
+/// is cut to its file name ("stories260K.bin"); any other name is returned unchanged.
+std::string title_model_name(const std::string& model_name);
 
 }  // namespace inferlab
