@@ -167,7 +167,7 @@ int run(Options o) {
   if (!o.plot.empty()) {
     const SvgPlot mem = kv_memory_plot(
         views, fmt::format("KV memory over time: {} ({} clock)",
-                           sim ? o.serving.config : m.model->name(), o.serving.clock));
+                           sim ? o.serving.config : title_model_name(m.model->name()), o.serving.clock));
     std::vector<const SvgPlot*> plots = {&mem};
     std::optional<SvgPlot> tables;
     for (const EngineRun& r : runs)

@@ -201,7 +201,7 @@ int run(const Options& o) {
     for (const EngineRun& r : runs) views.push_back(&r);
     const SvgPlot ttft = ttft_cdf_plot(
         views, fmt::format("Time to first token with and without a prefix cache: {} ({} clock)",
-                           sim ? o.serving.config : m.model->name(), o.serving.clock));
+                           sim ? o.serving.config : title_model_name(m.model->name()), o.serving.clock));
     std::vector<const SvgPlot*> plots = {&ttft};
     std::optional<SvgPlot> trie;
     for (const EngineRun& r : runs)
