@@ -92,6 +92,10 @@ namespace {
 class SchemaCompiler {
  public:
   SchemaCompiler(const Json& root, const JsonSchemaLimits& limits) : root_(root), limits_(limits) {
+    if (limits_.max_free_order_properties < 0 || limits_.max_free_order_properties > 16) {
+      throw Error(fmt::format("max_free_order_properties must be in [0, 16] (2^n grammar rules), got {}",
+                              limits_.max_free_order_properties));
+    }
     build_common();
   }
 
@@ -549,6 +553,12 @@ class SchemaCompiler {
   // A JSON value as json.dumps writes it, where an integral number may also be written the
   // other way (1 == 1.0 in JSON Schema), at any depth.
   int literal_value(const Json& v) {
+    if (v.is_object() && !v.empty() && static_cast<int>(v.size()) <= limits_.max_free_order_properties) {
+      // Objects are equal whatever the order of their keys.
+      std::vector<int> members;
+      for (const auto& [k, x] : v.items()) members.push_back(g_.seq({lit(Json(k).dump(-1, ' ', false) + ": "), literal_value(x)}));
+      return g_.seq({lit("{"), free_order(members, std::vector<bool>(members.size(), false), -1, lit(", ")), lit("}")});
+    }
     if (v.is_object()) {
       std::vector<int> items{lit("{")};
       bool first = true;
@@ -580,7 +590,8 @@ class SchemaCompiler {
 
   int compile_enum(const Json& s) {
     for (const auto& [k, v] : s.items()) {
-      if (k != "enum" && k != "const" && k != "type" && !is_annotation(k)) {
+      if (k != "enum" && k != "const" && k != "type" && !is_annotation(k) &&
+          !(k == "format" && !limits_.format_assertion)) {
         unsupported(k, "together with enum/const");
       }
     }
@@ -627,7 +638,8 @@ class SchemaCompiler {
   int compile_string(const Json& s) {
     const auto min_len = count_kw(s, "minLength");
     const auto max_len = count_kw(s, "maxLength");
-    const bool has_pattern = s.contains("pattern"), has_format = s.contains("format");
+    const bool has_pattern = s.contains("pattern");
+    const bool has_format = s.contains("format") && limits_.format_assertion;
     if (has_pattern || has_format) {
       if (has_pattern && has_format) unsupported("format", "together with pattern");
       if ((min_len && *min_len > 0) || max_len) unsupported(min_len ? "minLength" : "maxLength", "together with pattern or format");
@@ -949,6 +961,10 @@ class SchemaCompiler {
       extra = member(other_key(names), value);
     }
     const std::size_t n = members.size();
+    if (static_cast<int>(n) <= limits_.max_free_order_properties) {
+      return g_.seq({lit("{"), ref(ws_), free_order(members, optional, extra, comma()), ref(ws_), lit("}")});
+    }
+    // Too many properties to track which were written: the schema's order.
     // first[i]: members i.. when none has been written yet; after[i]: when one has.
     std::vector<int> first(n + 1), after(n + 1);
     const int extras_after = extra >= 0 ? g_.repeat(g_.seq({comma(), extra}), 0, -1) : g_.empty();
@@ -961,6 +977,36 @@ class SchemaCompiler {
       first[i] = optional[i] ? g_.alt({with_first, first[i + 1]}) : with_first;
     }
     return g_.seq({lit("{"), ref(ws_), first[0], ref(ws_), lit("}")});
+  }
+
+  // The members of an object in any order: each listed one at most once (and the required
+  // ones at least once), additional ones (`extra`, or -1 for none) anywhere between them, `sep`
+  // between two members. A rule per set of listed members written so far (2^n rules, hence
+  // JsonSchemaLimits::max_free_order_properties): JSON Schema does not order properties.
+  int free_order(const std::vector<int>& members, const std::vector<bool>& optional, int extra, int sep) {
+    const std::size_t n = members.size();
+    std::uint32_t required = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      if (!optional[i]) required |= std::uint32_t{1} << i;
+    }
+    // after[seen]: what may follow once at least one member was written, `seen` the listed ones.
+    std::vector<int> after(std::size_t{1} << n);
+    const std::string base = fmt::format("members{}_", g_.rules.size());
+    for (std::size_t seen = 0; seen < after.size(); ++seen) after[seen] = g_.add_rule(base + std::to_string(seen));
+    for (std::size_t seen = 0; seen < after.size(); ++seen) {
+      std::vector<int> alts;
+      if ((seen & required) == required) alts.push_back(g_.empty());
+      for (std::size_t i = 0; i < n; ++i) {
+        if (!(seen >> i & 1)) alts.push_back(g_.seq({sep, members[i], ref(after[seen | std::size_t{1} << i])}));
+      }
+      if (extra >= 0) alts.push_back(g_.seq({sep, extra, ref(after[seen])}));
+      g_.define(after[seen], g_.alt(std::move(alts)));
+    }
+    std::vector<int> first;
+    if (required == 0) first.push_back(g_.empty());
+    for (std::size_t i = 0; i < n; ++i) first.push_back(g_.seq({members[i], ref(after[std::size_t{1} << i])}));
+    if (extra >= 0) first.push_back(g_.seq({extra, ref(after[0])}));
+    return g_.alt(std::move(first));
   }
 
   // An object without listed properties: every member is "additional", its key constrained by
