@@ -297,6 +297,31 @@ TEST_CASE("JSON Schema: properties in any order, each at most once, the required
   CHECK_THROWS_WITH(json_schema_grammar(schema, huge), Contains("max_free_order_properties"));
 }
 
+TEST_CASE("JSON Schema: dependentRequired and required names outside properties", "[unit][constrain]") {
+  // bar requires foo; quux requires foo and bar (a name not in properties); any order.
+  PushdownParser p(json_schema_grammar(Json::parse(
+      R"({"properties":{"bar":{"type":"integer"}},"dependentRequired":{"bar":["foo"],"quux":["foo","bar"]}})")));
+  CHECK(matches(p, R"({})"));
+  CHECK(matches(p, R"({"foo": 1})"));
+  CHECK(matches(p, R"({"bar": 2, "foo": "x"})"));
+  CHECK(matches(p, R"({"quux": 1, "bar": 2, "foo": 3, "other": null})"));
+  CHECK(matches(p, "[1]"));  // not an object: the keyword does not apply
+  CHECK_FALSE(matches(p, R"({"bar": 2})"));
+  CHECK_FALSE(matches(p, R"({"quux": 1, "foo": 3})"));
+  CHECK_FALSE(matches(p, R"({"bar": "not an integer", "foo": 1})"));
+  // draft-07's array form of dependencies is the same; its schema form is still an error.
+  PushdownParser d(json_schema_grammar(Json::parse(R"({"dependencies":{"a":["b"]}})")));
+  CHECK(matches(d, R"({"b": 1, "a": 2})"));
+  CHECK_FALSE(matches(d, R"({"a": 2})"));
+  CHECK_THROWS_WITH(json_schema_grammar(Json::parse(R"({"dependencies":{"a":{"required":["b"]}}})")),
+                    Contains("dependencies"));
+  // A required name that is not listed takes additionalProperties' schema.
+  PushdownParser r(json_schema_grammar(Json::parse(R"({"required":["id"],"additionalProperties":{"type":"string"}})")));
+  CHECK(matches(r, R"({"x": "a", "id": "b"})"));
+  CHECK_FALSE(matches(r, R"({"x": "a"})"));
+  CHECK_FALSE(matches(r, R"({"id": 1})"));
+}
+
 TEST_CASE("JSON Schema bad input: unsupported keywords named, limits, no crash", "[unit][constrain][bad-input]") {
   auto compile = [](const std::string& s) { return PushdownParser(json_schema_grammar(Json::parse(s))); };
   CHECK_THROWS_WITH(compile(R"({"type":"array","contains":{"type":"integer"}})"), Contains("unsupported JSON Schema keyword 'contains'"));
