@@ -228,9 +228,19 @@ const TokenTrie::LoopTables* MaskComputer::loop_tables_for(int state, std::uint3
   // C: close under L (a byte that kills the parse from some state of C leaves L) and the
   // multi-byte characters (if one of them fails anywhere, W stays ASCII).
   std::vector<int> closed{state};
+  // A chain that dies or runs too long leaves the states it saw marked "no tables": inside a
+  // string with a maxLength every position would otherwise repeat the search (the chain dies
+  // at the maximum, from every position).
+  auto give_up = [&]() -> const TokenTrie::LoopTables* {
+    for (const int x : closed) {
+      grow(x);
+      loop_known_[static_cast<std::size_t>(x)] = 1;
+    }
+    return nullptr;
+  };
   bool utf8 = true;
   for (std::size_t i = 0; i < closed.size(); ++i) {
-    if (closed.size() > kMaxLoopStates) return nullptr;
+    if (closed.size() > kMaxLoopStates) return give_up();
     const int x = closed[i];
     int successor = PushdownParser::kDead;
     for (unsigned b = 0; b < 0x80; ++b) {
@@ -246,6 +256,9 @@ const TokenTrie::LoopTables* MaskComputer::loop_tables_for(int state, std::uint3
       successor = y;
       if (std::find(closed.begin(), closed.end(), y) == closed.end()) closed.push_back(y);
     }
+    int left = 0;
+    for (const auto w : loop.bits) left += std::popcount(w);
+    if (left < kMinLoopBytes) return give_up();
     if (utf8 && !utf8_chars_close(x, closed)) utf8 = false;
   }
   int n_loop = 0;

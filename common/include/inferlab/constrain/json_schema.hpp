@@ -6,9 +6,12 @@
 /// schema), enum, const, anyOf, oneOf (when its branches are provably disjoint), allOf and
 /// $ref with siblings (merged), $ref / $defs / definitions (recursive too), items /
 /// prefixItems / additionalItems, minItems / maxItems, minLength / maxLength, pattern, format
-/// (date, time, date-time, email, uuid, uri, ipv4), minimum / maximum / exclusive bounds for
+/// (date, time, date-time, email, uuid, uri, ipv4; or an annotation, see
+/// JsonSchemaLimits::format_assertion), minimum / maximum / exclusive bounds for
 /// integers and numbers (numbers then without exponent), multipleOf for integers, `not` of a
-/// type, propertyNames / minProperties / maxProperties on objects without listed properties,
+/// type, dependentRequired (and draft-07 dependencies with array values; a required or
+/// dependent name outside properties takes additionalProperties' schema), propertyNames /
+/// minProperties / maxProperties on objects without listed properties,
 /// unevaluatedProperties / unevaluatedItems in schemas without applicators, uniqueItems false. Annotations (title, description, default,
 /// examples, ...) and unknown keywords are ignored as the specification says. Every other
 /// keyword is a compile error naming it: it is never silently dropped.

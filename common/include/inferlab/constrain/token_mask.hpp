@@ -102,7 +102,7 @@ class MaskComputer {
   static constexpr int kMinLoopBytes = 16;
   /// @brief At most this many states may share one set of loop tables (a string with a
   /// minimum length counts its characters up to it in states).
-  static constexpr std::size_t kMaxLoopStates = 64;
+  static constexpr std::size_t kMaxLoopStates = 16;
   /// @brief ... and only below trie nodes with at least this many tokens in their subtree.
   static constexpr std::uint32_t kMinLoopSubtree = 64;
   /// @brief @p parser, @p trie and @p token_bytes must outlive this object. @p eos_token is allowed exactly
