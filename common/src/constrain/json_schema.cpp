@@ -92,6 +92,10 @@ namespace {
 class SchemaCompiler {
  public:
   SchemaCompiler(const Json& root, const JsonSchemaLimits& limits) : root_(root), limits_(limits) {
+    if (limits_.max_free_order_properties < 0 || limits_.max_free_order_properties > 16) {
+      throw Error(fmt::format("max_free_order_properties must be in [0, 16] (2^n grammar rules), got {}",
+                              limits_.max_free_order_properties));
+    }
     build_common();
   }
 
@@ -445,6 +449,12 @@ class SchemaCompiler {
   static void check_unsupported(const Json& s, const std::string& k) {
     if (k == "patternProperties" && s[k].is_object() && s[k].empty()) return;
     if ((k == "dependentRequired" || k == "dependencies" || k == "dependentSchemas") && s[k].is_object() && s[k].empty()) return;
+    // Lists of names: compile_object() tracks them (schema dependencies stay an error there).
+    if (k == "dependentRequired") return;
+    if (k == "dependencies" && s[k].is_object() &&
+        std::all_of(s[k].begin(), s[k].end(), [](const Json& v) { return v.is_array(); })) {
+      return;
+    }
     if (k == "if" && !s.contains("then") && !s.contains("else")) return;  // if alone asserts nothing
     if ((k == "then" || k == "else") && !s.contains("if")) return;        // ignored without if
     if (k == "propertyNames" && s[k].is_boolean() && s[k].get<bool>()) return;
@@ -549,6 +559,12 @@ class SchemaCompiler {
   // A JSON value as json.dumps writes it, where an integral number may also be written the
   // other way (1 == 1.0 in JSON Schema), at any depth.
   int literal_value(const Json& v) {
+    if (v.is_object() && !v.empty() && static_cast<int>(v.size()) <= limits_.max_free_order_properties) {
+      // Objects are equal whatever the order of their keys.
+      std::vector<int> members;
+      for (const auto& [k, x] : v.items()) members.push_back(g_.seq({lit(Json(k).dump(-1, ' ', false) + ": "), literal_value(x)}));
+      return g_.seq({lit("{"), free_order(members, std::vector<bool>(members.size(), false), -1, lit(", ")), lit("}")});
+    }
     if (v.is_object()) {
       std::vector<int> items{lit("{")};
       bool first = true;
@@ -580,7 +596,8 @@ class SchemaCompiler {
 
   int compile_enum(const Json& s) {
     for (const auto& [k, v] : s.items()) {
-      if (k != "enum" && k != "const" && k != "type" && !is_annotation(k)) {
+      if (k != "enum" && k != "const" && k != "type" && !is_annotation(k) &&
+          !(k == "format" && !limits_.format_assertion)) {
         unsupported(k, "together with enum/const");
       }
     }
@@ -627,7 +644,8 @@ class SchemaCompiler {
   int compile_string(const Json& s) {
     const auto min_len = count_kw(s, "minLength");
     const auto max_len = count_kw(s, "maxLength");
-    const bool has_pattern = s.contains("pattern"), has_format = s.contains("format");
+    const bool has_pattern = s.contains("pattern");
+    const bool has_format = s.contains("format") && limits_.format_assertion;
     if (has_pattern || has_format) {
       if (has_pattern && has_format) unsupported("format", "together with pattern");
       if ((min_len && *min_len > 0) || max_len) unsupported(min_len ? "minLength" : "maxLength", "together with pattern or format");
@@ -905,8 +923,8 @@ class SchemaCompiler {
 
   int compile_object(const Json& s, int depth) {
     static const Json kEmpty = Json::object();
-    const Json& props = s.contains("properties") ? s["properties"] : kEmpty;
-    if (!props.is_object()) throw Error("properties must be an object");
+    const Json& schema_props = s.contains("properties") ? s["properties"] : kEmpty;
+    if (!schema_props.is_object()) throw Error("properties must be an object");
     std::set<std::string> required;
     if (s.contains("required")) {
       if (!s["required"].is_array()) throw Error("required must be an array");
@@ -914,19 +932,46 @@ class SchemaCompiler {
     }
     const Json* additional = s.contains("additionalProperties") ? &s["additionalProperties"] : nullptr;
     const bool closed = additional && additional->is_boolean() && !additional->get<bool>();
-    // A required name that no property lists must come as an additional property, which the
-    // ordered grammar cannot force: reject, unless it is then impossible anyway.
-    for (const auto& r : required) {
-      if (!props.contains(r)) {
-        if (closed) return g_.alt({});
-        unsupported("required", fmt::format("'{}' is required but not in properties", r));
+    // dependentRequired (draft-07: dependencies with array values): a present key requires others.
+    std::map<std::string, std::vector<std::string>> depends;
+    for (const char* kw : {"dependentRequired", "dependencies"}) {
+      if (!s.contains(kw)) continue;
+      if (!s[kw].is_object()) throw Error(fmt::format("{} must be an object", kw));
+      for (const auto& [k, v] : s[kw].items()) {
+        if (!v.is_array()) unsupported(kw, "schema dependencies (dependentSchemas)");
+        for (const auto& x : v) {
+          if (!x.is_string()) throw Error(fmt::format("{} lists must hold strings", kw));
+          depends[k].push_back(x.get<std::string>());
+        }
       }
     }
+    // Names that are required, or take part in a dependency, but are not in properties are
+    // tracked like listed properties whose schema is additionalProperties (or true): then the
+    // grammar can force or count them.
+    const Json* props_ptr = &schema_props;
+    {
+      Json listed = schema_props;
+      auto add = [&](const std::string& name) {
+        if (!listed.contains(name)) listed[name] = additional ? *additional : Json(true);
+      };
+      for (const auto& r : required) add(r);
+      for (const auto& [k, v] : depends) {
+        add(k);
+        for (const auto& x : v) add(x);
+      }
+      if (listed.size() != schema_props.size()) {
+        if (s.contains("propertyNames") && s["propertyNames"] != Json(true)) {
+          unsupported("propertyNames", "together with required or dependentRequired names not in properties");
+        }
+        owned_.push_back(std::move(listed));  // stable address: rule_for() keys subschemas by it
+        props_ptr = &owned_.back();
+      }
+    }
+    const Json& props = *props_ptr;
     const auto min_props = count_kw(s, "minProperties");
     const auto max_props = count_kw(s, "maxProperties");
     if (props.empty()) return free_object(s, additional, min_props, max_props, depth);
     if (min_props && *min_props > static_cast<long>(required.size())) {
-      if (!closed || *min_props > static_cast<long>(props.size())) unsupported("minProperties", "more than the required properties");
       unsupported("minProperties", "more than the required properties");
     }
     if (max_props && (!closed || *max_props < static_cast<long>(props.size()))) {
@@ -943,12 +988,29 @@ class SchemaCompiler {
       members.push_back(member(lit(key), ref(rule_for(sub, depth))));
       optional.push_back(!required.count(name));
     }
+    // needs[i]: the members that member i's presence requires (bit j = names[j]).
+    std::vector<std::uint32_t> needs(names.size(), 0);
+    for (const auto& [k, v] : depends) {
+      const auto i = static_cast<std::size_t>(std::find(names.begin(), names.end(), k) - names.begin());
+      for (const auto& x : v) {
+        const auto j = static_cast<std::size_t>(std::find(names.begin(), names.end(), x) - names.begin());
+        if (j < 32) needs[i] |= std::uint32_t{1} << j;
+      }
+    }
+    if (!depends.empty() && static_cast<int>(names.size()) > limits_.max_free_order_properties) {
+      unsupported(s.contains("dependentRequired") ? "dependentRequired" : "dependencies",
+                  fmt::format("on an object with more than {} listed or required properties", limits_.max_free_order_properties));
+    }
     int extra = -1;  // one additional member, or -1 when none is allowed
     if (!closed) {
       const int value = additional ? ref(rule_for(*additional, depth)) : ref(value_);
       extra = member(other_key(names), value);
     }
     const std::size_t n = members.size();
+    if (static_cast<int>(n) <= limits_.max_free_order_properties) {
+      return g_.seq({lit("{"), ref(ws_), free_order(members, optional, extra, comma(), needs), ref(ws_), lit("}")});
+    }
+    // Too many properties to track which were written: the schema's order.
     // first[i]: members i.. when none has been written yet; after[i]: when one has.
     std::vector<int> first(n + 1), after(n + 1);
     const int extras_after = extra >= 0 ? g_.repeat(g_.seq({comma(), extra}), 0, -1) : g_.empty();
@@ -961,6 +1023,46 @@ class SchemaCompiler {
       first[i] = optional[i] ? g_.alt({with_first, first[i + 1]}) : with_first;
     }
     return g_.seq({lit("{"), ref(ws_), first[0], ref(ws_), lit("}")});
+  }
+
+  // The members of an object in any order: each listed one at most once (and the required
+  // ones at least once), additional ones (`extra`, or -1 for none) anywhere between them, `sep`
+  // between two members. A rule per set of listed members written so far (2^n rules, hence
+  // JsonSchemaLimits::max_free_order_properties): JSON Schema does not order properties.
+  int free_order(const std::vector<int>& members, const std::vector<bool>& optional, int extra, int sep,
+                 const std::vector<std::uint32_t>& needs = {}) {
+    const std::size_t n = members.size();
+    // The object may end after `seen` when the required members and those the written ones
+    // depend on (dependentRequired) are all in it.
+    auto complete = [&](std::size_t seen, std::uint32_t required) {
+      if ((seen & required) != required) return false;
+      for (std::size_t i = 0; i < needs.size(); ++i) {
+        if ((seen >> i & 1) && (seen & needs[i]) != needs[i]) return false;
+      }
+      return true;
+    };
+    std::uint32_t required = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      if (!optional[i]) required |= std::uint32_t{1} << i;
+    }
+    // after[seen]: what may follow once at least one member was written, `seen` the listed ones.
+    std::vector<int> after(std::size_t{1} << n);
+    const std::string base = fmt::format("members{}_", g_.rules.size());
+    for (std::size_t seen = 0; seen < after.size(); ++seen) after[seen] = g_.add_rule(base + std::to_string(seen));
+    for (std::size_t seen = 0; seen < after.size(); ++seen) {
+      std::vector<int> alts;
+      if (complete(seen, required)) alts.push_back(g_.empty());
+      for (std::size_t i = 0; i < n; ++i) {
+        if (!(seen >> i & 1)) alts.push_back(g_.seq({sep, members[i], ref(after[seen | std::size_t{1} << i])}));
+      }
+      if (extra >= 0) alts.push_back(g_.seq({sep, extra, ref(after[seen])}));
+      g_.define(after[seen], g_.alt(std::move(alts)));
+    }
+    std::vector<int> first;
+    if (complete(0, required)) first.push_back(g_.empty());
+    for (std::size_t i = 0; i < n; ++i) first.push_back(g_.seq({members[i], ref(after[std::size_t{1} << i])}));
+    if (extra >= 0) first.push_back(g_.seq({extra, ref(after[0])}));
+    return g_.alt(std::move(first));
   }
 
   // An object without listed properties: every member is "additional", its key constrained by

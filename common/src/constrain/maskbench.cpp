@@ -41,7 +41,7 @@ double clock_us(bool cpu) {
 MaskBenchVocab::MaskBenchVocab(const Tokenizer& tok)
     : tokenizer(&tok), token_bytes(token_byte_strings(tok)), trie(token_bytes) {
   // Vocabulary preprocessing, done once for all schemas (before the per-file processes fork).
-  trie.loop_tables(TokenTrie::json_string_loop());
+  trie.loop_tables(TokenTrie::json_string_loop(), true);
 }
 
 Json MaskBenchResult::to_json() const {
@@ -81,7 +81,10 @@ MaskBenchResult run_maskbench(const Json& file, const std::string& id, const Mas
   std::unique_ptr<PushdownParser> parser;
   std::unique_ptr<MaskComputer> masks;
   try {
-    const Grammar g = json_schema_grammar(file["schema"]);
+    // The protocol checks the specification's semantics, where `format` is an annotation.
+    JsonSchemaLimits limits;
+    limits.format_assertion = false;
+    const Grammar g = json_schema_grammar(file["schema"], limits);
     parser = std::make_unique<PushdownParser>(g);
     masks = std::make_unique<MaskComputer>(*parser, vocab.trie, vocab.token_bytes, kEosToken);
     masks->mask(parser->initial_state());

@@ -196,6 +196,57 @@ struct PushdownParser::Impl {
     return out;
   }
 
+  // The closure of one stack, memoized (by stack id) for the DFA's transitions: a state's
+  // step is the union of the closures of the stacks its byte edges push, and closures are
+  // pure reachability, so the union of the parts is the closure of the whole. Many states
+  // share stacks (every state inside the same string shares its character stacks), so most
+  // closures are found here. step() above stays uncached: it is the oracle's definition.
+  struct Closure {
+    std::vector<int> stacks;
+    bool accept = false;
+    bool done = false;
+  };
+  std::vector<Closure> closure_memo;
+  const Closure& closure_of(int stack) {
+    if (static_cast<std::size_t>(stack) >= closure_memo.size()) closure_memo.resize(static_cast<std::size_t>(stack) + 1);
+    if (!closure_memo[static_cast<std::size_t>(stack)].done) {
+      std::vector<int> work{stack};
+      PushdownParser::RawState out;
+      closure(work, out);
+      Closure& c = closure_memo[static_cast<std::size_t>(stack)];
+      c.stacks = std::move(out.stacks);
+      c.accept = out.accept;
+      c.done = true;
+    }
+    return closure_memo[static_cast<std::size_t>(stack)];
+  }
+  PushdownParser::RawState step_memo(const std::vector<int>& from, unsigned char byte) {
+    std::vector<int> pushed;
+    for (const int s : from) {
+      const auto [node, parent] = stacks[static_cast<std::size_t>(s)];
+      for (const Edge& e : edges[static_cast<std::size_t>(node)]) {
+        if (e.kind == EdgeKind::bytes && sets[static_cast<std::size_t>(e.arg)].has(byte)) {
+          pushed.push_back(intern_stack(e.target, parent));
+        }
+      }
+    }
+    PushdownParser::RawState out;
+    std::sort(pushed.begin(), pushed.end());
+    pushed.erase(std::unique(pushed.begin(), pushed.end()), pushed.end());
+    for (const int p : pushed) {
+      const Closure& c = closure_of(p);
+      out.stacks.insert(out.stacks.end(), c.stacks.begin(), c.stacks.end());
+      out.accept = out.accept || c.accept;
+    }
+    std::sort(out.stacks.begin(), out.stacks.end());
+    out.stacks.erase(std::unique(out.stacks.begin(), out.stacks.end()), out.stacks.end());
+    if (static_cast<int>(out.stacks.size()) > limits.max_stacks_per_state) {
+      throw Error(fmt::format("grammar too ambiguous: more than {} parser stacks in one state",
+                              limits.max_stacks_per_state));
+    }
+    return out;
+  }
+
   void trim();
   void compute_byte_classes() {
     std::array<int, 256> cls{};
@@ -382,8 +433,7 @@ int PushdownParser::step_slow(int state, unsigned char byte) {
   }
   int next = s->next[byte];
   if (next != -2) return next;
-  RawState from{s->stacks, s->accept};
-  RawState to = impl_->step(from, byte);
+  RawState to = impl_->step_memo(s->stacks, byte);
   next = to.stacks.empty() && !to.accept ? kDead : intern_state(std::move(to));
   // states_ may have moved; the result holds for every byte of this byte's class.
   int* row = states_[static_cast<std::size_t>(state)].next.get();

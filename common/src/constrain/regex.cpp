@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -343,6 +344,30 @@ class RegexParser {
 
 }  // namespace
 
+namespace {
+// The alternatives of distinct literals, factored by common prefixes (a trie), so that the
+// parser holds one stack per distinct next byte instead of one per literal: 30 escapes that
+// all begin with a backslash become one stack reading it.
+int literal_trie(Grammar& g, std::vector<std::string> words, std::size_t depth) {
+  std::sort(words.begin(), words.end());
+  std::vector<int> alts;
+  std::size_t i = 0;
+  while (i < words.size()) {
+    if (words[i].size() == depth) {
+      alts.push_back(g.empty());
+      ++i;
+      continue;
+    }
+    std::size_t j = i;
+    std::vector<std::string> group;
+    while (j < words.size() && words[j].size() > depth && words[j][depth] == words[i][depth]) group.push_back(words[j++]);
+    alts.push_back(g.seq({g.literal(words[i].substr(depth, 1)), literal_trie(g, std::move(group), depth + 1)}));
+    i = j;
+  }
+  return alts.size() == 1 ? alts[0] : g.alt(std::move(alts));
+}
+}  // namespace
+
 int json_string_chars(Grammar& g_, const CodePointRanges& r, bool canonical_only) {
     std::vector<int> alts;
     // JSON string: raw where JSON allows it, escaped otherwise (json.dumps's spelling).
@@ -358,23 +383,30 @@ int json_string_chars(Grammar& g_, const CodePointRanges& r, bool canonical_only
         default: return fmt::format("\\u{:04x}", cp);
       }
     };
+    // Raw ASCII characters form one byte set and the escapes one trie: few parser stacks per
+    // character position (the mask walk's cost grows with them).
+    ByteSet ascii;
+    std::vector<std::string> escapes;
     for (const auto& [lo, hi] : r) {
       std::uint32_t a = lo;
       while (a <= hi) {
         if (a < 0x20 || a == '"' || a == '\\') {
-          alts.push_back(g_.literal(escaped(a)));
+          escapes.push_back(escaped(a));
           ++a;
           continue;
         }
         std::uint32_t b = hi;
         if (a < '"' && b >= '"') b = '"' - 1;
         if (a < '\\' && b >= '\\') b = '\\' - 1;
-        alts.push_back(utf8_range(g_, a, b));
-        if (!canonical_only && a <= '/' && b >= '/') alts.push_back(g_.literal("\\/"));
+        if (a < 0x80) ascii.add_range(a, std::min<std::uint32_t>(b, 0x7F));
+        if (b >= 0x80) alts.push_back(utf8_range(g_, std::max<std::uint32_t>(a, 0x80), b));
+        if (!canonical_only && a <= '/' && b >= '/') escapes.push_back("\\/");
         if (b == 0xFFFFFFFF) break;
         a = b + 1;
       }
     }
+    if (!ascii.empty()) alts.push_back(g_.bytes(ascii));
+    if (!escapes.empty()) alts.push_back(literal_trie(g_, std::move(escapes), 0));
     return g_.alt(std::move(alts));
 }
 

@@ -88,30 +88,85 @@ MaskComputer::MaskComputer(PushdownParser& parser, const TokenTrie& trie,
   }
 }
 
-const TokenTrie::LoopTables& TokenTrie::loop_tables(const ByteSet& loop) const {
-  auto& slot = loop_cache_[loop.bits];
+namespace {
+
+// The UTF-8 decoder of the loop tables. State 0: at a character boundary; 1: one continuation
+// byte (80-BF) left; 2: two left, next 80-BF; 3: two left, next A0-BF (after E0: no overlong
+// forms); 4: two left, next 80-9F (after ED: no surrogates); 5: three left, next 80-BF;
+// 6: three left, next 90-BF (after F0); 7: three left, next 80-8F (after F4: <= U+10FFFF).
+constexpr int kBad = -1;
+int utf8_next(int st, unsigned b, const ByteSet& loop, bool utf8) {
+  if (!utf8) return st == 0 && loop.has(b) ? 0 : kBad;
+  const bool cont = b >= 0x80 && b <= 0xBF;
+  switch (st) {
+    case 0:
+      if (b < 0x80) return loop.has(b) ? 0 : kBad;
+      if (b >= 0xC2 && b <= 0xDF) return 1;
+      if (b == 0xE0) return 3;
+      if (b == 0xED) return 4;
+      if (b >= 0xE1 && b <= 0xEF) return 2;
+      if (b == 0xF0) return 6;
+      if (b >= 0xF1 && b <= 0xF3) return 5;
+      if (b == 0xF4) return 7;
+      return kBad;
+    case 1: return cont ? 0 : kBad;
+    case 2: return cont ? 1 : kBad;
+    case 3: return b >= 0xA0 && b <= 0xBF ? 1 : kBad;
+    case 4: return b >= 0x80 && b <= 0x9F ? 1 : kBad;
+    case 5: return cont ? 2 : kBad;
+    case 6: return b >= 0x90 && b <= 0xBF ? 2 : kBad;
+    case 7: return b >= 0x80 && b <= 0x8F ? 2 : kBad;
+    default: return kBad;
+  }
+}
+}  // namespace
+
+const TokenTrie::LoopTables& TokenTrie::loop_tables(const ByteSet& loop, bool utf8) const {
+  auto& slot = loop_cache_[{loop.bits, utf8}];
   if (slot) return *slot;
   auto t = std::make_unique<LoopTables>();
   t->loop = loop;
+  t->utf8 = utf8;
   const std::size_t n = num_nodes();
-  // Top-down (nodes are numbered breadth-first): depth of the last byte outside the loop.
+  // Top-down (nodes are numbered breadth-first): the decoder run through the node's path,
+  // restarted where a byte does not continue it, and where the current run of whole loop
+  // characters began (last[u]). A run that continues the parent's keeps its start.
   std::vector<std::uint16_t> last(n, 0);
+  t->phase.assign(n, 0);
   for (std::size_t u = 0; u < n; ++u) {
+    const int st = t->phase[u] & ~LoopTables::kContinues;
     for (std::uint32_t c = first_child_[u]; c < first_child_[u + 1]; ++c) {
-      last[child_node_[c]] = loop.has(child_byte_[c]) ? last[u] : depth_[child_node_[c]];
-    }
-  }
-  t->last_out.resize(sorted_.size());
-  for (std::size_t i = 0; i < sorted_.size(); ++i) t->last_out[i] = last[node_of_sorted_[i]];
-  // Bottom-up: does the subtree hold a byte outside the loop?
-  t->must_walk.assign(n, 0);
-  for (std::size_t u = n; u-- > 0;) {
-    for (std::uint32_t c = first_child_[u]; c < first_child_[u + 1]; ++c) {
-      if (!loop.has(child_byte_[c]) || t->must_walk[child_node_[c]]) {
-        t->must_walk[u] = 1;
-        break;
+      const std::uint32_t v = child_node_[c];
+      const unsigned b = child_byte_[c];
+      if (const int next = utf8_next(st, b, loop, utf8); next != kBad) {
+        t->phase[v] = static_cast<std::uint8_t>(next | LoopTables::kContinues);
+        last[v] = last[u];
+      } else if (const int fresh = utf8_next(0, b, loop, utf8); fresh != kBad) {
+        t->phase[v] = static_cast<std::uint8_t>(fresh);  // a new run starts at this byte
+        last[v] = depth_[u];
+      } else {
+        t->phase[v] = 0;  // this byte is outside W: a run can only start after it
+        last[v] = depth_[v];
       }
     }
+  }
+  // A token whose last character is complete is made of loop characters from last[] on; one
+  // that ends inside a character, only from its end.
+  t->last_out.resize(sorted_.size());
+  for (std::size_t i = 0; i < sorted_.size(); ++i) {
+    const std::uint32_t u = node_of_sorted_[i];
+    t->last_out[i] = (t->phase[u] & ~LoopTables::kContinues) == 0 ? last[u] : depth_[u];
+  }
+  // Bottom-up: does the subtree hold a token the scan at an ancestor does not cover (a byte
+  // that breaks the run, or a token ending inside a character)?
+  t->must_walk.assign(n, 0);
+  for (std::size_t u = n; u-- > 0;) {
+    std::uint8_t m = first_token_[u] < first_token_[u + 1] && (t->phase[u] & ~LoopTables::kContinues) != 0;
+    for (std::uint32_t c = first_child_[u]; c < first_child_[u + 1] && !m; ++c) {
+      const std::uint32_t v = child_node_[c];
+      if (!(t->phase[v] & LoopTables::kContinues) || t->must_walk[v]) m = 1;
+    }
+    t->must_walk[u] = m;
   }
   slot = std::move(t);
   return *slot;
@@ -125,33 +180,153 @@ ByteSet TokenTrie::json_string_loop() {
   return s;
 }
 
-const TokenTrie::LoopTables* MaskComputer::loop_tables_for(int state) {
-  if (static_cast<std::size_t>(state) >= loop_known_.size()) {
-    loop_known_.resize(static_cast<std::size_t>(state) + 1, 0);
-    loop_of_state_.resize(static_cast<std::size_t>(state) + 1, nullptr);
-  }
-  if (!loop_known_[static_cast<std::size_t>(state)]) {
-    loop_known_[static_cast<std::size_t>(state)] = 1;
-    // The bytes that bring this state back to itself.
-    ByteSet loop;
-    int n_loop = 0;
-    for (unsigned b = 0; b < 256; ++b) {
-      if (parser_->step(state, static_cast<unsigned char>(b)) == state) {
-        loop.add(b);
-        ++n_loop;
-      }
+// Chooses the loop tables for `state`: a set W of characters (ASCII bytes L, plus every
+// multi-byte UTF-8 character when that holds too) and the set C of states W reaches from
+// `state`, such that every W character leads every state of C to a state of C. Then a token
+// made of W characters cannot kill the parse from any state of C: it is allowed without a walk.
+// C is {state} inside a free string (its characters loop); inside a string with a minimum
+// length C counts the characters up to the minimum. What is chosen only decides how much the
+// walk can skip; the closure is verified, so the mask stays exact.
+const TokenTrie::LoopTables* MaskComputer::loop_tables_for(int state, std::uint32_t node) {
+  auto grow = [&](int s) {
+    if (static_cast<std::size_t>(s) >= loop_known_.size()) {
+      loop_known_.resize(static_cast<std::size_t>(s) + 1, 0);
+      loop_of_state_.resize(static_cast<std::size_t>(s) + 1, nullptr);
     }
-    if (n_loop >= kMinLoopBytes) loop_of_state_[static_cast<std::size_t>(state)] = &trie_->loop_tables(loop);
+  };
+  grow(state);
+  if (loop_known_[static_cast<std::size_t>(state)]) return loop_of_state_[static_cast<std::size_t>(state)];
+  loop_known_[static_cast<std::size_t>(state)] = 1;
+  // A cheap test first, on the bytes the walk needs anyway (the node's children): a state in
+  // which few of them are possible (inside a number, say) is not worth 128 probes, each of
+  // which may build a new parser state.
+  int probed = 0, live = 0;
+  for (std::uint32_t c = trie_->first_child_[node]; c < trie_->first_child_[node + 1]; ++c) {
+    ++probed;
+    live += parser_->step(state, trie_->child_byte_[c]) != PushdownParser::kDead;
   }
-  return loop_of_state_[static_cast<std::size_t>(state)];
+  if (live < std::min(kMinLoopBytes, probed / 2)) return nullptr;
+  std::vector<std::pair<int, int>> counted;  // (state, live ASCII bytes): few distinct states
+  auto live_ascii = [&](int s) {
+    for (const auto& [k, v] : counted) {
+      if (k == s) return v;
+    }
+    int n = 0;
+    for (unsigned b = 0; b < 0x80; ++b) n += parser_->step(s, static_cast<unsigned char>(b)) != PushdownParser::kDead;
+    counted.emplace_back(s, n);
+    return n;
+  };
+  // L: the ASCII bytes that lead to a state about as open as this one (not a closing quote
+  // or an escape, after which few bytes may follow).
+  const int open = live_ascii(state);
+  if (open < kMinLoopBytes) return nullptr;
+  ByteSet loop;
+  for (unsigned b = 0; b < 0x80; ++b) {
+    const int next = parser_->step(state, static_cast<unsigned char>(b));
+    if (next != PushdownParser::kDead && 2 * live_ascii(next) >= open) loop.add(b);
+  }
+  // C: close under L (a byte that kills the parse from some state of C leaves L) and the
+  // multi-byte characters (if one of them fails anywhere, W stays ASCII).
+  std::vector<int> closed{state};
+  // A chain that dies or runs too long leaves the states it saw marked "no tables": inside a
+  // string with a maxLength every position would otherwise repeat the search (the chain dies
+  // at the maximum, from every position).
+  auto give_up = [&]() -> const TokenTrie::LoopTables* {
+    for (const int x : closed) {
+      grow(x);
+      loop_known_[static_cast<std::size_t>(x)] = 1;
+    }
+    return nullptr;
+  };
+  bool utf8 = true;
+  for (std::size_t i = 0; i < closed.size(); ++i) {
+    if (closed.size() > kMaxLoopStates) return give_up();
+    const int x = closed[i];
+    int successor = PushdownParser::kDead;
+    for (unsigned b = 0; b < 0x80; ++b) {
+      if (!loop.has(b)) continue;
+      const int y = parser_->step(x, static_cast<unsigned char>(b));
+      if (y == PushdownParser::kDead) {
+        loop.bits[b >> 6] &= ~(std::uint64_t{1} << (b & 63));
+        continue;
+      }
+      // Only chains (every loop byte leads to one state: the same one, or the next count)
+      // are worth it; a state whose bytes lead apart (inside a property name) is walked.
+      if (successor != PushdownParser::kDead && y != successor) return nullptr;
+      successor = y;
+      if (std::find(closed.begin(), closed.end(), y) == closed.end()) closed.push_back(y);
+    }
+    int left = 0;
+    for (const auto w : loop.bits) left += std::popcount(w);
+    if (left < kMinLoopBytes) return give_up();
+    if (utf8 && !utf8_chars_close(x, closed)) utf8 = false;
+  }
+  int n_loop = 0;
+  for (const auto w : loop.bits) n_loop += std::popcount(w);
+  if (n_loop < kMinLoopBytes) return nullptr;
+  const TokenTrie::LoopTables* t = &trie_->loop_tables(loop, utf8);
+  // Every state of C has its W-closure inside C: the same tables hold for it.
+  for (const int x : closed) {
+    grow(x);
+    if (!loop_known_[static_cast<std::size_t>(x)]) {
+      loop_known_[static_cast<std::size_t>(x)] = 1;
+      loop_of_state_[static_cast<std::size_t>(x)] = t;
+    }
+  }
+  loop_of_state_[static_cast<std::size_t>(state)] = t;
+  return t;
+}
+
+// Every well-formed multi-byte UTF-8 character read from `state`: false when one of them kills
+// the parse; else the states they end in are added to `closed`. Per lead byte, the set of
+// states after each further byte (a few distinct states per step, thanks to the transition
+// cache and the byte classes, so this is cheap).
+bool MaskComputer::utf8_chars_close(int state, std::vector<int>& closed) {
+  struct Lead {
+    unsigned lo, hi;            // lead bytes
+    unsigned next_lo, next_hi;  // the first continuation byte's range
+    int length;                 // continuation bytes
+  };
+  static constexpr Lead kLeads[] = {{0xC2, 0xDF, 0x80, 0xBF, 1}, {0xE0, 0xE0, 0xA0, 0xBF, 2},
+                                    {0xE1, 0xEC, 0x80, 0xBF, 2}, {0xED, 0xED, 0x80, 0x9F, 2},
+                                    {0xEE, 0xEF, 0x80, 0xBF, 2}, {0xF0, 0xF0, 0x90, 0xBF, 3},
+                                    {0xF1, 0xF3, 0x80, 0xBF, 3}, {0xF4, 0xF4, 0x80, 0x8F, 3}};
+  std::vector<int> cur, next;
+  for (const Lead& l : kLeads) {
+    cur.clear();
+    for (unsigned b = l.lo; b <= l.hi; ++b) {
+      const int s = parser_->step(state, static_cast<unsigned char>(b));
+      if (s == PushdownParser::kDead) return false;
+      if (std::find(cur.begin(), cur.end(), s) == cur.end()) cur.push_back(s);
+    }
+    for (int k = 0; k < l.length; ++k) {
+      const unsigned lo = k == 0 ? l.next_lo : 0x80, hi = k == 0 ? l.next_hi : 0xBF;
+      next.clear();
+      for (const int s : cur) {
+        for (unsigned b = lo; b <= hi; ++b) {
+          const int t = parser_->step(s, static_cast<unsigned char>(b));
+          if (t == PushdownParser::kDead) return false;
+          if (std::find(next.begin(), next.end(), t) == next.end()) next.push_back(t);
+        }
+      }
+      cur.swap(next);
+    }
+    for (const int s : cur) {
+      if (std::find(closed.begin(), closed.end(), s) == closed.end()) closed.push_back(s);
+    }
+  }
+  return true;
 }
 
 void MaskComputer::walk(std::uint32_t node, int state, TokenMask& out) {
   // Finding a state's loop bytes costs 256 transitions: worth it only above a large subtree.
   const bool big = trie_->hi_[node] - trie_->lo_[node] >= kMinLoopSubtree;
-  if (const TokenTrie::LoopTables* t = big ? loop_tables_for(state) : nullptr) {
-    // Every token below this node whose remaining bytes are loop bytes ends in `state`:
-    // allowed, found by a scan of the node's range instead of a walk.
+  const TokenTrie::LoopTables* t = big ? loop_tables_for(state, node) : nullptr;
+  // The shortcut needs the node at a character boundary of the run (phase 0): then a token
+  // below whose bytes from here on are loop characters has last_out <= depth.
+  if (t && (t->phase[node] & ~TokenTrie::LoopTables::kContinues) == 0) {
+    // Every such token ends in `state`: allowed, found by a scan of the node's range instead
+    // of a walk.
     const std::uint16_t d = trie_->depth_[node];
     for (std::uint32_t i = trie_->lo_[node]; i < trie_->hi_[node]; ++i) {
       if (t->last_out[i] <= d) out.allow(trie_->sorted_[i]);
@@ -171,23 +346,23 @@ void MaskComputer::walk(std::uint32_t node, int state, TokenMask& out) {
   }
 }
 
-// Below a node reached in loop state `state` by loop bytes only: loop-byte children stay in
-// `state` (their all-loop tokens are allowed already) and are entered only when a byte outside
-// the loop lies below; the other children are stepped and walked normally.
+// Below a node whose path from the scanning ancestor is whole or partial loop characters
+// (`state` is the parser's real state there): a child that continues the run is entered only
+// when its subtree holds a token the scan did not cover; a child that breaks it is walked
+// normally. Every token allowed here is allowed by a real (cached) step, so it is exact.
 void MaskComputer::walk_loop(std::uint32_t node, int state, const TokenTrie::LoopTables& t, TokenMask& out) {
   for (std::uint32_t c = trie_->first_child_[node]; c < trie_->first_child_[node + 1]; ++c) {
-    const std::uint8_t b = trie_->child_byte_[c];
     const std::uint32_t child = trie_->child_node_[c];
-    if (t.loop.has(b)) {
-      if (t.must_walk[child]) walk_loop(child, state, t, out);
-      continue;
-    }
-    const int next = parser_->step(state, b);
+    const bool continues = t.phase[child] & TokenTrie::LoopTables::kContinues;
+    if (continues && !t.must_walk[child]) continue;  // every token below was allowed by the scan
+    const int next = parser_->step(state, trie_->child_byte_[c]);
     if (next == PushdownParser::kDead) continue;
     for (std::uint32_t k = trie_->first_token_[child]; k < trie_->first_token_[child + 1]; ++k) {
       out.allow(trie_->token_ids_[k]);
     }
-    if (parser_->can_continue(next)) walk(child, next, out);
+    if (!parser_->can_continue(next)) continue;
+    if (continues) walk_loop(child, next, t, out);
+    else walk(child, next, out);
   }
 }
 

@@ -6,16 +6,22 @@
 /// schema), enum, const, anyOf, oneOf (when its branches are provably disjoint), allOf and
 /// $ref with siblings (merged), $ref / $defs / definitions (recursive too), items /
 /// prefixItems / additionalItems, minItems / maxItems, minLength / maxLength, pattern, format
-/// (date, time, date-time, email, uuid, uri, ipv4), minimum / maximum / exclusive bounds for
+/// (date, time, date-time, email, uuid, uri, ipv4; or an annotation, see
+/// JsonSchemaLimits::format_assertion), minimum / maximum / exclusive bounds for
 /// integers and numbers (numbers then without exponent), multipleOf for integers, `not` of a
-/// type, propertyNames / minProperties / maxProperties on objects without listed properties,
+/// type, dependentRequired (and draft-07 dependencies with array values; a required or
+/// dependent name outside properties takes additionalProperties' schema), propertyNames /
+/// minProperties / maxProperties on objects without listed properties,
 /// unevaluatedProperties / unevaluatedItems in schemas without applicators, uniqueItems false. Annotations (title, description, default,
 /// examples, ...) and unknown keywords are ignored as the specification says. Every other
 /// keyword is a compile error naming it: it is never silently dropped.
 ///
-/// Objects are generated with their properties in the schema's order (required ones present,
-/// optional ones optional), then any additional properties: a valid instance whose keys come
-/// in another order is rejected (the grammar is a subset of the schema, never a superset).
+/// Object members may come in any order (each listed property at most once, the required ones
+/// at least once, additional properties anywhere between them) up to
+/// JsonSchemaLimits::max_free_order_properties listed properties; above that, in the schema's
+/// order (required ones present, optional ones optional), then any additional properties: a
+/// valid instance whose keys come in another order is then rejected (the grammar is a subset
+/// of the schema, never a superset).
 
 #include <string>
 
@@ -33,6 +39,16 @@ struct JsonSchemaLimits {
   /// model whose masked distribution favours spaces could then pad forever; the text starts
   /// with the value itself for the same reason.
   int max_whitespace = 32;
+  /// true: `format` is an assertion (the supported formats are enforced, an unknown one is a
+  /// compile error), which is what generation wants. false: `format` is an annotation, as draft
+  /// 2020-12 and draft-07 specify by default (and the JSON-Schema-Test-Suite checks): it
+  /// constrains nothing. The MaskBench runner uses false.
+  bool format_assertion = true;
+  /// Objects with at most this many listed properties (and const / enum objects with at most
+  /// this many keys) accept them in any order, tracking which were written (a grammar rule per
+  /// subset: 2^n). Above it, properties must come in the schema's order: a subset of the
+  /// valid instances, never a superset. At most 16.
+  int max_free_order_properties = 8;
 };
 
 /// @brief Compiles @p schema into a grammar of the JSON texts that satisfy it.

@@ -11,6 +11,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "inferlab/constrain/parser.hpp"
@@ -47,22 +48,32 @@ class TokenTrie {
   /// @brief Number of trie nodes, root included.
   std::size_t num_nodes() const { return first_child_.size() - 1; }
 
-  /// @brief For a set L of bytes that lead a parser state back to itself (a string's ordinary
-  /// characters): per token, the depth of the last byte outside L on its path (a token below
-  /// node n whose bytes after n are all in L has last_out <= depth(n), and is allowed without a
-  /// walk), and per trie node whether its subtree holds a byte outside L (else it is never
-  /// walked). They depend only on the vocabulary and L, so they are cached here and shared by
-  /// every grammar: the vocabulary's ahead-of-time preprocessing.
+  /// @brief For a set W of characters that lead a parser state back to itself (a string's
+  /// ordinary characters): per token, the first position from which the rest of its bytes are
+  /// whole characters of W (a token below node n from whose depth on that holds is allowed
+  /// without a walk), and per trie node whether its subtree holds a token that does not end
+  /// that way (else it is never walked). W is a set L of single bytes and, when utf8 is set,
+  /// also every well-formed multi-byte UTF-8 character: without it, every token with a
+  /// non-ASCII character (a fifth of the Llama 2 vocabulary) would be walked byte by byte
+  /// inside a string. The tables depend only on the vocabulary and W, so they are cached here
+  /// and shared by every grammar: the vocabulary's ahead-of-time preprocessing.
   struct LoopTables {
-    ByteSet loop;                          ///< L
+    ByteSet loop;                          ///< L (only ASCII bytes when utf8)
+    bool utf8 = false;                     ///< W also holds every multi-byte UTF-8 character
     std::vector<std::uint16_t> last_out;   ///< (V) by position in the sorted token order
     std::vector<std::uint8_t> must_walk;   ///< (trie nodes)
+    /// (trie nodes) the UTF-8 decoder state after the node's byte (0: at a character
+    /// boundary, else inside a multi-byte character), plus kContinues when that byte
+    /// continues the run of W characters of its parent (else the run restarts there).
+    std::vector<std::uint8_t> phase;
+    static constexpr std::uint8_t kContinues = 0x80;  ///< flag in phase
   };
-  /// @brief The tables of @p loop, built on first use (a pass over the trie) and cached.
+  /// @brief The tables of @p loop (and of every multi-byte character when @p utf8), built on
+  /// first use (a pass over the trie) and cached.
   /// @note Not thread-safe: the cache is filled lazily.
-  const LoopTables& loop_tables(const ByteSet& loop) const;
-  /// @brief The loop set of the inside of a JSON string: printable ASCII but `"` and `\`
-  /// (a byte of a multi-byte character does not lead back by itself). Precomputing its tables
+  const LoopTables& loop_tables(const ByteSet& loop, bool utf8 = false) const;
+  /// @brief The loop set of the inside of a JSON string: printable ASCII but `"` and `\`;
+  /// with utf8 = true its tables cover the whole JSON-string character set. Precomputing them
   /// takes the common case out of the first mask.
   static ByteSet json_string_loop();
 
@@ -80,14 +91,18 @@ class TokenTrie {
   std::vector<std::uint32_t> lo_, hi_;
   std::vector<std::uint16_t> depth_;
   std::vector<std::uint32_t> node_of_sorted_;  // (V) the node where sorted_[i] ends
-  mutable std::map<std::array<std::uint64_t, 4>, std::unique_ptr<LoopTables>> loop_cache_;
+  mutable std::map<std::pair<std::array<std::uint64_t, 4>, bool>, std::unique_ptr<LoopTables>> loop_cache_;
 };
 
 /// @brief Computes token masks for the states of one parser.
 class MaskComputer {
  public:
-  /// @brief A state with at least this many bytes leading back to itself uses the loop tables.
+  /// @brief A state with at least this many ASCII loop bytes (see loop_tables_for) uses the
+  /// loop tables.
   static constexpr int kMinLoopBytes = 16;
+  /// @brief At most this many states may share one set of loop tables (a string with a
+  /// minimum length counts its characters up to it in states).
+  static constexpr std::size_t kMaxLoopStates = 16;
   /// @brief ... and only below trie nodes with at least this many tokens in their subtree.
   static constexpr std::uint32_t kMinLoopSubtree = 64;
   /// @brief @p parser, @p trie and @p token_bytes must outlive this object. @p eos_token is allowed exactly
@@ -115,7 +130,8 @@ class MaskComputer {
   std::vector<std::unique_ptr<TokenMask>> cache_;  // by state id
   std::vector<const TokenTrie::LoopTables*> loop_of_state_;  // by state; nullptr: no loop
   std::vector<std::uint8_t> loop_known_;                      // by state: loop_of_state_ set
-  const TokenTrie::LoopTables* loop_tables_for(int state);
+  const TokenTrie::LoopTables* loop_tables_for(int state, std::uint32_t node);
+  bool utf8_chars_close(int state, std::vector<int>& closed);
   void walk(std::uint32_t node, int state, TokenMask& out);
   void walk_loop(std::uint32_t node, int state, const TokenTrie::LoopTables& t, TokenMask& out);
 };
