@@ -5,8 +5,8 @@
 ///     1 15043 3186
 ///     echo "Hello world" | inferlab_tokenize --tokenizer tokenizer.bin --pieces
 ///          1  <s> (BOS)
-///      15043  "▁Hello"
-///       3186  "▁world"
+///      15043  " Hello"
+///       3186  " world"
 ///     echo "1 15043 3186" | inferlab_tokenize --tokenizer tokenizer.bin --decode
 ///     Hello world
 ///
