@@ -307,6 +307,10 @@ int run(Options o) {
                 ms(metrics[1].ttft.p99), ms(metrics[0].ttft.p99), metrics[1].goodput,
                 metrics[0].goodput);
   }
+  if (!sim && runs.size() == 2)
+    std::printf("(one run on the real clock: its times can move by tens of percent from run to run "
+                "on a busy\n machine, so trust only large differences; the steps and slot rows are "
+                "exact counts and do not move)\n");
   if (!sim)
     std::printf("each request's tokens under every policy: %s\n",
                 same_tokens ? "identical (batch-invariant forward, one RNG per request)"

@@ -62,6 +62,8 @@ LoadedModel load_model(const GenerationFlags& f);
 /// file is found; otherwise leaves `model` unset and takes the tokenizer of the default model's
 /// 512-piece vocabulary (--tokenizer, else tok512.bin in the search path, else the built-in
 /// synthetic one), so that a simulation runs without any file.
+/// @param f the chapter's flags
+/// @return the model (possibly unset) and its tokenizer (always set)
 /// @throws inferlab::Error as load_model() does.
 LoadedModel load_model_or_tokenizer(const GenerationFlags& f);
 
@@ -91,6 +93,7 @@ void print_timing_noise(int reps, double max_spread);
 
 /// @brief Prints why @p r stopped (`stop_reason`: eos, max_steps or context) and at which
 /// position, in one line.
+/// @param r a finished generation
 void print_stop_reason(const GenerationResult& r);
 
 /// @brief Prints the prompt/generation split, the latency metrics and the stop reason of @p r.

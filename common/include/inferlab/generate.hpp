@@ -44,6 +44,8 @@ enum class GenerationStop {
 };
 
 /// @brief "eos", "max_steps" or "context": the `stop_reason` of the chapters' text and JSON.
+/// @param reason why a generation stopped
+/// @return its name, as the chapters print it
 const char* generation_stop_name(GenerationStop reason);
 
 /// @brief One forward call of the loop.

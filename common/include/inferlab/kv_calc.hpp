@@ -91,6 +91,13 @@ struct MemoryFit {
 
 /// @brief The memory a decode step over @p batch sequences of @p context tokens holds, against
 /// @p device_bytes.
+/// @param config the model shape
+/// @param weights the weights' number format
+/// @param kv the KV cache's number format
+/// @param batch sequences decoding together (>= 1)
+/// @param context tokens in each sequence's KV cache (>= 0)
+/// @param device_bytes the device's memory, bytes (> 0)
+/// @return the bytes needed, by part, and whether they fit
 /// @throws inferlab::Error for batch < 1, context < 0 or a non-positive device size.
 MemoryFit memory_fit(const ModelConfig& config, DType weights, DType kv, std::int64_t batch,
                      std::int64_t context, double device_bytes);
@@ -98,6 +105,8 @@ MemoryFit memory_fit(const ModelConfig& config, DType weights, DType kv, std::in
 /// @brief "fits: needs 16.1 GB of the device's 80.0 GB" or "does not fit: needs 141.1 GB
 /// (weights 141.1 GB + KV cache 0.0 GB), the device has 80.0 GB" (decimal GB, as vendors print
 /// device memory).
+/// @param fit a memory_fit() result
+/// @return one line, starting "fits:" or "does not fit:"
 std::string memory_fit_message(const MemoryFit& fit);
 
 /// @brief "1.25 GiB (1.34 GB)": the binary unit that fits (B, KiB, MiB, GiB, TiB) with 3
