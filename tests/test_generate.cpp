@@ -50,15 +50,13 @@ TEST_CASE("every generation says why it stopped: eos, max_steps or context", "[u
     o.prompt = "Once upon a time";
     o.steps = 512;
     o.sampling.temperature = 0.0f;
-    for (LoopKind loop : {LoopKind::naive, LoopKind::cached}) {
-      o.loop = loop;
-      const GenerationResult r = generate(model, tok, o);
-      CHECK(r.stop_reason == GenerationStop::eos);
-      CHECK(std::string(generation_stop_name(r.stop_reason)) == "eos");
-      CHECK(r.tokens.back() == kBosToken);
-      CHECK(r.tokens.size() == 347);  // BOS + 345 forwarded positions' successors + the BOS
-      CHECK(r.steps.back().position == 345);
-    }
+    o.loop = LoopKind::cached;  // the naive loop gives the same tokens (the golden tests), slowly
+    const GenerationResult r = generate(model, tok, o);
+    CHECK(r.stop_reason == GenerationStop::eos);
+    CHECK(std::string(generation_stop_name(r.stop_reason)) == "eos");
+    CHECK(r.tokens.back() == kBosToken);
+    CHECK(r.tokens.size() == 347);  // positions 0..345 forwarded, then the BOS sampled
+    CHECK(r.steps.back().position == 345);
   }
   const Model model = make_synthetic_model("stories260K");
   const Tokenizer tok = Tokenizer::synthetic(model.config().vocab_size);

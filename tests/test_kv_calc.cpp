@@ -15,6 +15,10 @@
 using inferlab::DType;
 using inferlab::Error;
 using inferlab::named_config;
+using inferlab::MemoryFit;
+using inferlab::memory_fit;
+using inferlab::memory_fit_message;
+using inferlab::ModelConfig;
 
 namespace {
 constexpr double kKiB = 1024.0, kMiB = kKiB * 1024.0, kGiB = kMiB * 1024.0;
