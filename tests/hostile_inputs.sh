@@ -39,10 +39,21 @@ trace arrival_day '{"arrival": 1e5, "prompt_len": 8, "max_tokens": 4}'
 trace arrival_huge '{"arrival": 1e308, "prompt_len": 8, "max_tokens": 4}'
 trace arrival_hour '{"arrival": 4000, "prompt_len": 8, "max_tokens": 4}'
 trace arrival_negative '{"arrival": -1, "prompt_len": 8, "max_tokens": 4}'
+trace prompt_empty '{"prompt": "", "max_tokens": 4}'
+trace prompt_ids_empty '{"prompt_ids": [], "max_tokens": 4}'
+trace prompt_ids_negative '{"prompt_ids": [3, -4294967297], "max_tokens": 4}'
+trace prompt_ids_vocab '{"prompt_ids": [3, 600], "max_tokens": 4}'
+trace parent_self '{"prompt_ids": [3], "max_tokens": 4, "parent": 0}'
+printf '%s\n' '{"prompt_ids": [3], "max_tokens": 4}' '{"prompt_ids": [3], "max_tokens": 4, "parent": 2}' > parent_ahead.jsonl
+printf '%s\n' '{"prompt_len": 200, "max_tokens": 300}' '{"prompt_len": 20, "max_tokens": 4, "parent": 0}' > chat_too_long.jsonl
 trace temperature_overflow '{"prompt_len": 8, "max_tokens": 4, "temperature": 1e999}'
 long_prompt="$(head -c 90000 /dev/zero | tr '\0' 'a')"
 trace long_prompt "{\"prompt\": \"$long_prompt\", \"max_tokens\": 4}"
 { printf '{"prompt": "'; head -c 1100000 /dev/zero | tr '\0' 'a'; printf '", "max_tokens": 4}\n'; } > long_line.jsonl
+trace empty_prompt '{"prompt": "", "max_tokens": 4}'
+trace ids_over_context "{\"prompt_ids\": [$(seq -s, 3 602)], \"max_tokens\": 4}"
+trace parent_forward '{"prompt_ids": [5, 6], "max_tokens": 4, "parent": 1}
+{"prompt_ids": [7, 8], "max_tokens": 4}'
 printf 'hello\n' > text.txt
 fixtures="$(ls -A | sort)"
 
@@ -154,6 +165,19 @@ numeric q04 --max-seqs
 numeric q04 --slo-ttft
 numeric q04 --slo-tpot
 numeric q04 --workload-seed 0 2147483647
+numeric q04 --tenants
+q04sp=("${q04[@]}" --workload shared-prefix)
+numeric q04sp --prefixes
+numeric q04sp --prefix-len
+numeric q04sp --shared-fraction 0
+q04mt=("${q04[@]}" --workload multi-turn)
+numeric q04mt --prefix-len 0
+numeric q04mt --turns
+numeric q04mt --think-time 0
+numeric q04mt --max-conversation
+q04rag=("${q04[@]}" --workload rag)
+numeric q04rag --docs
+numeric q04rag --doc-len
 q04s=("${q04[@]}" --sweep)
 numeric q04s --sweep-context
 numeric q04s --sweep-steps
@@ -240,6 +264,18 @@ check reject 1 "--config applies only to --clock sim" "${q04[@]}" --config llama
 check reject 1 "--sweep .* applies only to --clock real" "${q04[@]}" --clock sim --sweep
 check reject 1 "--sweep-steps applies only with --sweep" "${q04[@]}" --sweep-steps 4
 check reject 1 "--rate describes a generated workload" "${q04t[@]}" --trace-file seed_max.jsonl --rate 3
+check reject 1 "--workload describes a generated workload" "${q04t[@]}" --trace-file seed_max.jsonl --workload rag
+check reject 2 "--workload: unknown workload 'chat' \(expected random, shared-prefix, few-shot, multi-turn or rag\)" "${q04[@]}" --workload chat
+check reject 1 "--turns applies only to --workload multi-turn, not random" "${q04[@]}" --turns 3
+check reject 1 "--prefix-len 600 \(the system prompt\) leaves no room" "${q04mt[@]}" --prefix-len 600
+check reject 1 "request 1: continuing request 0 .*: lower --max-conversation to 512" "$ch04" --synthetic stories260K --threads 1 --requests 3 --policy continuous --workload multi-turn --max-conversation 4000 --prompt-lens fixed:200 --output-lens fixed:200
+check reject 1 "prompt_empty.jsonl:1: 'prompt' is empty" "${q04t[@]}" --trace-file prompt_empty.jsonl
+check reject 1 "prompt_ids_empty.jsonl:1: 'prompt_ids' is empty" "${q04t[@]}" --trace-file prompt_ids_empty.jsonl
+check reject 1 "prompt_ids_negative.jsonl:1: 'prompt_ids'\[1\] is -4294967297" "${q04t[@]}" --trace-file prompt_ids_negative.jsonl
+check reject 1 "prompt_ids_vocab.jsonl: request 0: prompt token id 600 is outside the vocabulary \[0, 512\)" "${q04t[@]}" --trace-file prompt_ids_vocab.jsonl
+check reject 1 "parent_self.jsonl:1: 'parent' 0 is not an earlier request" "${q04t[@]}" --trace-file parent_self.jsonl
+check reject 1 "parent_ahead.jsonl:2: 'parent' 2 is not an earlier request" "${q04t[@]}" --trace-file parent_ahead.jsonl
+check reject 1 "chat_too_long.jsonl: request 1: continuing request 0 .* 519 tokens in the worst case but the context is 512" "${q04t[@]}" --trace-file chat_too_long.jsonl
 check reject 1 "at a rate of 1e-300/s .* after the limit of 86400 s" "${q04[@]}" --clock sim --rate 1e-300
 check reject 2 "--utilisation: 1e-320 is outside" "${q03[@]}" --utilisation 1e-320
 check reject 1 "--quick applies only to --hardware this" "${q03[@]}" --quick
@@ -247,6 +283,19 @@ check reject 1 "model file '/missing.bin' not found" "${bf[@]}" --model /missing
 check reject 1 "--prompt 1000 \+ --decode 64 exceeds the context of stories110M" "${bk[@]}" --prompt 1000
 check reject 1 "tokenizer file '/dev/zero' is a character device" "${tok[@]}" --tokenizer /dev/zero
 check reject 1 "vocab_size = -2147483648" "$ch01" --model vocab_int_min.bin --tokenizer text.txt
+
+# Chapter 06: the prefix cache's own flags, and traces it must refuse.
+ch06="$bin/ch06_prefix_cache"
+q06=("$ch06" --synthetic stories260K --threads 1 --requests 3 --max-seqs 2)
+check reject 1 "a KV budget of [0-9]+ bytes is less than one block" "${q06[@]}" --cache-memory 0.0001
+check reject 2 "--cache-memory: 0 is outside" "${q06[@]}" --cache-memory 0
+check reject 2 "--cache: lru not in" "${q06[@]}" --cache lru
+check reject 2 "--schedule: lpm not in" "${q06[@]}" --schedule lpm
+check reject "2|1" "unknown workload 'nonsense'" "${q06[@]}" --workload nonsense
+check reject 1 "empty_prompt.jsonl:1: 'prompt' is empty" "$ch06" --synthetic stories260K --workload-file empty_prompt.jsonl
+check reject 1 "ids_over_context.jsonl.*(context|512)" "$ch06" --synthetic stories260K --workload-file ids_over_context.jsonl
+check reject 1 "parent_forward.jsonl:1: .*parent" "$ch06" --synthetic stories260K --workload-file parent_forward.jsonl
+check ok 0 "" "${q06[@]}" --clock sim --json
 
 # Allocation sizes are checked before trying (a limit on the address space makes this
 # deterministic; sanitizer builds reserve terabytes of address space, so they skip it).

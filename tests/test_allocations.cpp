@@ -78,3 +78,30 @@ TEST_CASE("decode steps allocate nothing after warm-up (stories15M shape: parall
   const Model model = make_synthetic_model("stories15M");
   REQUIRE(allocations_per_decode(model, KVType::f32, /*warmup=*/2, /*steps=*/12) == 0);
 }
+
+TEST_CASE("sampling with penalties, top-k, min-p and top-p allocates nothing after the first draw",
+          "[unit][alloc]") {
+  const int vocab = 32000;
+  SamplingParams params;
+  params.temperature = 0.9f;
+  params.top_k = 40;
+  params.min_p = 0.01f;
+  params.top_p = 0.9f;
+  params.repetition_penalty = 1.1f;
+  params.frequency_penalty = 0.2f;
+  params.presence_penalty = 0.1f;
+  Sampler sampler(params, vocab);
+  std::vector<float> logits(vocab);
+  Rng rng(3);
+  for (float& z : logits) z = 4.0f * rng.next_f32();
+  std::vector<int> history;
+  history.reserve(300);
+  for (int i = 0; i < 200; ++i) history.push_back(static_cast<int>(rng.next_u32() % vocab));
+  history.push_back(sampler.sample(logits, history));  // the first draw may size the buffers
+  const long before = g_allocations.load();
+  for (int step = 0; step < 50; ++step) {
+    logits[static_cast<std::size_t>(step)] += 1.0f;  // a different distribution each step
+    history.push_back(sampler.sample(logits, history));
+  }
+  CHECK(g_allocations.load() - before == 0);
+}

@@ -187,7 +187,7 @@ TEST_CASE("engine rejects requests it cannot serve", "[engine]") {
   CHECK_THROWS_AS(run_sim({ok}, {Policy::continuous, 0, 16}, engine), Error);
 }
 
-TEST_CASE("trace: Perfetto JSON has one span per phase and one per step; files are written",
+TEST_CASE("trace: Perfetto JSON has one span per phase and one per step, and files are written",
           "[engine]") {
   const SimEngine engine = h100_llama();
   WorkloadSpec spec;

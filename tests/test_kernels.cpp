@@ -180,7 +180,7 @@ TEST_CASE("rmsnorm_cpu matches the reference and the definition", "[unit][kernel
   CHECK(out[1] == Approx(8.0 / std::sqrt(12.5)));
 }
 
-TEST_CASE("rope_cpu matches the reference; position 0 is the identity", "[unit][kernel]") {
+TEST_CASE("rope_cpu matches the reference, and position 0 is the identity", "[unit][kernel]") {
   const int T = 5, Nh = 8, Nkv = 4, hs = 8;
   auto q = random_vector(std::size_t(T) * Nh * hs, 9);
   auto k = random_vector(std::size_t(T) * Nkv * hs, 10);

@@ -1,7 +1,8 @@
 // Speculative decoding (chapter 07): tree attention, KV rollback, exact verification, and the
 // losslessness claims: (a) greedy speculative == plain greedy on the golden prompts for every
 // proposer; (b) the first two emitted tokens follow the target's exact distribution (chi-square)
-// for every proposer, bad drafts included; (c) the same at temperature 0.7, top-p 0.9.
+// for every proposer, bad drafts included; (c) the same at temperature 0.7, top-p 0.9. (a) and
+// (b) also run on paged KV caches, whose rollback gives blocks back and copies shared ones.
 #include <algorithm>
 #include <cstring>
 #include <cmath>
@@ -180,7 +181,12 @@ TEST_CASE("tree forward: a chain is the causal forward bit for bit, and every tr
 TEST_CASE("KV rollback: a kept tree path continues exactly like a cache built from it",
           "[unit][kv_cache][speculative]") {
   const Model m = make_synthetic_model("stories260K");
-  SpecModel target(m);
+  // Contiguous, and paged with blocks of 3 positions: the tree rows 4..7 and the kept rows'
+  // destinations straddle block boundaries.
+  SpecModelOptions storage;
+  SECTION("contiguous") { storage.block_size = 0; }
+  SECTION("paged, blocks of 3") { storage.block_size = 3; }
+  SpecModel target(m, storage);
   std::vector<float> logits;
   const std::vector<int> prefix = {1, 50, 60, 70};
   const int base = 4;
@@ -204,6 +210,135 @@ TEST_CASE("KV rollback: a kept tree path continues exactly like a cache built fr
   CHECK_THROWS_WITH(target.truncate(6), Catch::Contains("truncate"));
   const std::vector<int> not_ascending = {base + 1, base};
   CHECK_THROWS_WITH(target.keep_rows(base, not_ascending), Catch::Contains("ascending"));
+  if (storage.block_size > 0) {
+    // The rolled-back sequence holds only the blocks its 5 positions need.
+    CHECK(target.allocator()->num_used() == 2);
+  }
+}
+
+namespace {
+
+// A paged sequence of `blocks` blocks of B positions over a host pool, with its allocator and
+// rollback (chapter 05's memory, one sequence).
+struct PagedFixture {
+  const Model model = make_synthetic_model("stories260K");
+  HostKVPool pool;
+  BlockAllocator alloc;
+  KVSequence seq;
+  PagedKVRollback rollback;
+  ForwardPass pass;
+  PagedFixture(int blocks, int B)
+      : pool(model.config(), blocks, B, KVType::f32),
+        alloc(blocks),
+        seq(pool),
+        rollback(seq, alloc),
+        pass(model) {}
+  // Forwards tokens after the valid positions (blocks reserved first), returns the last logits.
+  std::vector<float> forward(const std::vector<int>& tokens, const TreeMask* tree = nullptr) {
+    std::vector<float> logits;
+    rollback.reserve(seq.length() + static_cast<int>(tokens.size()));
+    pass.forward(tokens, seq.length(), seq, tree ? LogitsMode::all : LogitsMode::last, logits, tree);
+    return logits;
+  }
+  std::vector<std::uint8_t> block_bytes(int id) const {
+    std::vector<std::uint8_t> out(pool.bytes_per_block());
+    pool.read_block(id, out);
+    return out;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("paged KV rollback: truncate gives back exactly the blocks past the new end",
+          "[unit][kv_cache][speculative][paged]") {
+  PagedFixture f(8, 4);
+  const std::vector<int> ten = {1, 50, 60, 70, 80, 90, 100, 110, 120, 130};
+  f.forward(ten);
+  REQUIRE(f.seq.length() == 10);
+  REQUIRE(f.alloc.num_used() == 3);  // ceil(10 / 4)
+  const std::vector<int> table = f.seq.blocks();
+
+  f.rollback.truncate(9);  // still 3 blocks: position 8 is in the third
+  CHECK(f.alloc.num_used() == 3);
+  f.rollback.truncate(5);  // ceil(5 / 4) = 2: the third block is free again
+  CHECK(f.alloc.num_used() == 2);
+  CHECK(f.seq.blocks() == std::vector<int>(table.begin(), table.begin() + 2));
+  CHECK(f.alloc.ref_count(table[2]) == 0);
+  CHECK(f.rollback.length() == 5);
+  f.rollback.truncate(4);  // a block boundary: exactly one block left
+  CHECK(f.alloc.num_used() == 1);
+  CHECK(f.seq.blocks().size() == 1);
+
+  // The kept prefix continues like a cache built from it, in freshly reserved blocks.
+  const std::vector<float> next = f.forward({7, 8, 9});
+  CHECK(f.alloc.num_used() == 2);
+  CHECK(same_bits(next, linear_logits(f.model, {1, 50, 60, 70, 7, 8, 9})));
+
+  f.rollback.truncate(0);
+  CHECK(f.alloc.num_used() == 0);
+  CHECK(f.seq.blocks().empty());
+  CHECK_THROWS_WITH(f.rollback.truncate(1), Catch::Contains("truncate 0 positions to 1"));
+
+  // reserve() refuses what the allocator cannot give, and changes nothing.
+  CHECK(f.rollback.blocks_needed(33) == 9);
+  CHECK_THROWS_WITH(f.rollback.reserve(33), Catch::Contains("9 more blocks") &&
+                                                 Catch::Contains("8 are free"));
+  CHECK(f.alloc.num_used() == 0);
+  // A pool and an allocator of different sizes cannot be paired.
+  BlockAllocator other(7);
+  CHECK_THROWS_WITH(PagedKVRollback(f.seq, other), Catch::Contains("8 blocks"));
+}
+
+TEST_CASE("paged KV rollback: keep_rows into a shared block copies it instead of writing through",
+          "[unit][kv_cache][speculative][paged]") {
+  PagedFixture f(8, 4);
+  const std::vector<int> prefix = {1, 50, 60, 70};
+  const int base = 4;
+  f.forward(prefix);
+  // The same tree as above at rows 4..7 (block 1): keep the path 1 -> 2 -> 3.
+  const std::vector<int> tokens = {11, 22, 33, 44};
+  const std::vector<int> parent_rows = {-1, -1, base + 1, base + 2};
+  const TreeMask mask{base, parent_rows};
+  f.forward(tokens, &mask);
+  REQUIRE(f.alloc.num_used() == 2);
+
+  // A second table holds both blocks (a fork, or a prefix cache's reference).
+  KVSequence other(f.pool);
+  for (int id : f.seq.blocks()) {
+    other.append_block(id);
+    f.alloc.retain(id);
+  }
+  other.set_length(8);
+  const std::vector<int> shared = f.seq.blocks();
+  const std::vector<std::uint8_t> before0 = f.block_bytes(shared[0]);
+  const std::vector<std::uint8_t> before1 = f.block_bytes(shared[1]);
+
+  const std::vector<int> kept = {base + 1, base + 2, base + 3};
+  f.rollback.keep_rows(base, kept);
+
+  // Block 0 was not written (rows 0..3 stay in place): still shared. Block 1 received the kept
+  // rows: the sequence now has its own copy, and the other table's block is untouched.
+  CHECK(f.seq.blocks()[0] == shared[0]);
+  CHECK(f.alloc.ref_count(shared[0]) == 2);
+  REQUIRE(f.seq.blocks().size() == 2);
+  CHECK(f.seq.blocks()[1] != shared[1]);
+  CHECK(f.alloc.ref_count(shared[1]) == 1);
+  CHECK(f.alloc.ref_count(f.seq.blocks()[1]) == 1);
+  CHECK(f.alloc.num_used() == 3);
+  CHECK(f.block_bytes(shared[0]) == before0);
+  CHECK(f.block_bytes(shared[1]) == before1);
+  CHECK(other.blocks() == shared);
+
+  // And the sequence continues exactly like one built from the kept path.
+  const std::vector<float> next = f.forward({99});
+  CHECK(same_bits(next, linear_logits(f.model, {1, 50, 60, 70, 22, 33, 44, 99})));
+  CHECK(f.block_bytes(shared[1]) == before1);
+
+  // Rolling back past the shared block only drops this table's reference.
+  f.rollback.truncate(0);
+  CHECK(f.alloc.ref_count(shared[0]) == 1);
+  CHECK(f.alloc.ref_count(shared[1]) == 1);
+  CHECK(f.alloc.num_used() == 2);  // the other table's two blocks
 }
 
 TEST_CASE("early exit: all layers is the model itself, fewer layers is a different, cheaper "
@@ -341,8 +476,12 @@ TEST_CASE("greedy verification accepts exactly the target's argmax and draws not
 // (a) Greedy speculative decoding reproduces the golden greedy outputs, for every proposer
 // ---------------------------------------------------------------------------------------------
 
-TEST_CASE("greedy speculative decoding gives the golden greedy tokens for every proposer",
-          "[golden][speculative]") {
+namespace {
+
+// (a) for target and drafts on `storage`: every proposer's greedy tokens are the golden ones.
+// Paged storage also checks that each round's rollback left the target holding exactly the
+// blocks its positions need.
+void check_greedy_golden(const SpecModelOptions& storage) {
   use_one_thread();
   const Model target_model = Model::load(test::model_file("stories260K.bin"));
   std::ifstream in(test::golden_file("stories260K_greedy.json"));
@@ -350,11 +489,11 @@ TEST_CASE("greedy speculative decoding gives the golden greedy tokens for every 
   const Model random_draft = make_synthetic_model("stories260K");  // a poor draft, same vocab
   SamplingParams greedy;
   greedy.temperature = 0.0f;
-  SpecModel target(target_model);
-  SpecModel self_draft(target_model);  // a perfect draft: every guess accepted, bonus path
-  SpecModel poor_draft(random_draft);
-  auto exit1 = SpecModel::early_exit(target_model, 1);
-  auto exit3 = SpecModel::early_exit(target_model, 3);
+  SpecModel target(target_model, storage);
+  SpecModel self_draft(target_model, storage);  // a perfect draft: every guess accepted, bonus path
+  SpecModel poor_draft(random_draft, storage);
+  auto exit1 = SpecModel::early_exit(target_model, 1, storage);
+  auto exit3 = SpecModel::early_exit(target_model, 3, storage);
 
   struct Case {
     std::string label;
@@ -384,9 +523,29 @@ TEST_CASE("greedy speculative decoding gives the golden greedy tokens for every 
                    << ", acceptance " << s.stats.acceptance_rate());
       CHECK(s.tokens == expected);
       if (c.label.rfind("draft(self)", 0) == 0) CHECK(s.stats.acceptance_rate() == 1.0);
+      if (storage.block_size > 0) {
+        const int B = storage.block_size;
+        CHECK(target.allocator()->num_used() == (target.length() + B - 1) / B);
+      }
     }
     CHECK(plain_generate(target, prompt, steps, greedy).tokens == expected);
   }
+}
+
+}  // namespace
+
+TEST_CASE("greedy speculative decoding gives the golden greedy tokens for every proposer",
+          "[golden][speculative]") {
+  check_greedy_golden(SpecModelOptions{});
+}
+
+TEST_CASE("greedy speculative decoding on paged KV caches gives the golden greedy tokens for "
+          "every proposer",
+          "[golden][speculative][paged]") {
+  // Blocks of 5 positions: rounds of K = 1..8 tokens end and roll back inside and across blocks.
+  SpecModelOptions paged;
+  paged.block_size = 5;
+  check_greedy_golden(paged);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -422,7 +581,11 @@ std::vector<double> exact_pair_distribution(const Model& m, const std::vector<in
   return pairs;
 }
 
-void check_first_two_tokens(const SamplingParams& base_params) {
+// Runs the chi-square test below for the proposers named in `only` (all when empty), with
+// target and drafts on `storage`.
+void check_first_two_tokens(const SamplingParams& base_params,
+                            const SpecModelOptions& storage = {},
+                            const std::vector<std::string>& only = {}) {
   use_one_thread();
   const Model model = Model::load(test::model_file("stories260K.bin"));
   const Tokenizer tok = Tokenizer::load(test::model_file("tok512.bin"));
@@ -431,9 +594,9 @@ void check_first_two_tokens(const SamplingParams& base_params) {
   const std::vector<double> exact = exact_pair_distribution(model, context, base_params);
 
   const Model random_model = make_synthetic_model("stories260K");
-  SpecModel target(model);
-  SpecModel poor(random_model);
-  auto exit2 = SpecModel::early_exit(model, 2);
+  SpecModel target(model, storage);
+  SpecModel poor(random_model, storage);
+  auto exit2 = SpecModel::early_exit(model, 2, storage);
 
   // The nucleus of p after the context (for the draft that puts its mass outside it).
   std::vector<float> outside(std::size_t(V), 0.0f);
@@ -462,6 +625,7 @@ void check_first_two_tokens(const SamplingParams& base_params) {
   const std::vector<std::string> names = {"draft(random)", "early-exit 2", "ngram 2",
                                           "tree 2x2 early-exit", "uniform q", "q outside p"};
   for (const std::string& name : names) {
+    if (!only.empty() && std::find(only.begin(), only.end(), name) == only.end()) continue;
     std::map<long, long> counts;
     for (int run = 0; run < N; ++run) {
       SamplingParams params = base_params;
@@ -494,6 +658,19 @@ TEST_CASE("(b) speculative sampling at T = 1: the first two tokens follow the ta
   SamplingParams p;
   p.temperature = 1.0f;
   check_first_two_tokens(p);
+}
+
+TEST_CASE("(b) on paged KV caches: the first two tokens follow the target exactly (tree and "
+          "early exit)",
+          "[golden][speculative][statistical][paged]") {
+  // The same N, bins and significance as (b), so its power statement holds; two proposers
+  // only (the tree's rollback moves rows between blocks, the early exit's truncates them) to
+  // keep the run short.
+  SamplingParams p;
+  p.temperature = 1.0f;
+  SpecModelOptions paged;
+  paged.block_size = 4;
+  check_first_two_tokens(p, paged, {"early-exit 2", "tree 2x2 early-exit"});
 }
 
 TEST_CASE("(c) the same at temperature 0.7, top-p 0.9", "[golden][speculative][statistical]") {
@@ -562,4 +739,22 @@ TEST_CASE("bad input: a draft with another vocabulary, K < 1, a bad tree shape",
   CHECK_THROWS_WITH(TreeProposer(target, p, 16, 4), Catch::Contains("4096"));
   const std::vector<int> prompt = {1, 2, 3};
   CHECK_THROWS_WITH(plain_generate(target, prompt, 2, p), Catch::Contains("steps"));
+
+  // Storage: a negative block size, a capacity beyond the context, a forward past capacity.
+  SpecModelOptions bad;
+  bad.block_size = -1;
+  CHECK_THROWS_WITH(SpecModel(target_model, bad), Catch::Contains("--block-size -1"));
+  SpecModelOptions too_long;
+  too_long.capacity = target_model.config().seq_len + 1;
+  CHECK_THROWS_WITH(SpecModel(target_model, too_long), Catch::Contains("capacity"));
+  SpecModelOptions small;
+  small.capacity = 6;
+  small.block_size = 4;  // two blocks, 8 rows, but the sequence may hold only 6 positions
+  SpecModel tiny(target_model, small);
+  CHECK(tiny.capacity() == 6);
+  std::vector<float> logits;
+  const std::vector<int> seven = {1, 2, 3, 4, 5, 6, 7};
+  CHECK_THROWS_WITH(tiny.forward(seven, LogitsMode::last, logits),
+                    Catch::Contains("beyond the cache's 6 positions"));
+  CHECK(tiny.allocator()->num_used() == 0);
 }

@@ -56,7 +56,7 @@ TEST_CASE("log ticks are whole decades, thinned when there are many", "[unit][sv
   CHECK_THROWS_AS(inferlab::log_ticks(0.0, 10.0), Error);
 }
 
-TEST_CASE("tick labels are short; text is XML-escaped", "[unit][svg]") {
+TEST_CASE("tick labels are short and text is XML-escaped", "[unit][svg]") {
   CHECK(inferlab::format_tick(0.0) == "0");
   CHECK(inferlab::format_tick(0.5) == "0.5");
   CHECK(inferlab::format_tick(1000.0) == "1000");

@@ -12,6 +12,9 @@
 #include <fmt/format.h>
 
 #include "inferlab/error.hpp"
+#include "inferlab/model.hpp"
+#include "inferlab/serving_cli.hpp"
+#include "inferlab/tokenizer.hpp"
 #include "inferlab/workload.hpp"
 
 using namespace inferlab;
@@ -63,7 +66,7 @@ TEST_CASE("workload: the same seed gives the same workload, another seed another
   CHECK(same < 25);
 }
 
-TEST_CASE("workload: Poisson arrivals have mean gap 1 / rate; rate 0 means all at once",
+TEST_CASE("workload: Poisson arrivals have mean gap 1 / rate, and rate 0 means all at once",
           "[unit][workload]") {
   WorkloadSpec spec;
   spec.requests = 20001;
@@ -305,7 +308,8 @@ TEST_CASE("workload: shared-prefix shares one of K prefixes with the fraction as
   // The prefixes are the 40-token prompt starts that several requests have in common; a unique
   // prompt repeats another's first 40 ids with probability 509^-40, never.
   std::map<std::vector<int>, int> starts;
-  for (const Request& r : w) ++starts[std::vector<int>(r.prompt_ids.begin(), r.prompt_ids.begin() + 40)];
+  for (const Request& r : w)
+    ++starts[std::vector<int>(r.prompt_ids.begin(), r.prompt_ids.begin() + 40)];
   std::vector<std::vector<int>> prefixes;
   int shared = 0;
   for (const auto& [start, count] : starts) {
@@ -430,7 +434,8 @@ TEST_CASE("workload: multi-turn conversations are parent chains that fit their b
       CHECK_FALSE(starts_with(r.prompt_ids, system));  // only the new message
       CHECK(r.prompt_ids.size() >= 10u);
       CHECK(r.prompt_ids.size() <= 40u);
-      worst[i] = worst[i - 1] + w[i - 1].max_tokens + static_cast<std::int64_t>(r.prompt_ids.size());
+      worst[i] = worst[i - 1] + w[i - 1].max_tokens +
+                 static_cast<std::int64_t>(r.prompt_ids.size());
       // The whole conversation, with this turn's output, within the budget.
       CHECK(worst[i] + r.max_tokens <= 512);
     }
@@ -452,7 +457,8 @@ TEST_CASE("workload: multi-turn conversations are parent chains that fit their b
   int ended_early = 0, turns = 0;
   for (std::size_t i = 0; i < tight.size(); ++i) {
     const Request& r = tight[i];
-    const std::int64_t cost = (r.parent < 0 ? 1 : 0) + static_cast<std::int64_t>(r.prompt_ids.size()) + r.max_tokens;
+    const std::int64_t cost = (r.parent < 0 ? 1 : 0) +
+                              static_cast<std::int64_t>(r.prompt_ids.size()) + r.max_tokens;
     if (r.parent < 0) {
       if (i > 0 && turns < 4) ++ended_early;
       so_far = cost;
@@ -593,4 +599,139 @@ TEST_CASE("trace: bad prompt_ids, empty prompts and bad parents are clear errors
              Catch::Contains("t.jsonl:2:") && Catch::Contains("'think_time' -2"));
   CHECK_THAT(error_of("{\"prompt\": \"Hi\", \"max_tokens\": 4, \"tenant\": 3}"),
              Catch::Contains("'tenant' must be a string"));
+}
+
+TEST_CASE("workload: conversations are checked against the context in the worst case",
+          "[unit][workload]") {
+  const Tokenizer tokenizer = Tokenizer::synthetic(512);
+  ModelConfig served = named_config("stories260K");  // context 512, vocabulary 512
+  REQUIRE(served.seq_len == 512);
+  auto lengths_error = [&](const Workload& w, const ServingFlags& f) -> std::string {
+    try {
+      check_workload_lengths(w, f, tokenizer, served);
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "no error";
+  };
+  ServingFlags from_file;
+  from_file.workload_file = "chat.jsonl";
+  auto trace_workload = [](const std::string& jsonl) {
+    std::istringstream in(jsonl);
+    return Workload{read_trace(in, "chat.jsonl"), "trace"};
+  };
+  // 1 + 3 prompt ids, max_tokens 200: the reply may make the conversation 204 tokens; the next
+  // turn adds 100 ids (304 + 200 = 504), the third 9 more: 513 > 512. Line order != arrival order.
+  const std::string ids100 = [] {
+    std::string s = "[3";
+    for (int i = 1; i < 100; ++i) s += ", 4";
+    return s + "]";
+  }();
+  const std::string turn1 = "{\"arrival\": 1, \"prompt_ids\": [3, 4, 5], \"max_tokens\": 200}\n";
+  const std::string turn2 =
+      "{\"prompt_ids\": " + ids100 + ", \"max_tokens\": 200, \"parent\": 0, \"think_time\": 1}\n";
+  CHECK(lengths_error(trace_workload(turn1 + turn2), from_file) == "no error");
+  CHECK(lengths_error(trace_workload(turn1 + turn2 +
+                                     "{\"prompt_ids\": [3, 3, 3, 3, 3, 3, 3, 3], \"max_tokens\": "
+                                     "1, \"parent\": 1}\n"),
+                      from_file) == "no error");  // 504 + 8 + BOS-free = 512: fits exactly
+  CHECK_THAT(lengths_error(trace_workload(turn1 + turn2 +
+                                          "{\"prompt_ids\": [3, 3, 3, 3, 3, 3, 3, 3, 3], "
+                                          "\"max_tokens\": 1, \"parent\": 1}\n"),
+                           from_file),
+             Catch::Contains("chat.jsonl: request 2: continuing request 1") &&
+                 Catch::Contains("513 tokens") && Catch::Contains("context is 512"));
+  // Ids outside the served vocabulary.
+  CHECK_THAT(lengths_error(trace_workload("{\"prompt_ids\": [3, 600], \"max_tokens\": 2}\n"),
+                           from_file),
+             Catch::Contains("chat.jsonl: request 0: prompt token id 600 is outside"));
+  // A generated conversation budget larger than the context: the error says which flag to lower.
+  WorkloadSpec spec = kind_spec(WorkloadKind::multi_turn, 40, 2);
+  spec.max_conversation = 4000;
+  spec.prompt = parse_length_distribution("fixed:100");
+  spec.output = parse_length_distribution("fixed:100");
+  const Workload generated{generate_workload(spec), "generated"};
+  CHECK_THAT(lengths_error(generated, ServingFlags{}),
+             Catch::Contains("the generated workload: request") &&
+                 Catch::Contains("lower --max-conversation to 512"));
+  // Every generated kind with its defaults fits stories260K.
+  for (WorkloadKind k : {WorkloadKind::shared_prefix, WorkloadKind::few_shot,
+                         WorkloadKind::multi_turn, WorkloadKind::rag}) {
+    WorkloadSpec d = kind_spec(k, 500, 1);
+    d.max_output = 400;  // as the serving flags' default
+    if (k == WorkloadKind::multi_turn) {  // the serving flags' multi-turn length defaults
+      ServingFlags f;
+      d.prompt = parse_length_distribution(f.multi_turn_prompt_lens);
+      d.output = parse_length_distribution(f.multi_turn_output_lens);
+    }
+    INFO(workload_kind_name(k));
+    CHECK(lengths_error(Workload{generate_workload(d), ""}, ServingFlags{}) == "no error");
+  }
+}
+
+TEST_CASE("serving flags: --workload and its kind's flags, checked and described",
+          "[unit][workload]") {
+  auto parse = [](std::vector<std::string> args, ServingFlags& f) -> std::string {
+    CLI::App app;
+    add_serving_flags(app, f);
+    args.insert(args.begin(), "prog");
+    std::vector<const char*> argv;
+    for (const std::string& a : args) argv.push_back(a.c_str());
+    try {
+      app.parse(static_cast<int>(argv.size()), argv.data());
+      check_serving_flags(app, f);
+    } catch (const CLI::ParseError& e) {
+      return e.what();
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "ok";
+  };
+  ServingFlags f;
+  CHECK_THAT(parse({"--workload", "chat"}, f),
+             Catch::Contains("unknown workload 'chat'") && Catch::Contains("multi-turn"));
+  f = {};
+  CHECK_THAT(parse({"--turns", "3"}, f),
+             Catch::Contains("--turns applies only to --workload multi-turn, not random"));
+  f = {};
+  CHECK_THAT(parse({"--workload", "rag", "--prefixes", "3"}, f),
+             Catch::Contains("--prefixes applies only to --workload shared-prefix or few-shot"));
+  f = {};
+  CHECK_THAT(parse({"--workload", "shared-prefix", "--shared-fraction", "1.01"}, f),
+             Catch::Contains("--shared-fraction"));
+  f = {};
+  CHECK_THAT(parse({"--workload", "few-shot", "--prefix-len", "1"}, f),
+             Catch::Contains("--prefix-len 1 is too short for --workload few-shot"));
+  f = {};
+  CHECK_THAT(parse({"--workload-file", "x.jsonl", "--docs", "3"}, f),
+             Catch::Contains("--docs describes a generated workload"));
+  f = {};
+  REQUIRE(parse({"--clock", "sim", "--workload", "shared-prefix", "--requests", "200",
+                 "--prefixes", "4", "--prefix-len", "64", "--shared-fraction", "0.5",
+                 "--tenants", "2"},
+                f) == "ok");
+  const Workload w = make_workload(f, SamplingParams{});
+  CHECK(w.requests.size() == 200);
+  CHECK_THAT(w.description,
+             Catch::StartsWith("200 requests, shared-prefix: ") &&
+                 Catch::Contains("one of 4 prefixes of 64 tokens") &&
+                 Catch::Contains("2 tenants") && Catch::Contains("Poisson arrivals at 40/s") &&
+                 Catch::Contains("unique prompt parts lognormal:96:0.6"));
+  // Multi-turn takes its own length defaults unless the lengths are given.
+  f = {};
+  REQUIRE(parse({"--clock", "sim", "--workload", "multi-turn", "--requests", "20"}, f) == "ok");
+  CHECK_THAT(make_workload(f, SamplingParams{}).description,
+             Catch::Contains("user messages lognormal:24:0.5, output lengths lognormal:40:0.5"));
+  f = {};
+  REQUIRE(parse({"--clock", "sim", "--workload", "multi-turn", "--requests", "20",
+                 "--prompt-lens", "fixed:9"},
+                f) == "ok");
+  CHECK_THAT(make_workload(f, SamplingParams{}).description,
+             Catch::Contains("user messages fixed:9, output lengths lognormal:40:0.5"));
+  // `random` keeps chapter 04's description.
+  f = {};
+  REQUIRE(parse({"--clock", "sim", "--requests", "20"}, f) == "ok");
+  CHECK(make_workload(f, SamplingParams{}).description ==
+        "20 requests, Poisson arrivals at 40/s, prompt lengths lognormal:96:0.6, output lengths "
+        "lognormal:128:0.8 (seed 1)");
 }

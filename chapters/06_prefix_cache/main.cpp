@@ -129,6 +129,8 @@ int run(const Options& o) {
   memory.block_size = o.block_size;
   memory.budget_bytes = o.cache_memory_mib > 0 ? std::size_t(o.cache_memory_mib * kMiB)
                                                : per_token * 4096;
+  // The budget and block size are checked now, before any work (a manager with no storage).
+  make_kv_manager(memory, virtual_pools(config, KVType::f32), config, KVType::f32);
   SchedulerConfig sc = scheduler_config(o.serving, Policy::continuous);
   sc.order = order;
   const Device device = parse_device(f.device);

@@ -39,6 +39,8 @@ struct Options {
   int ngram = 3;
   int tree_branch = 2;
   int tree_depth = 3;
+  std::string kv = "contiguous";  // contiguous or paged
+  int block_size = 16;            // --kv paged: positions per block
   bool sweep_k = false;
   std::string clock = "real";
   std::string plot;
@@ -230,15 +232,27 @@ int run(const Options& o) {
   if (o.clock == "sim") return run_sim(o);
   if (o.clock != "real") throw Error(fmt::format("--clock '{}': choose real or sim", o.clock));
   const GenerationFlags& f = o.gen;
-  if (f.device != "cpu") {
-    throw Error(fmt::format("--device {}: chapter 07 runs on the CPU (the model runner that "
-                            "brings it to CUDA is not there yet)",
-                            f.device));
+  const Device device = parse_device(f.device);
+  if (o.kv != "contiguous" && o.kv != "paged") {
+    throw Error(fmt::format("--kv '{}': choose contiguous or paged", o.kv));
+  }
+  if (o.kv == "paged" && o.block_size < 1) {
+    throw Error(fmt::format("--block-size {}: a paged cache needs blocks of at least 1 position",
+                            o.block_size));
   }
   const std::vector<std::string> known = {"draft", "early-exit", "ngram", "tree", "all"};
   if (std::find(known.begin(), known.end(), o.proposer) == known.end()) {
     throw Error(fmt::format("--proposer '{}': choose draft, early-exit, ngram, tree or all",
                             o.proposer));
+  }
+  // The tree needs tree attention, which only the CPU runner has: an explicit --proposer tree on
+  // CUDA is an error, and "all" runs the chain proposers and says why the tree is left out.
+  const bool tree_on_device = device == Device::cpu;
+  if (o.proposer == "tree" && !tree_on_device) {
+    throw Error(fmt::format("--proposer tree on --device {}: tree verification needs tree "
+                            "attention (each node attends to its ancestors only), which the {} "
+                            "runner does not have; use --device cpu for the tree",
+                            f.device, f.device));
   }
   if (o.proposer == "draft" && o.draft.empty()) {
     throw Error("--proposer draft needs --draft PATH (a second model with the target's vocabulary)");
@@ -273,6 +287,10 @@ int run(const Options& o) {
                               o.draft, draft_model->config().vocab_size, c.vocab_size));
     }
   }
+  if (o.kv == "paged" && o.block_size > c.seq_len) {
+    throw Error(fmt::format("--block-size {}: larger than the model's context of {} positions",
+                            o.block_size, c.seq_len));
+  }
   const std::vector<int> prompt = m.tokenizer->encode(f.prompt, /*bos=*/true);
   if (static_cast<int>(prompt.size()) > steps) {
     throw Error(fmt::format("the prompt is {} tokens but --steps is {}", prompt.size(), steps));
@@ -281,16 +299,29 @@ int run(const Options& o) {
   if (!f.json) {
     print_run_header("InferLab chapter 07: speculative decoding", m, f,
                      fmt::format("proposers: {}, K = {}, early exit after layer {} of {}, n-gram {}, "
-                                 "tree {}x{}",
+                                 "tree {}x{}\nKV cache:  {}",
                                  o.proposer, o.k, exit_layer, c.n_layers, o.ngram, o.tree_branch,
-                                 o.tree_depth));
+                                 o.tree_depth,
+                                 o.kv == "paged"
+                                     ? fmt::format("paged, blocks of {} positions (rollback "
+                                                   "gives whole blocks back)", o.block_size)
+                                     : std::string("contiguous")));
+    if (want("tree") && !tree_on_device) {
+      std::printf("note: the tree proposer is skipped on --device %s (tree attention runs on the "
+                  "CPU only)\n\n", f.device.c_str());
+    }
   }
 
-  SpecModel target(target_model);
+  // Target and drafts share the device and the storage; each has its own cache.
+  SpecModelOptions storage;
+  storage.device = device;
+  storage.block_size = o.kv == "paged" ? o.block_size : 0;
+  SpecModel target(target_model, storage);
   std::unique_ptr<SpecModel> early;
-  if (need_early) early = SpecModel::early_exit(target_model, exit_layer);
+  if (need_early && (want("early-exit") || tree_on_device))
+    early = SpecModel::early_exit(target_model, exit_layer, storage);
   std::unique_ptr<SpecModel> draft;
-  if (draft_model) draft = std::make_unique<SpecModel>(*draft_model);
+  if (draft_model) draft = std::make_unique<SpecModel>(*draft_model, storage);
 
   // Plain decoding of the same target: the reference tokens and the speed-up's denominator.
   const SpecGeneration plain = plain_generate(target, prompt, steps, f.sampling);
@@ -326,7 +357,7 @@ int run(const Options& o) {
       measure(p, k);
     }
   }
-  if (want("tree")) {
+  if (want("tree") && tree_on_device) {
     // The tree drafts with the draft model when there is one, else with the early exit; its K
     // in the formula is its depth (one draft forward per level).
     TreeProposer p(draft ? *draft : *early, f.sampling, o.tree_branch, o.tree_depth);
@@ -341,6 +372,9 @@ int run(const Options& o) {
     for (const Row& r : rows) props.push_back(row_json(r));
     std::cout << nlohmann::json{{"chapter", "07_speculative_decoding"},
                                 {"model", target_model.name()},
+                                {"device", f.device},
+                                {"kv", o.kv},
+                                {"block_size", o.kv == "paged" ? o.block_size : 0},
                                 {"prompt", f.prompt},
                                 {"tokens", rows.front().run.tokens},
                                 {"text", text},
@@ -401,6 +435,10 @@ int main(int argc, char** argv) {
   app.add_option("--ngram", o.ngram, "n-gram lookup: longest suffix to match")->capture_default_str();
   app.add_option("--tree-branch", o.tree_branch, "tree: children per node")->capture_default_str();
   app.add_option("--tree-depth", o.tree_depth, "tree: levels")->capture_default_str();
+  app.add_option("--kv", o.kv, "KV storage of target and drafts: contiguous or paged")
+      ->capture_default_str();
+  app.add_option("--block-size", o.block_size, "--kv paged: positions per KV block")
+      ->capture_default_str();
   app.add_flag("--sweep-k", o.sweep_k, "run K = 1..8 for every chain proposer");
   app.add_option("--clock", o.clock, "real (run the model) or sim (chapter 03's roofline)")
       ->capture_default_str();

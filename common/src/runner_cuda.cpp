@@ -69,6 +69,10 @@ class CudaRunner final : public ModelRunner {
     std::size_t rows = 0;
     for (const BatchEntry& e : batch) {
       if (e.cache == nullptr) throw Error("forward: batch entry without a cache");
+      // The CUDA attention kernels are causal only: a tree entry would be attended wrongly.
+      if (e.tree != nullptr)
+        throw Error("forward: the CUDA runner has no tree attention (speculative tree "
+                    "verification runs on the CPU)");
       auto* p = dynamic_cast<DeviceKVPool*>(&e.cache->pool());
       if (p == nullptr) throw Error("forward: the CUDA runner needs KV pools it made itself");
       if (pool != nullptr && p != pool)

@@ -107,6 +107,12 @@ float Rng::next_f32() {
 
 void apply_penalties(std::span<float> logits, std::span<const int> history,
                      const SamplingParams& params) {
+  std::vector<int> scratch;
+  apply_penalties(logits, history, params, scratch);
+}
+
+void apply_penalties(std::span<float> logits, std::span<const int> history,
+                     const SamplingParams& params, std::vector<int>& scratch) {
   const long vocab = static_cast<long>(logits.size());
   for (int id : history) {
     if (id < 0 || id >= vocab) {
@@ -120,7 +126,8 @@ void apply_penalties(std::span<float> logits, std::span<const int> history,
 
   // Sorting a copy groups equal ids into runs: one pass then sees each distinct id once with
   // its count, in O(h log h) for a history of h tokens and without a vocabulary-sized table.
-  std::vector<int> ids(history.begin(), history.end());
+  std::vector<int>& ids = scratch;
+  ids.assign(history.begin(), history.end());
   std::sort(ids.begin(), ids.end());
   for (std::size_t begin = 0; begin < ids.size();) {
     std::size_t end = begin;
@@ -174,33 +181,40 @@ void softmax_with_temperature(std::span<float> logits, float temperature) {
 }
 
 namespace {
-/// Token ids ordered by probability, highest first; equal probabilities keep the lower id first
-/// so that every tie-break in the filters is deterministic and documented.
-std::vector<int> ids_by_probability(std::span<const float> probs) {
-  std::vector<int> order(probs.size());
+/// Token ids ordered by probability, highest first, into @p order; equal probabilities keep the
+/// lower id first so that every tie-break in the filters is deterministic and documented.
+void ids_by_probability(std::span<const float> probs, std::vector<int>& order) {
+  order.resize(probs.size());
   std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
-    return probs[static_cast<std::size_t>(a)] > probs[static_cast<std::size_t>(b)];
+  // A total order (ties broken by id), so std::sort gives what a stable sort of 0..V-1 would,
+  // without the temporary buffer std::stable_sort allocates.
+  std::sort(order.begin(), order.end(), [&](int a, int b) {
+    const float pa = probs[static_cast<std::size_t>(a)], pb = probs[static_cast<std::size_t>(b)];
+    return pa > pb || (pa == pb && a < b);
   });
-  return order;
 }
 }  // namespace
 
 void top_k_filter(std::span<float> probs, int k) {
+  std::vector<int> scratch;
+  top_k_filter(probs, k, scratch);
+}
+
+void top_k_filter(std::span<float> probs, int k, std::vector<int>& order) {
   if (k <= 0 || static_cast<std::size_t>(k) >= probs.size()) return;  // off, or keeps all
-  // Only the first k positions of the order matter: partial sort is O(V log k).
-  std::vector<int> order(probs.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::partial_sort(order.begin(), order.begin() + k, order.end(), [&](int a, int b) {
+  // Order by (probability descending, id ascending): a strict total order, so the k-th token
+  // is unique, and selecting it is O(V). A token is kept exactly when it comes before it or is it.
+  auto before = [&](int a, int b) {
     const float pa = probs[static_cast<std::size_t>(a)], pb = probs[static_cast<std::size_t>(b)];
     return pa > pb || (pa == pb && a < b);
-  });
-  std::vector<char> keep(probs.size(), 0);
-  for (auto it = order.begin(); it != order.begin() + k; ++it) {
-    keep[static_cast<std::size_t>(*it)] = 1;
-  }
+  };
+  order.resize(probs.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::nth_element(order.begin(), order.begin() + (k - 1), order.end(), before);
+  const int kth = order[static_cast<std::size_t>(k - 1)];
   for (std::size_t i = 0; i < probs.size(); ++i) {
-    if (!keep[i]) probs[i] = 0.0f;
+    const int id = static_cast<int>(i);
+    if (id != kth && !before(id, kth)) probs[i] = 0.0f;
   }
 }
 
@@ -217,12 +231,17 @@ void min_p_filter(std::span<float> probs, float min_p) {
 }
 
 void top_p_filter(std::span<float> probs, float top_p) {
+  std::vector<int> scratch;
+  top_p_filter(probs, top_p, scratch);
+}
+
+void top_p_filter(std::span<float> probs, float top_p, std::vector<int>& order) {
   if (top_p >= 1.0f || probs.empty()) return;
   // Measuring against the current total is renormalising without dividing (see file comment).
   const double total = std::accumulate(probs.begin(), probs.end(), 0.0);
   const double threshold =
       static_cast<double>(top_p) * total * (1.0 - static_cast<double>(kBoundarySlack));
-  const std::vector<int> order = ids_by_probability(probs);
+  ids_by_probability(probs, order);
   double mass = 0.0;
   std::size_t kept = 0;
   // Keep tokens until the mass kept so far reaches the threshold. The token that crosses it is
@@ -266,6 +285,7 @@ Sampler::Sampler(const SamplingParams& params, int vocab_size)
     throw Error(fmt::format("sampling: vocab_size must be > 0, got {}", vocab_size));
   }
   work_.reserve(static_cast<std::size_t>(vocab_size));
+  order_.reserve(static_cast<std::size_t>(vocab_size));
 }
 
 int Sampler::prepare(std::span<const float> logits, std::span<const int> history) {
@@ -278,12 +298,12 @@ int Sampler::prepare(std::span<const float> logits, std::span<const int> history
     if (std::isnan(logits[i])) throw Error(fmt::format("sampling: logit {} is NaN", i));
   }
   work_.assign(logits.begin(), logits.end());
-  apply_penalties(work_, history, params_);  // also checks the history ids
+  apply_penalties(work_, history, params_, order_);  // also checks the history ids
   if (params_.greedy()) return argmax(work_);
   softmax_with_temperature(work_, params_.temperature);
-  top_k_filter(work_, params_.top_k);
+  top_k_filter(work_, params_.top_k, order_);
   min_p_filter(work_, params_.min_p);
-  top_p_filter(work_, params_.top_p);
+  top_p_filter(work_, params_.top_p, order_);
   return -1;
 }
 

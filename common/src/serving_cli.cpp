@@ -2,6 +2,7 @@
 #include "inferlab/serving_cli.hpp"
 
 #include <algorithm>
+#include <set>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -46,10 +47,17 @@ void add_serving_flags(CLI::App& app, ServingFlags& f) {
                              f.default_requests_real, f.default_requests_sim))
       ->check(integer_in(1, kMaxRequests));
   app.add_option("--prompt-lens", f.prompt_lens,
-                 "prompt length distribution, BOS included: fixed:N, uniform:LO:HI, "
-                 "lognormal:MEAN[:SIGMA], pareto:MEAN[:ALPHA]")
+                 fmt::format("prompt length distribution, BOS included: fixed:N, uniform:LO:HI, "
+                             "lognormal:MEAN[:SIGMA], pareto:MEAN[:ALPHA]. With a --workload "
+                             "other than random: of each prompt's own part (suffix, question, "
+                             "user message; multi-turn default {})",
+                             f.multi_turn_prompt_lens))
+      ->each([&f](const std::string&) { f.prompt_lens_given = true; })
       ->capture_default_str();
-  app.add_option("--output-lens", f.output_lens, "output length distribution (same forms)")
+  app.add_option("--output-lens", f.output_lens,
+                 fmt::format("output length distribution (same forms; multi-turn default {})",
+                             f.multi_turn_output_lens))
+      ->each([&f](const std::string&) { f.output_lens_given = true; })
       ->capture_default_str();
   app.add_option("--max-prompt", f.max_prompt, "cap on generated prompt lengths")
       ->check(integer_in(1, 1 << 20))
@@ -181,6 +189,16 @@ void check_serving_flags(const CLI::App& app, const ServingFlags& f) {
     throw Error(fmt::format("{} applies only to --workload {}, not {}", k.flag, kinds,
                             workload_kind_name(kind)));
   }
+  // The bounds that depend on the kind (generate_workload checks them too, without flag names).
+  if ((kind == WorkloadKind::shared_prefix && f.prefix_len < 1) ||
+      (kind == WorkloadKind::few_shot && f.prefix_len < 2))
+    throw Error(fmt::format("--prefix-len {} is too short for --workload {} (at least {}{})",
+                            f.prefix_len, f.workload, kind == WorkloadKind::few_shot ? 2 : 1,
+                            kind == WorkloadKind::few_shot ? ": an instruction and examples" : ""));
+  if (kind == WorkloadKind::multi_turn && std::int64_t{f.prefix_len} + 3 > f.max_conversation)
+    throw Error(fmt::format("--prefix-len {} (the system prompt) leaves no room for a turn in "
+                            "--max-conversation {}",
+                            f.prefix_len, f.max_conversation));
 }
 
 bool sim_clock(const ServingFlags& f) {
@@ -195,20 +213,32 @@ Workload make_workload(const ServingFlags& f, const SamplingParams& sampling) {
   if (!f.workload_file.empty()) {
     w.requests = load_trace(f.workload_file, sampling);
     w.description = fmt::format("{} requests from {}", w.requests.size(), f.workload_file);
+    std::size_t continuing = 0;
+    std::set<std::string> tenants;
+    for (const Request& r : w.requests) {
+      continuing += r.parent >= 0;
+      if (!r.tenant.empty()) tenants.insert(r.tenant);
+    }
+    if (continuing > 0)
+      w.description += fmt::format(", {} continuing an earlier request's conversation", continuing);
+    if (!tenants.empty()) w.description += fmt::format(", {} tenants", tenants.size());
     check_real_clock_wait(w, sim);
     return w;
   }
   WorkloadSpec spec;
   spec.requests = f.requests > 0 ? f.requests : (sim ? f.default_requests_sim : f.default_requests_real);
   spec.rate = f.rate >= 0 ? f.rate : (sim ? f.default_rate_sim : f.default_rate_real);
-  spec.prompt = parse_length_distribution(f.prompt_lens);
-  spec.output = parse_length_distribution(f.output_lens);
+  spec.kind = parse_workload_kind(f.workload);
+  const bool chat = spec.kind == WorkloadKind::multi_turn;
+  spec.prompt = parse_length_distribution(
+      chat && !f.prompt_lens_given ? f.multi_turn_prompt_lens : f.prompt_lens);
+  spec.output = parse_length_distribution(
+      chat && !f.output_lens_given ? f.multi_turn_output_lens : f.output_lens);
   spec.max_prompt = f.max_prompt;
   spec.max_output = f.max_output;
   spec.max_tokens = f.max_tokens;
   spec.seed = f.workload_seed;
   spec.sampling = sampling;
-  spec.kind = parse_workload_kind(f.workload);
   spec.prefixes = f.prefixes;
   spec.prefix_len = f.prefix_len;
   spec.shared_fraction = f.shared_fraction;
@@ -229,11 +259,13 @@ Workload make_workload(const ServingFlags& f, const SamplingParams& sampling) {
       random ? "" : shape + ", ",
       spec.rate > 0 ? fmt::format("{} at {:g}/s", multi_turn ? "conversations start Poisson"
                                                               : "Poisson arrivals", spec.rate)
-                    : (multi_turn ? "conversations all starting at t = 0" : "all arriving at t = 0"),
+                    : (multi_turn ? "conversations all starting at t = 0"
+                                  : "all arriving at t = 0"),
       random ? "prompt lengths" : multi_turn ? "user messages" : "unique prompt parts",
       spec.prompt.describe(), spec.output.describe(),
       spec.max_tokens > 0 ? fmt::format(" under max_tokens {}", spec.max_tokens) : "", spec.seed);
-  if (random && spec.tenants > 1) w.description += fmt::format(", {} tenants", spec.tenants);
+  if (random && spec.tenants > 1)
+    w.description += fmt::format(", {} tenants (round-robin)", spec.tenants);
   check_real_clock_wait(w, sim);
   return w;
 }

@@ -18,16 +18,10 @@ namespace inferlab {
 // KV rollback
 // ---------------------------------------------------------------------------------------------
 
-void ContiguousKVRollback::truncate(int length) {
-  if (length < 0 || length > cache_->length()) {
-    throw Error(fmt::format("KV rollback: cannot truncate {} positions to {}", cache_->length(),
-                            length));
-  }
-  cache_->set_length(length);
-}
+namespace {
 
-void ContiguousKVRollback::keep_rows(int base, std::span<const int> rows) {
-  const int length = cache_->length();
+// keep_rows' contract, shared by both storages.
+void check_kept_rows(int base, int length, std::span<const int> rows) {
   if (base < 0 || base > length) {
     throw Error(fmt::format("KV rollback: base {} outside [0, {}]", base, length));
   }
@@ -38,37 +32,189 @@ void ContiguousKVRollback::keep_rows(int base, std::span<const int> rows) {
                               rows[i], base, length));
     }
   }
+}
+
+int blocks_for(int positions, int block_size) { return (positions + block_size - 1) / block_size; }
+
+}  // namespace
+
+void ContiguousKVRollback::truncate(int length) {
+  if (length < 0 || length > cache_->length()) {
+    throw Error(fmt::format("KV rollback: cannot truncate {} positions to {}", cache_->length(),
+                            length));
+  }
+  cache_->set_length(length);
+}
+
+void ContiguousKVRollback::keep_rows(int base, std::span<const int> rows) {
+  check_kept_rows(base, cache_->length(), rows);
   // Ascending rows, each >= its destination, so copying in order never overwrites a row that
-  // is still to be read.
+  // is still to be read. A row already in place (a chain's accepted prefix) is not copied.
   for (std::size_t i = 0; i < rows.size(); ++i) {
-    cache_->copy_position(rows[i], base + static_cast<int>(i));
+    const int to = base + static_cast<int>(i);
+    if (rows[i] != to) cache_->copy_position(rows[i], to);
   }
   cache_->set_length(base + static_cast<int>(rows.size()));
+}
+
+
+PagedKVRollback::PagedKVRollback(KVSequence& sequence, BlockAllocator& allocator)
+    : seq_(&sequence), alloc_(&allocator) {
+  if (sequence.pool().num_blocks() != allocator.num_blocks()) {
+    throw Error(fmt::format("paged KV rollback: the pool has {} blocks, the allocator {}",
+                            sequence.pool().num_blocks(), allocator.num_blocks()));
+  }
+}
+
+void PagedKVRollback::make_private(int index) {
+  const int shared = seq_->blocks()[std::size_t(index)];
+  if (alloc_->ref_count(shared) == 1) return;
+  // Another table reads this block: write into a copy, and leave the original to the others.
+  const int copy = alloc_->allocate();
+  seq_->pool().copy_block(shared, copy);
+  alloc_->release(shared);
+  seq_->replace_block(index, copy);
+}
+
+void PagedKVRollback::release_from(int index) {
+  const std::vector<int> table = seq_->blocks();
+  const int length = seq_->length();
+  if (index >= static_cast<int>(table.size())) return;
+  // KVSequence has no "pop": rebuild the table from the blocks that stay.
+  seq_->release_blocks();
+  for (int b = 0; b < static_cast<int>(table.size()); ++b) {
+    if (b < index) {
+      seq_->append_block(table[std::size_t(b)]);
+    } else {
+      alloc_->release(table[std::size_t(b)]);  // a shared block only loses this reference
+    }
+  }
+  seq_->set_length(length);
+}
+
+void PagedKVRollback::truncate(int length) {
+  if (length < 0 || length > seq_->length()) {
+    throw Error(fmt::format("KV rollback: cannot truncate {} positions to {}", seq_->length(),
+                            length));
+  }
+  seq_->set_length(length);
+  release_from(blocks_for(length, seq_->pool().block_size()));
+}
+
+void PagedKVRollback::keep_rows(int base, std::span<const int> rows) {
+  check_kept_rows(base, seq_->length(), rows);
+  const int B = seq_->pool().block_size();
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const int to = base + static_cast<int>(i);
+    if (rows[i] == to) continue;  // already in place: nothing is written
+    make_private(to / B);
+    seq_->copy_position(rows[i], to);
+  }
+  truncate(base + static_cast<int>(rows.size()));
+}
+
+int PagedKVRollback::blocks_needed(int length) const {
+  const int B = seq_->pool().block_size();
+  const int have = static_cast<int>(seq_->blocks().size());
+  if (length <= seq_->length()) return 0;
+  const int first = seq_->length() / B, last = (length - 1) / B;
+  int need = std::max(0, last + 1 - have);
+  for (int b = first; b <= std::min(last, have - 1); ++b)
+    if (alloc_->ref_count(seq_->blocks()[std::size_t(b)]) > 1) ++need;
+  return need;
+}
+
+void PagedKVRollback::reserve(int length) {
+  const int need = blocks_needed(length);
+  if (need > alloc_->num_free()) {
+    throw Error(fmt::format("paged KV: {} positions need {} more blocks of {}, {} are free",
+                            length, need, seq_->pool().block_size(), alloc_->num_free()));
+  }
+  if (length <= seq_->length()) return;
+  const int B = seq_->pool().block_size();
+  const int first = seq_->length() / B, last = (length - 1) / B;
+  const int have = static_cast<int>(seq_->blocks().size());
+  for (int b = first; b <= std::min(last, have - 1); ++b) make_private(b);
+  while (static_cast<int>(seq_->blocks().size()) <= last) seq_->append_block(alloc_->allocate());
 }
 
 // ---------------------------------------------------------------------------------------------
 // SpecModel
 // ---------------------------------------------------------------------------------------------
 
-SpecModel::SpecModel(const Model& model, int capacity) : SpecModel(nullptr, model, capacity) {}
+namespace {
 
-SpecModel::SpecModel(std::unique_ptr<Model> view, const Model& model, int capacity)
+SpecModelOptions with_capacity(int capacity) {
+  SpecModelOptions o;
+  o.capacity = capacity;
+  return o;
+}
+
+}  // namespace
+
+SpecModel::SpecModel(const Model& model, int capacity)
+    : SpecModel(nullptr, model, with_capacity(capacity)) {}
+
+SpecModel::SpecModel(const Model& model, const SpecModelOptions& options)
+    : SpecModel(nullptr, model, options) {}
+
+SpecModel::SpecModel(std::unique_ptr<Model> view, const Model& model,
+                     const SpecModelOptions& options)
     : view_(std::move(view)),
       model_(view_ ? view_.get() : &model),
-      pass_(*model_),
-      cache_(model_->config(), capacity),
-      rollback_(cache_) {}
+      block_size_(options.block_size) {
+  const int seq_len = model_->config().seq_len;
+  capacity_ = options.capacity == 0 ? seq_len : options.capacity;
+  if (capacity_ < 1 || capacity_ > seq_len) {
+    throw Error(fmt::format("KV cache capacity {} outside [1, seq_len = {}]", capacity_, seq_len));
+  }
+  if (block_size_ < 0) {
+    throw Error(fmt::format("--block-size {}: must be >= 1 (paged) or 0 (contiguous)",
+                            block_size_));
+  }
+  runner_ = make_runner(*model_, options.device);
+  if (block_size_ == 0) {
+    cache_ = std::make_unique<KVCache>(make_cache(*runner_, capacity_));
+    rollback_ = std::make_unique<ContiguousKVRollback>(static_cast<KVCache&>(*cache_));
+  } else {
+    // Exactly the blocks the capacity needs: the sequence can always grow to capacity_.
+    const int blocks = blocks_for(capacity_, block_size_);
+    pool_ = runner_->make_pool(blocks, block_size_, KVType::f32);
+    allocator_ = std::make_unique<BlockAllocator>(blocks);
+    cache_ = std::make_unique<KVSequence>(*pool_);
+    auto paged = std::make_unique<PagedKVRollback>(*cache_, *allocator_);
+    paged_ = paged.get();
+    rollback_ = std::move(paged);
+  }
+}
 
 std::unique_ptr<SpecModel> SpecModel::early_exit(const Model& target, int layers, int capacity) {
+  return early_exit(target, layers, with_capacity(capacity));
+}
+
+std::unique_ptr<SpecModel> SpecModel::early_exit(const Model& target, int layers,
+                                                 const SpecModelOptions& options) {
   auto view = std::make_unique<Model>(Model::first_layers_view(target, layers));
-  return std::unique_ptr<SpecModel>(new SpecModel(std::move(view), target, capacity));
+  return std::unique_ptr<SpecModel>(new SpecModel(std::move(view), target, options));
 }
 
 void SpecModel::forward(std::span<const int> tokens, LogitsMode mode, std::vector<float>& logits,
                         const TreeMask* tree) {
-  const int start = cache_.length();
+  const int start = cache_->length();
+  const int end = start + static_cast<int>(tokens.size());
+  if (end > capacity_) {
+    throw Error(fmt::format("forward: positions {}..{} beyond the cache's {} positions", start,
+                            end - 1, capacity_));
+  }
+  if (tree && runner_->device() != Device::cpu) {
+    throw Error(fmt::format("tree attention (each draft node sees only its ancestors) runs on "
+                            "the CPU only: the {} runner attends causally",
+                            device_name(runner_->device())));
+  }
   const double t0 = now_seconds();
-  pass_.forward(tokens, start, cache_, mode, logits, tree);
+  if (paged_) paged_->reserve(end);
+  const BatchEntry entry{tokens, start, cache_.get(), tree};
+  runner_->step(std::span<const BatchEntry>(&entry, 1), mode, logits);
   seconds_ += now_seconds() - t0;
   ++calls_;
   tokens_forwarded_ += static_cast<long>(tokens.size());
@@ -88,13 +234,13 @@ int SpecModel::rollback_to_prefix_of(std::span<const int> context) {
 }
 
 void SpecModel::truncate(int length) {
-  rollback_.truncate(length);
+  rollback_->truncate(length);
   tokens_.resize(std::size_t(length));
   if (tree_from_ >= length) tree_from_ = -1;
 }
 
 void SpecModel::keep_rows(int base, std::span<const int> rows) {
-  rollback_.keep_rows(base, rows);
+  rollback_->keep_rows(base, rows);
   for (std::size_t i = 0; i < rows.size(); ++i) tokens_[base + i] = tokens_[std::size_t(rows[i])];
   tokens_.resize(base + rows.size());
   if (tree_from_ >= base) tree_from_ = -1;  // the kept path is a plain sequence
@@ -237,6 +383,12 @@ TreeProposer::TreeProposer(SpecModel& draft, const SamplingParams& sampling, int
       rng_(sampling.seed ^ kDraftSeedSalt),
       branch_(branch),
       depth_(depth) {
+  if (draft.device() != Device::cpu) {
+    throw Error(fmt::format("--proposer tree on --device {}: tree verification needs tree "
+                            "attention (each node sees only its ancestors), which the {} runner "
+                            "does not have; run the tree on --device cpu",
+                            device_name(draft.device()), device_name(draft.device())));
+  }
   if (branch < 1) throw Error(fmt::format("--tree-branch {}: must be >= 1", branch));
   if (depth < 1) throw Error(fmt::format("--tree-depth {}: must be >= 1", depth));
   double nodes = 0.0, level = 1.0;

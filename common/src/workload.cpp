@@ -247,8 +247,9 @@ std::vector<Request> generate_workload(const WorkloadSpec& spec, std::string* sh
   if (!(std::isfinite(spec.rate) && spec.rate >= 0.0))
     throw Error(fmt::format("arrival rate {} must be finite and >= 0 (0: all at once)", spec.rate));
   check_kind_parameters(spec);
-  require_allocation(double(spec.requests) * (sizeof(Request) + max_ids_per_request(spec) * sizeof(int)),
-                     fmt::format("a workload of {} requests", spec.requests));
+  require_allocation(
+      double(spec.requests) * (sizeof(Request) + max_ids_per_request(spec) * sizeof(int)),
+      fmt::format("a workload of {} requests", spec.requests));
   // Three independent streams, so changing one distribution leaves the others' draws alone.
   Rng arrivals(spec.seed * 3 + 1), prompts(spec.seed * 3 + 2), outputs(spec.seed * 3 + 3);
   // The prompts' contents and the choices (which prefix, task or documents) have their own.
@@ -263,7 +264,8 @@ std::vector<Request> generate_workload(const WorkloadSpec& spec, std::string* sh
   switch (spec.kind) {
     case WorkloadKind::random: break;
     case WorkloadKind::shared_prefix:
-      for (int k = 0; k < spec.prefixes; ++k) pool.push_back(random_tokens(spec.prefix_len, content));
+      for (int k = 0; k < spec.prefixes; ++k)
+        pool.push_back(random_tokens(spec.prefix_len, content));
       break;
     case WorkloadKind::few_shot:
       instruction = random_tokens(spec.prefix_len / 3, content);
@@ -301,6 +303,7 @@ std::vector<Request> generate_workload(const WorkloadSpec& spec, std::string* sh
     r.id = i;
     const bool multi_turn = spec.kind == WorkloadKind::multi_turn;
     // Draw order as in chapter 04 (arrival, prompt, output), so `random` is unchanged.
+    // Multi-turn draws its gaps per conversation instead, below.
     const double gap = spec.rate > 0.0 && i > 0 && !multi_turn
                            ? -std::log(open_unit(arrivals)) / spec.rate
                            : 0.0;
@@ -341,9 +344,9 @@ std::vector<Request> generate_workload(const WorkloadSpec& spec, std::string* sh
       }
       case WorkloadKind::multi_turn: {
         const std::int64_t cost = std::int64_t{own} + r.max_tokens;
-        if (turn > 0 && turn < spec.turns && conversation_tokens + cost > spec.max_conversation)
-          ++ended_early;
-        if (turn == 0 || turn == spec.turns || conversation_tokens + cost > spec.max_conversation) {
+        const bool fits = conversation_tokens + cost <= spec.max_conversation;
+        if (turn > 0 && turn < spec.turns && !fits) ++ended_early;
+        if (turn == 0 || turn == spec.turns || !fits) {
           // A new conversation: it starts by the Poisson process.
           if (spec.rate > 0.0 && i > 0) t += -std::log(open_unit(arrivals)) / spec.rate;
           turn = 0;
@@ -419,9 +422,9 @@ std::vector<Request> generate_workload(const WorkloadSpec& spec, std::string* sh
                              "exponential with mean {:g} s",
                              conversations, lo, hi, double(n) / double(conversations), spec.turns,
                              ended_early, spec.max_conversation,
-                             spec.prefix_len > 0
-                                 ? fmt::format("a shared system prompt of {} tokens", spec.prefix_len)
-                                 : std::string("no system prompt"),
+                             spec.prefix_len > 0 ? fmt::format("a shared system prompt of {} "
+                                                               "tokens", spec.prefix_len)
+                                                 : std::string("no system prompt"),
                              spec.think_time);
         break;
       }

@@ -9,20 +9,16 @@
 namespace inferlab::ex01 {
 
 void top_p_filter(std::span<float> probs, float top_p) {
-  // TODO(exercise): return early when there is nothing to cut (top_p >= 1, or an empty span).
-  // TODO(exercise): compute the total mass, so the input need not sum to 1.
-  // TODO(exercise): order the token ids by decreasing probability (std::vector<int> +
-  //                 std::iota + std::stable_sort keeps lower ids first on ties).
-  // TODO(exercise): walk that order summing the mass; keep a token while the mass before it is
-  //                 below top_p * total, zero every token after that.
+  // TODO(exercise): keep the smallest set of most probable tokens whose mass reaches top_p of
+  //                 the input's total (which need not be 1), zero the others, change nothing
+  //                 else. Ties: the lower id counts as more probable. top_p >= 1 keeps all.
   (void)probs;
   (void)top_p;
 }
 
 void min_p_filter(std::span<float> probs, float min_p) {
-  // TODO(exercise): return early when min_p <= 0 or the span is empty.
-  // TODO(exercise): find the largest probability p_max (std::max_element).
-  // TODO(exercise): zero every entry below min_p * p_max; keep the ones exactly at it.
+  // TODO(exercise): zero every entry below min_p times the largest probability; an entry
+  //                 exactly at the cut is kept. min_p <= 0 keeps everything.
   (void)probs;
   (void)min_p;
 }

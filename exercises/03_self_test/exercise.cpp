@@ -9,7 +9,7 @@
 namespace inferlab::ex03 {
 
 double ridge_point(const Gpu& gpu) {
-  // TODO(exercise): FLOP/s divided by bytes/s gives FLOP per byte.
+  // TODO(exercise): how many FLOPs per byte read keep the arithmetic units busy?
   (void)gpu;
   return 0.0;
 }
@@ -36,7 +36,7 @@ double min_p_threshold(double min_p, double p_max) {
 }
 
 double decode_seconds_per_token(double n_params, double bytes_per_param, const Gpu& gpu) {
-  // TODO(exercise): bytes of weights read per step, divided by the bandwidth.
+  // TODO(exercise): what must a batch-1 step read, and which resource limits it?
   (void)n_params;
   (void)bytes_per_param;
   (void)gpu;
@@ -44,8 +44,8 @@ double decode_seconds_per_token(double n_params, double bytes_per_param, const G
 }
 
 double critical_batch_size(double n_params, double bytes_per_param, const Gpu& gpu) {
-  // TODO(exercise): solve 2 * n_params * B / peak_flops = weight bytes / bandwidth for B.
-  //                 Simplify the result: what does it reduce to?
+  // TODO(exercise): the batch at which the step's arithmetic takes as long as its weight
+  //                 reads. Simplify the result: what does it reduce to for BF16?
   (void)n_params;
   (void)bytes_per_param;
   (void)gpu;
@@ -53,7 +53,7 @@ double critical_batch_size(double n_params, double bytes_per_param, const Gpu& g
 }
 
 double prefill_seconds(double n_params, double prompt_tokens, const Gpu& gpu) {
-  // TODO(exercise): 2 FLOPs per parameter per token, at peak FLOP/s.
+  // TODO(exercise): a prefill is compute-bound: how many FLOPs, at what rate?
   (void)n_params;
   (void)prompt_tokens;
   (void)gpu;

@@ -61,10 +61,10 @@ TEST_CASE("Llama-3-8B on H100: ~4.8 ms per batch-1 decode step, ~99.7% of the AL
   CHECK(1.0 - compute / step == Approx(0.997).margin(0.001));  // the text: ~99.7% idle
 }
 
-TEST_CASE("Llama-3-8B on H100: decode turns compute-bound near B ~ 295-297", "[exercise][ex03]") {
+TEST_CASE("Llama-3-8B on H100: decode turns compute-bound near B ~ 295", "[exercise][ex03]") {
   const double batch = ex::critical_batch_size(kLlama3_8bParams, kBf16Bytes, kH100Sxm);
   CHECK(batch == exactly(989.0 / 3.35));  // for BF16 it reduces to the ridge point
-  CHECK(batch == Approx(297.0).epsilon(0.01));  // the text rounds the step to 4.8 ms: ~297
+  CHECK(std::abs(batch - 295.0) < 1.0);   // ~295 (297 if the step time is rounded to 4.8 ms first)
   // 8-bit weights halve the bytes read, so the crossover comes at half the batch.
   CHECK(ex::critical_batch_size(kLlama3_8bParams, 1.0, kH100Sxm) == exactly(0.5 * 989.0 / 3.35));
 }

@@ -26,8 +26,8 @@ double kv_bytes_per_sequence(const KvModel& model, double bytes_per_value, long 
 long long max_concurrent_sequences(const KvModel& model, double bytes_per_weight,
                                    double kv_bytes_per_value, long long context, int gpus,
                                    double bytes_per_gpu) {
-  // TODO(exercise): memory of all GPUs, minus the weights, divided by one sequence's cache.
-  //                 Round down; and mind the case where the weights do not fit at all.
+  // TODO(exercise): the largest whole number of full-context caches that fit beside the
+  //                 weights; 0 when the weights alone do not fit.
   (void)model;
   (void)bytes_per_weight;
   (void)kv_bytes_per_value;

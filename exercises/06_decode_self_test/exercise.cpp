@@ -1,4 +1,4 @@
-// Exercise 06, the learner's file: chapter 03's self-test through the roofline model.
+// Exercise 06, the learner's file: chapter 03's roofline, as functions.
 // The statement is in README.md; each function is documented in exercise.hpp.
 // Build and run the test with the exercise variant:
 //   cmake --preset exercises && cmake --build --preset exercises --target ex06_decode_self_test_test
@@ -8,20 +8,18 @@
 
 namespace inferlab::ex06 {
 
-double decode_step_seconds(double params, double bytes_per_param, int batch, const Gpu& gpu) {
-  // TODO(exercise): the larger of the compute time and the memory time.
-  (void)params;
-  (void)bytes_per_param;
-  (void)batch;
+double attainable_flops(double intensity, const Gpu& gpu) {
+  // TODO(exercise): which roof limits a kernel of this intensity?
+  (void)intensity;
   (void)gpu;
   return 0.0;
 }
 
-double prefill_seconds(double params, double bytes_per_param, int tokens, const Gpu& gpu) {
-  // TODO(exercise): the same model: a prefill is a "batch" of prompt tokens.
+double decode_step_seconds(double params, double bytes_per_param, int batch, const Gpu& gpu) {
+  // TODO(exercise): the step cannot be faster than its arithmetic, nor than its memory traffic.
   (void)params;
   (void)bytes_per_param;
-  (void)tokens;
+  (void)batch;
   (void)gpu;
   return 0.0;
 }
@@ -34,16 +32,8 @@ double decode_speedup(const Gpu& from, const Gpu& to, int batch) {
   return 1.0;
 }
 
-double prefill_speedup(const Gpu& from, const Gpu& to, int tokens) {
-  // TODO(exercise): likewise for a prefill.
-  (void)from;
-  (void)to;
-  (void)tokens;
-  return 1.0;
-}
-
 double linear_intensity(int batch, int d, double bytes_per_number) {
-  // TODO(exercise): FLOPs divided by bytes moved.
+  // TODO(exercise): FLOPs over bytes moved; what does the batch share?
   (void)batch;
   (void)d;
   (void)bytes_per_number;
@@ -52,7 +42,7 @@ double linear_intensity(int batch, int d, double bytes_per_number) {
 
 double decode_attention_intensity(int batch, int context, int n_heads, int n_kv_heads,
                                   int head_dim, double bytes_per_number) {
-  // TODO(exercise): total FLOPs of the batch over total bytes of the batch. What is shared?
+  // TODO(exercise): FLOPs of the batch over bytes of the batch. What, if anything, is shared?
   (void)batch;
   (void)context;
   (void)n_heads;
@@ -62,17 +52,12 @@ double decode_attention_intensity(int batch, int context, int n_heads, int n_kv_
   return 0.0;
 }
 
-double tpot(double ttft, double e2e, int output_tokens) {
-  // TODO(exercise): the time after the first token, over the gaps between the tokens.
-  (void)ttft;
-  (void)e2e;
-  (void)output_tokens;
-  return 0.0;
-}
-
-double per_user_tokens_per_second(double tpot_seconds) {
-  // TODO(exercise)
-  (void)tpot_seconds;
+double kv_byte_share(double weight_bytes, int batch, double context, double kv_bytes_per_token) {
+  // TODO(exercise): which bytes does the batch share, and which does each sequence bring?
+  (void)weight_bytes;
+  (void)batch;
+  (void)context;
+  (void)kv_bytes_per_token;
   return 0.0;
 }
 

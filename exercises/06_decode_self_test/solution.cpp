@@ -1,4 +1,4 @@
-// Exercise 06, the checked answer: chapter 03's self-test through the roofline model.
+// Exercise 06, the checked answer: chapter 03's roofline, as functions.
 
 #include <algorithm>
 
@@ -6,23 +6,19 @@
 
 namespace inferlab::ex06 {
 
+double attainable_flops(double intensity, const Gpu& gpu) {
+  // Below the ridge the bytes set the pace (bandwidth x intensity), above it the FLOPs do.
+  return std::min(gpu.peak_flops, gpu.bandwidth * intensity);
+}
+
 double decode_step_seconds(double params, double bytes_per_param, int batch, const Gpu& gpu) {
   const double compute = 2.0 * params * batch / gpu.peak_flops;
   const double memory = params * bytes_per_param / gpu.bandwidth;  // shared by the whole batch
   return std::max(compute, memory);
 }
 
-double prefill_seconds(double params, double bytes_per_param, int tokens, const Gpu& gpu) {
-  // A prompt is processed like a batch of `tokens` sequences of one token each.
-  return decode_step_seconds(params, bytes_per_param, tokens, gpu);
-}
-
 double decode_speedup(const Gpu& from, const Gpu& to, int batch) {
   return decode_step_seconds(kParams, kBf16, batch, from) / decode_step_seconds(kParams, kBf16, batch, to);
-}
-
-double prefill_speedup(const Gpu& from, const Gpu& to, int tokens) {
-  return prefill_seconds(kParams, kBf16, tokens, from) / prefill_seconds(kParams, kBf16, tokens, to);
 }
 
 double linear_intensity(int batch, int d, double bytes_per_number) {
@@ -40,11 +36,10 @@ double decode_attention_intensity(int batch, int context, int n_heads, int n_kv_
   return flops / bytes;
 }
 
-double tpot(double ttft, double e2e, int output_tokens) {
-  // N tokens have N - 1 gaps between them; the first token's wait is TTFT, not a gap.
-  return (e2e - ttft) / (output_tokens - 1);
+double kv_byte_share(double weight_bytes, int batch, double context, double kv_bytes_per_token) {
+  // The weights are read once for the batch; every sequence reads its own cache.
+  const double kv = double(batch) * context * kv_bytes_per_token;
+  return kv / (weight_bytes + kv);
 }
-
-double per_user_tokens_per_second(double tpot_seconds) { return 1.0 / tpot_seconds; }
 
 }  // namespace inferlab::ex06

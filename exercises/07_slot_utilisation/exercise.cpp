@@ -13,13 +13,9 @@ namespace inferlab::ex07 {
 std::vector<SlotStep> simulate_slots(std::span<const int> output_lengths, int slots,
                                      Batching policy) {
   // TODO(exercise): throw inferlab::Error if slots < 1 or any length is < 1.
-  // TODO(exercise): keep a FCFS queue of the requests' remaining steps and a list of the
-  //                 requests holding slots. Loop until both are empty:
-  //                   1. admit from the queue into free slots: continuous always, static only
-  //                      when no request holds a slot;
-  //                   2. record the step: busy, still waiting, busy / slots;
-  //                   3. every request holding a slot produces one token; those with none left
-  //                      leave their slot.
+  // TODO(exercise): one SlotStep per step until every request has finished, following the
+  //                 model of exercise.hpp: who may take a free slot, and when, is the only
+  //                 difference between the two policies.
   (void)output_lengths;
   (void)slots;
   (void)policy;

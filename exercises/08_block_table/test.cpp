@@ -13,7 +13,12 @@ using namespace inferlab::ex08;
 
 namespace {
 
-void check_invariants(const Pool& pool, const std::vector<Table>& tables, int num_blocks) {
+void check_invariants(const Pool& pool, const std::vector<Table>& tables, int num_blocks,
+                      int block_size) {
+  // The pool's shape first: an unfinished make_pool must fail here, not divide by zero or
+  // index past the end below.
+  REQUIRE(pool.block_size == block_size);
+  REQUIRE(pool.ref.size() == std::size_t(num_blocks));
   std::map<int, int> holders;
   for (const Table& t : tables) {
     // A table holds exactly the blocks its length needs.
@@ -106,7 +111,7 @@ TEST_CASE("exercise 08: random operations keep every invariant", "[exercise]") {
         tables.erase(tables.begin() + std::ptrdiff_t(i));
         expected.erase(expected.begin() + std::ptrdiff_t(i));
       }
-      check_invariants(pool, tables, num_blocks);
+      check_invariants(pool, tables, num_blocks, block_size);
       for (std::size_t i = 0; i < tables.size(); ++i) REQUIRE(read(pool, tables[i]) == expected[i]);
     }
     CHECK(appended > 500);

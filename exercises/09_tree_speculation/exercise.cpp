@@ -9,12 +9,9 @@
 namespace inferlab::ex09 {
 
 TreeVerdict verify_tree(const DraftTree& tree, std::span<const float> p, Rng& rng) {
-  // TODO(exercise): V = p.size() / (tree.size() + 1). List each point's children in node order
-  //                 (the context is point -1).
-  // TODO(exercise): from the context, with r = p's row at the current point: try each child c
-  //                 (accept if rng.next_f32() * q_c(x) < r(x)); on rejection r = norm(max(0,
-  //                 r - q_c)). Accepted: push c on the path and continue from c. None accepted:
-  //                 next_token = sample_from(r, rng.next_f32()).
+  // TODO(exercise): the rule of exercise.hpp (recursive rejection over siblings): the accepted
+  //                 path from the context down and the next token, consuming rng exactly as it
+  //                 says (one draw per child tried, one for the final token).
   (void)tree;
   (void)p;
   (void)rng;

@@ -11,12 +11,8 @@
 namespace inferlab::ex10 {
 
 Dfa compile_dfa(std::string_view pattern) {
-  // TODO(exercise): parse the pattern by recursive descent (alternation > concatenation >
-  //                 postfix > atom) into a Thompson NFA: states with byte-set edges and
-  //                 epsilon edges, one start and one accepting state per fragment.
-  // TODO(exercise): subset construction: the DFA state 0 is the epsilon-closure of the NFA
-  //                 start; for each DFA state and byte, the closure of the states reached.
-  //                 An empty set becomes -1. Throw inferlab::Error on a syntax error.
+  // TODO(exercise): a DFA accepting exactly what the pattern matches (state 0 the start, -1
+  //                 where nothing can match any more); inferlab::Error on a syntax error.
   (void)pattern;
   Dfa dfa;
   dfa.next.push_back({});
@@ -26,11 +22,9 @@ Dfa compile_dfa(std::string_view pattern) {
 }
 
 std::vector<bool> allowed_tokens(const Dfa& dfa, int state, const std::vector<std::string>& tokens) {
-  // TODO(exercise): mark the DFA states that can reach an accepting state (live).
-  // TODO(exercise): build a trie of the tokens' bytes (children by byte, token ids per node).
-  // TODO(exercise): walk it from (root, state): for a child reached by byte b, the next state is
-  //                 dfa.next[state][b]; skip the subtree when it is -1 or not live, else allow
-  //                 the tokens ending at the child and walk on.
+  // TODO(exercise): allow exactly the non-empty tokens whose bytes, read from `state`, keep the
+  //                 DFA in live states; find them by a walk of the tokens' trie that never
+  //                 enters a subtree whose prefix is already rejected.
   (void)dfa;
   (void)state;
   return std::vector<bool>(tokens.size(), false);

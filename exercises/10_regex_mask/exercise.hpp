@@ -21,9 +21,9 @@ struct Dfa {
   std::vector<bool> accepting;             ///< (states) the input may end here
 };
 
-/// @brief Compiles @p pattern (the subset above) into a DFA: Thompson NFA, then the subset
-/// construction. Every state must be reachable from state 0; sets of NFA states that match
-/// nothing more may become -1.
+/// @brief Compiles @p pattern (the subset above) into a DFA that accepts exactly the strings
+/// the pattern matches. Every state must be reachable from state 0; a state from which nothing
+/// more can match may be represented by -1.
 /// @throws inferlab::Error on a syntax error (unbalanced parenthesis, a dangling operator,
 /// an unterminated class).
 Dfa compile_dfa(std::string_view pattern);

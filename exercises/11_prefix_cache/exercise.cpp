@@ -19,29 +19,25 @@ PrefixCache make_prefix_cache(std::size_t max_entries) {
 }
 
 std::size_t match(PrefixCache& cache, std::span<const int> tokens) {
-  // TODO(exercise): advance the clock; from the root, follow the child whose edge starts with
-  //                 the next token, count how many of its edge's tokens agree, and go on only
-  //                 if the whole edge agreed. Every node entered is used: refresh its last_used
-  //                 (and its place in cache.leaves if it is a leaf).
+  // TODO(exercise): the length of the longest cached prefix of tokens; the call is one use
+  //                 (the clock advances) and stamps every node it went through, including one
+  //                 whose edge it stopped inside. It creates nothing.
   (void)cache;
   (void)tokens;
   return 0;
 }
 
 void insert(PrefixCache& cache, std::span<const int> tokens) {
-  // TODO(exercise): walk down as match() does, refreshing the path. Where the tokens leave an
-  //                 edge in the middle (or end there), split it: a new node takes the agreeing
-  //                 part and becomes the old node's parent. Where no child starts with the next
-  //                 token, the rest of the tokens become one new leaf. Keep cache.entries and
-  //                 cache.leaves in step, then call evict().
+  // TODO(exercise): afterwards the tree spells tokens and a node ends where they end; at most
+  //                 two nodes are created (a split, a leaf), the path is stamped as one use,
+  //                 cache.entries and cache.leaves are in step, and the bound holds (evict).
   (void)cache;
   (void)tokens;
 }
 
 void evict(PrefixCache& cache) {
-  // TODO(exercise): while there are too many entries, remove the oldest leaf: unlink it from
-  //                 its parent, free its slot, and if the parent is now a childless entry, it
-  //                 joins cache.leaves.
+  // TODO(exercise): least recently used leaves go, one at a time, until the bound holds; a
+  //                 parent left without children is a leaf from then on.
   (void)cache;
 }
 

@@ -62,7 +62,12 @@ struct SideChannel {
 /// then an unseen one of equal length (each with its own short question). @p rounds such
 /// triples (new prefixes each round) arrive @p spacing_s apart, far enough to run alone, on
 /// the engine @p serve runs with a prefix cache; the TTFTs are medians over the rounds.
+/// @param serve runs the requests on an engine with a prefix cache
+/// @param prefix_tokens length of the probed prefix (>= 1)
+/// @param spacing_s seconds between arrivals
 /// @param salted give each request its tenant (the cache salts entries by it), or none
+/// @param rounds triples of requests (>= 1)
+/// @throws inferlab::Error if prefix_tokens or rounds < 1.
 SideChannel measure_side_channel(const std::function<EngineRun(const std::vector<Request>&)>& serve,
                                  int prefix_tokens, double spacing_s, bool salted, int rounds = 5);
 

@@ -61,6 +61,10 @@ class Rng {
 /// @throws inferlab::Error if an id in @p history is outside [0, V).
 void apply_penalties(std::span<float> logits, std::span<const int> history,
                      const SamplingParams& params);
+/// @brief apply_penalties() with a caller-owned scratch buffer (no allocation once its capacity
+/// holds the history): what Sampler uses on its hot path.
+void apply_penalties(std::span<float> logits, std::span<const int> history,
+                     const SamplingParams& params, std::vector<int>& scratch);
 /// @brief Index of the largest logit (the lowest index wins a tie).
 int argmax(std::span<const float> logits);
 /// @brief In-place softmax of logits / temperature (temperature > 0). Logits of -inf (masked
@@ -68,6 +72,9 @@ int argmax(std::span<const float> logits);
 void softmax_with_temperature(std::span<float> logits, float temperature);
 /// @brief Zeroes all but the k largest probabilities (k = 0: no-op; ties keep lower ids).
 void top_k_filter(std::span<float> probs, int k);
+/// @brief top_k_filter() with a caller-owned scratch buffer (no allocation once its capacity
+/// reaches probs.size()).
+void top_k_filter(std::span<float> probs, int k, std::vector<int>& scratch);
 /// @brief Zeroes probabilities below min_p * max(probs) (min_p = 0: no-op). A probability equal
 /// to the threshold is kept, up to float round-off (relative slack kBoundarySlack).
 void min_p_filter(std::span<float> probs, float min_p);
@@ -77,6 +84,9 @@ void min_p_filter(std::span<float> probs, float min_p);
 /// total, which is the same as renormalising first (so top-p after top-k / min-p acts on the
 /// renormalised distribution). Reaching the threshold allows a relative slack kBoundarySlack.
 void top_p_filter(std::span<float> probs, float top_p);
+/// @brief top_p_filter() with a caller-owned scratch buffer (no allocation once its capacity
+/// reaches probs.size()).
+void top_p_filter(std::span<float> probs, float top_p, std::vector<int>& scratch);
 /// @brief Draws an index from (unnormalised, non-negative) @p probs with uniform @p u in [0,1):
 /// the first index whose cumulative mass exceeds u * total. A zero-probability index is never
 /// returned. @throws inferlab::Error if every probability is zero.
@@ -89,7 +99,8 @@ int sample_from(std::span<const float> probs, float u);
 inline constexpr float kBoundarySlack = 1e-6f;
 /// @}
 
-/// @brief Stateful sampler: owns the RNG, reuses its buffers.
+/// @brief Stateful sampler: owns the RNG, reuses its buffers (after the first draw, sample()
+/// allocates nothing).
 class Sampler {
  public:
   /// @throws inferlab::Error if @p params are invalid or @p vocab_size <= 0.
@@ -114,6 +125,7 @@ class Sampler {
   int vocab_size_;
   Rng rng_;
   std::vector<float> work_;
+  std::vector<int> order_;  // scratch of the filters and penalties (vocab_size capacity)
 };
 
 }  // namespace inferlab

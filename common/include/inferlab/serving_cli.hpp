@@ -22,12 +22,19 @@ struct ServingFlags {
   int requests = 0;                   ///< --requests: 0 means the clock's default
   std::string prompt_lens = "lognormal:96:0.6";   ///< --prompt-lens
   std::string output_lens = "lognormal:128:0.8";  ///< --output-lens
+  /// --prompt-lens and --output-lens of --workload multi-turn when they are not given: short
+  /// turns, so that conversations of 4 turns after a 128-token system prompt fit stories260K's
+  /// context of 512 tokens (about 1.5% end early).
+  std::string multi_turn_prompt_lens = "lognormal:24:0.5";
+  std::string multi_turn_output_lens = "lognormal:40:0.5";  ///< see multi_turn_prompt_lens
+  bool prompt_lens_given = false;  ///< --prompt-lens was on the command line (set by parsing)
+  bool output_lens_given = false;  ///< --output-lens was on the command line (set by parsing)
   int max_prompt = 256;               ///< --max-prompt
   int max_output = 400;               ///< --max-output
   int max_tokens = 0;                 ///< --max-tokens: 0 = each request's output length
   std::uint64_t workload_seed = 1;    ///< --workload-seed
   std::string workload_file;          ///< --workload-file (alias --trace-file): JSONL requests
-  std::string workload = "random";    ///< --workload: random, shared-prefix, few-shot, multi-turn, rag
+  std::string workload = "random";    ///< --workload: random, shared-prefix, few-shot, ..., rag
   int prefixes = 5;                   ///< --prefixes: shared-prefix prefixes, few-shot tasks
   int prefix_len = 128;               ///< --prefix-len: prefix / instruction+examples / system
   double shared_fraction = 0.6;       ///< --shared-fraction (shared-prefix)

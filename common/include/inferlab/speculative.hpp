@@ -26,9 +26,12 @@
 #include <string>
 #include <vector>
 
+#include "inferlab/block_allocator.hpp"
+#include "inferlab/device.hpp"
 #include "inferlab/forward.hpp"
 #include "inferlab/kv_cache.hpp"
 #include "inferlab/model.hpp"
+#include "inferlab/runner.hpp"
 #include "inferlab/sampler.hpp"
 
 namespace inferlab {
@@ -39,8 +42,9 @@ namespace inferlab {
 
 /// @brief What speculative decoding needs from a sequence's KV storage to undo a round: drop
 /// the rejected tail, and close the gaps a verified tree path leaves. The contiguous KVCache
-/// implements it below; a paged cache implements it by editing its block table (truncate frees
-/// whole blocks past the new end; keep_rows copies the kept rows into place).
+/// implements it with ContiguousKVRollback; a paged sequence with PagedKVRollback, by editing
+/// its block table (truncate frees whole blocks past the new end; keep_rows copies the kept
+/// rows into place, copying a shared block first).
 class KVRollback {
  public:
   virtual ~KVRollback() = default;
@@ -72,24 +76,81 @@ class ContiguousKVRollback final : public KVRollback {
   KVCache* cache_;
 };
 
+/// @brief KVRollback over a paged KVSequence whose blocks come from a BlockAllocator (chapter
+/// 05's memory): rolling back gives whole blocks back, so rejected guesses never hold memory.
+///
+/// A block another table also holds (reference count > 1: a fork, a shared prefix) is never
+/// written: reserve() and keep_rows() give the sequence its own copy first (copy-on-write, as
+/// PagedKVManager::append does). truncate() only releases references, so it never copies.
+class PagedKVRollback final : public KVRollback {
+ public:
+  /// @brief Wraps @p sequence and the @p allocator its blocks come from (both must outlive this
+  /// object; the sequence's pool must have allocator.num_blocks() blocks).
+  /// @throws inferlab::Error if the pool and the allocator disagree on the block count.
+  PagedKVRollback(KVSequence& sequence, BlockAllocator& allocator);
+  int length() const override { return seq_->length(); }  ///< see KVRollback
+  /// @brief see KVRollback; also releases every block that holds no position < @p length, so
+  /// the table keeps ceil(length / block_size) blocks.
+  void truncate(int length) override;
+  /// @brief see KVRollback; a destination row in a shared block is written into a private copy
+  /// of that block. The blocks past the new end are released as by truncate().
+  void keep_rows(int base, std::span<const int> rows) override;
+  /// @brief Prepares positions [length(), @p length) for a forward call to write: appends
+  /// blocks from the allocator until the table covers them, and replaces every shared block
+  /// among those positions by a private copy. The valid length does not change.
+  /// @throws inferlab::Error (nothing changed) when the allocator has too few free blocks.
+  void reserve(int length);
+  /// @brief Blocks the next reserve(@p length) takes from the allocator (new and copied).
+  int blocks_needed(int length) const;
+
+ private:
+  void make_private(int index);  // copy-on-write of logical block index if it is shared
+  void release_from(int index);  // gives blocks index.. back and drops them from the table
+  KVSequence* seq_;
+  BlockAllocator* alloc_;
+};
+
 // ---------------------------------------------------------------------------------------------
 // The model adaptor: the one place that runs a forward pass
 // ---------------------------------------------------------------------------------------------
 
+/// @brief Where a SpecModel runs and how it stores its one sequence's keys and values.
+struct SpecModelOptions {
+  int capacity = 0;             ///< positions the cache holds (0 = the model's seq_len)
+  Device device = Device::cpu;  ///< where the forward pass runs (make_runner())
+  /// 0: one contiguous KVCache. N > 0: a paged sequence in a pool of ceil(capacity / N) blocks
+  /// of N positions; blocks are taken as the sequence grows and given back on rollback
+  /// (PagedKVRollback).
+  int block_size = 0;
+};
+
 /// @brief A model as speculative decoding uses it (target or draft): one sequence's cache and
 /// the tokens it holds, a forward call that appends tokens, and rollback. Every forward of
-/// chapter 07 goes through forward() here, and it counts the calls and their time (the cost
-/// ratio of the speed-up formula).
+/// chapter 07 goes through forward() here, which runs it as one step of the device's
+/// ModelRunner (a chain of K tokens is a plain multi-token step), and it counts the calls and
+/// their time (the cost ratio of the speed-up formula).
 class SpecModel {
  public:
-  /// @brief A model with its own cache of @p capacity positions (0 = its seq_len).
+  /// @brief A model on the CPU with its own contiguous cache of @p capacity positions (0 = its
+  /// seq_len).
   /// @param model the weights (must outlive this object)
   /// @param capacity positions the cache holds
   SpecModel(const Model& model, int capacity = 0);
+  /// @brief A model on @p options.device with the storage @p options names.
+  /// @param model the weights (must outlive this object)
+  /// @param options capacity, device, contiguous or paged storage
+  /// @throws inferlab::Error for a capacity outside [1, seq_len], a negative block size, or a
+  /// device that cannot run here.
+  SpecModel(const Model& model, const SpecModelOptions& options);
   /// @brief Early exit: the first @p layers layers of @p target with its final norm and
   /// classifier, as a draft with its own (shallower) cache.
   /// @throws inferlab::Error if @p layers is outside [1, target's layers].
   static std::unique_ptr<SpecModel> early_exit(const Model& target, int layers, int capacity = 0);
+  /// @brief Early exit (see above) on the device and storage @p options names. On CUDA the
+  /// runner uploads the first @p layers layers, the final norm and the classifier: the view is
+  /// a model of its own to the device.
+  static std::unique_ptr<SpecModel> early_exit(const Model& target, int layers,
+                                               const SpecModelOptions& options);
 
   SpecModel(const SpecModel&) = delete;             ///< one cache, one owner: not copyable
   SpecModel& operator=(const SpecModel&) = delete;  ///< not copyable
@@ -99,15 +160,24 @@ class SpecModel {
   /// @brief Where the model came from.
   const std::string& name() const { return model_->name(); }
   /// @brief Positions the cache holds (valid rows).
-  int length() const { return rollback_.length(); }
+  int length() const { return rollback_->length(); }
   /// @brief Positions the cache can hold.
-  int capacity() const { return cache_.capacity(); }
+  int capacity() const { return capacity_; }
+  /// @brief Where the forward pass runs.
+  Device device() const { return runner_->device(); }
+  /// @brief Positions per KV block: 0 for the contiguous cache.
+  int block_size() const { return block_size_; }
+  /// @brief The paged storage's block allocator (nullptr for the contiguous cache): its counts
+  /// show the blocks the sequence holds.
+  const BlockAllocator* allocator() const { return allocator_.get(); }
 
   /// @brief Forwards @p tokens after the cached positions.
   /// @param tokens (T) token ids
   /// @param mode LogitsMode::all for one row per token, LogitsMode::last for the last only
   /// @param logits (T or 1, V) on return
-  /// @param tree optional tree attention over the new rows (TreeMask)
+  /// @param tree optional tree attention over the new rows (TreeMask); CPU only
+  /// @throws inferlab::Error if the tokens do not fit in capacity(), or for a tree on CUDA
+  /// (the CUDA runner attends causally only).
   void forward(std::span<const int> tokens, LogitsMode mode, std::vector<float>& logits,
                const TreeMask* tree = nullptr);
 
@@ -130,12 +200,16 @@ class SpecModel {
   void reset_counters();
 
  private:
-  SpecModel(std::unique_ptr<Model> view, const Model& model, int capacity);
+  SpecModel(std::unique_ptr<Model> view, const Model& model, const SpecModelOptions& options);
   std::unique_ptr<Model> view_;  // early exit: the truncated view this object owns
   const Model* model_;
-  ForwardPass pass_;
-  KVCache cache_;
-  ContiguousKVRollback rollback_;
+  std::unique_ptr<ModelRunner> runner_;
+  int capacity_ = 0, block_size_ = 0;
+  std::unique_ptr<KVPool> pool_;               // paged: the pool the blocks live in
+  std::unique_ptr<BlockAllocator> allocator_;  // paged: who holds which block
+  std::unique_ptr<KVSequence> cache_;          // a KVCache, or a paged sequence over pool_
+  std::unique_ptr<KVRollback> rollback_;       // over cache_
+  PagedKVRollback* paged_ = nullptr;           // rollback_ when paged (it also reserves blocks)
   std::vector<int> tokens_;  // (length) token of each cached row
   int tree_from_ = -1;       // first tree row (not part of a plain sequence), -1 if none
   long calls_ = 0, tokens_forwarded_ = 0;
@@ -241,7 +315,8 @@ class TreeProposer final : public Proposer {
   /// @param sampling the sampling parameters (the target's)
   /// @param branch children per node (>= 1)
   /// @param depth levels (>= 1)
-  /// @throws inferlab::Error if branch or depth < 1, or the tree has over 4096 nodes.
+  /// @throws inferlab::Error if branch or depth < 1, the tree has over 4096 nodes, or the
+  /// draft runs on CUDA (tree attention is CPU only).
   TreeProposer(SpecModel& draft, const SamplingParams& sampling, int branch, int depth);
   std::string name() const override { return "tree"; }  ///< see Proposer
   void propose(std::span<const int> context, int max_nodes, DraftTree& out) override;  ///< see Proposer
