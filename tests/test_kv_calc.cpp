@@ -121,7 +121,7 @@ TEST_CASE("format_bytes says which units it prints", "[unit][kv_calc]") {
   CHECK(inferlab::format_bytes(512.0) == "512 B");
 }
 
-TEST_CASE("memory_fit: Llama-3-70B does not fit on one 80 GB GPU; Llama-3-8B does",
+TEST_CASE("memory_fit: Llama-3-70B does not fit on one 80 GB GPU, Llama-3-8B does",
           "[unit][kv_calc]") {
   const ModelConfig big = named_config("llama3-70b");
   // bf16 weights: 2 bytes x n_params; KV: 64 sequences x 4096 tokens x 327,680 bytes.
