@@ -58,3 +58,24 @@ endfunction()
 # Skip protocol shared by every test that needs something the machine may lack (a model file,
 # a GPU): the test prints "SKIPPED: why" and exits with this code, which CTest counts as skipped.
 set(INFERLAB_SKIP_CODE 77)
+
+# inferlab_add_showcase(NAME ch04_showcase_sim TARGET ch04_continuous_batching
+#                       ARGS --clock sim --json
+#                       EXPECT "/summary/continuous/steps < /summary/static/steps")
+# Registers a CTest (label `showcase`) that runs a chapter's "Run it" command in a quick form
+# through inferlab_showcase_check (tests/showcase_check.cpp), which parses the chapter's --json
+# output and checks every EXPECT: the direction of the effect the chapter claims. Compare counts
+# or simulated-clock times, never real-clock times. A missing model file skips the test.
+function(inferlab_add_showcase)
+  cmake_parse_arguments(ARG "" "NAME;TARGET" "ARGS;EXPECT" ${ARGN})
+  if(NOT INFERLAB_BUILD_TESTS)
+    return()
+  endif()
+  set(expect_args)
+  foreach(e IN LISTS ARG_EXPECT)
+    list(APPEND expect_args --expect "${e}")
+  endforeach()
+  add_test(NAME ${ARG_NAME}
+           COMMAND inferlab_showcase_check ${expect_args} -- $<TARGET_FILE:${ARG_TARGET}> ${ARG_ARGS})
+  set_tests_properties(${ARG_NAME} PROPERTIES LABELS showcase SKIP_RETURN_CODE ${INFERLAB_SKIP_CODE})
+endfunction()

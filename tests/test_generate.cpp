@@ -35,6 +35,48 @@ TEST_CASE("greedy generation reproduces every golden case exactly (ids and text)
     CHECK(r.metrics.output_tokens == generated);
     CHECK(r.steps.front().prefill);
     CHECK(r.steps.front().tokens_forwarded == int(r.prompt_tokens.size()));
+    // The stop reason follows from the tokens: BOS last is eos, else the steps ran out.
+    CHECK(r.stop_reason == (r.tokens.back() == kBosToken ? GenerationStop::eos
+                            : o.steps == model.config().seq_len ? GenerationStop::context
+                                                                : GenerationStop::max_steps));
+  }
+}
+
+TEST_CASE("every generation says why it stopped: eos, max_steps or context", "[unit][generate]") {
+  SECTION("the model's end-of-text token (llama2.c's greedy story ends after position 345)") {
+    const Model model = Model::load(test::model_file("stories260K.bin"));
+    const Tokenizer tok = Tokenizer::load(test::model_file("tok512.bin"), 512);
+    GenerateOptions o;
+    o.prompt = "Once upon a time";
+    o.steps = 512;
+    o.sampling.temperature = 0.0f;
+    o.loop = LoopKind::cached;  // the naive loop gives the same tokens (the golden tests), slowly
+    const GenerationResult r = generate(model, tok, o);
+    CHECK(r.stop_reason == GenerationStop::eos);
+    CHECK(std::string(generation_stop_name(r.stop_reason)) == "eos");
+    CHECK(r.tokens.back() == kBosToken);
+    CHECK(r.tokens.size() == 347);  // positions 0..345 forwarded, then the BOS sampled
+    CHECK(r.steps.back().position == 345);
+  }
+  const Model model = make_synthetic_model("stories260K");
+  const Tokenizer tok = Tokenizer::synthetic(model.config().vocab_size);
+  GenerateOptions o;
+  o.prompt = "ab";
+  o.sampling.temperature = 0.0f;
+  o.loop = LoopKind::cached;
+  SECTION("--steps below the context") {
+    o.steps = 40;
+    const GenerationResult r = generate(model, tok, o);
+    CHECK(r.stop_reason == GenerationStop::max_steps);
+    CHECK(std::string(generation_stop_name(r.stop_reason)) == "max_steps");
+    CHECK(r.tokens.size() == 41);
+  }
+  SECTION("the whole context (steps 0), which greedy on these random weights fills") {
+    o.steps = 0;
+    const GenerationResult r = generate(model, tok, o);
+    CHECK(r.stop_reason == GenerationStop::context);
+    CHECK(std::string(generation_stop_name(r.stop_reason)) == "context");
+    CHECK(r.tokens.size() == std::size_t(model.config().seq_len) + 1);
   }
 }
 

@@ -15,6 +15,10 @@
 using inferlab::DType;
 using inferlab::Error;
 using inferlab::named_config;
+using inferlab::MemoryFit;
+using inferlab::memory_fit;
+using inferlab::memory_fit_message;
+using inferlab::ModelConfig;
 
 namespace {
 constexpr double kKiB = 1024.0, kMiB = kKiB * 1024.0, kGiB = kMiB * 1024.0;
@@ -115,4 +119,27 @@ TEST_CASE("format_bytes says which units it prints", "[unit][kv_calc]") {
   CHECK(inferlab::format_bytes(1342177280.0) == "1.25 GiB (1.34 GB)");
   CHECK(inferlab::format_bytes(40 * kGiB) == "40 GiB (42.9 GB)");
   CHECK(inferlab::format_bytes(512.0) == "512 B");
+}
+
+TEST_CASE("memory_fit: Llama-3-70B does not fit on one 80 GB GPU, Llama-3-8B does",
+          "[unit][kv_calc]") {
+  const ModelConfig big = named_config("llama3-70b");
+  // bf16 weights: 2 bytes x n_params; KV: 64 sequences x 4096 tokens x 327,680 bytes.
+  const MemoryFit f = memory_fit(big, DType::bf16, DType::bf16, 64, 4096, 80e9);
+  CHECK(f.weight_bytes == 2.0 * double(big.n_params()));
+  CHECK(f.kv_bytes == 64.0 * 4096 * 327680);
+  CHECK(f.needed_bytes == f.weight_bytes + f.kv_bytes);
+  CHECK_FALSE(f.fits);
+  CHECK_THAT(memory_fit_message(f), Catch::StartsWith("does not fit: needs 227.0 GB") &&
+                                        Catch::EndsWith("the device has 80.0 GB"));
+  // The boundary is inclusive: exactly the device's bytes fit.
+  const MemoryFit exact = memory_fit(big, DType::bf16, DType::bf16, 1, 0, f.weight_bytes);
+  CHECK(exact.fits);
+  CHECK_FALSE(memory_fit(big, DType::bf16, DType::bf16, 1, 1, f.weight_bytes).fits);
+  const MemoryFit small = memory_fit(named_config("llama3-8b"), DType::bf16, DType::bf16, 1, 4096, 80e9);
+  CHECK(small.fits);
+  CHECK_THAT(memory_fit_message(small), Catch::StartsWith("fits: needs 16."));
+  CHECK_THROWS_WITH(memory_fit(big, DType::bf16, DType::bf16, 0, 1, 80e9), Catch::Contains("batch 0"));
+  CHECK_THROWS_WITH(memory_fit(big, DType::bf16, DType::bf16, 1, -1, 80e9), Catch::Contains("context -1"));
+  CHECK_THROWS_WITH(memory_fit(big, DType::bf16, DType::bf16, 1, 1, 0.0), Catch::Contains("positive"));
 }

@@ -1,11 +1,18 @@
 /// @file tokenize.cpp
 /// @brief `inferlab_tokenize`: look at what the tokenizer does to your text, one line at a time.
 ///
-///     echo "Hello world" | inferlab_tokenize --tokenizer models/tokenizer.bin
+///     echo "Hello world" | inferlab_tokenize --tokenizer tokenizer.bin
 ///     1 15043 3186
-///     echo "1 15043 3186" | inferlab_tokenize --tokenizer models/tokenizer.bin --decode
+///     echo "Hello world" | inferlab_tokenize --tokenizer tokenizer.bin --pieces
+///          1  <s> (BOS)
+///      15043  " Hello"
+///       3186  " world"
+///     echo "1 15043 3186" | inferlab_tokenize --tokenizer tokenizer.bin --decode
 ///     Hello world
 ///
+/// The tokenizer is found as the chapters find theirs: a path is taken as given, a bare name is
+/// looked for in $INFERLAB_MODELS, then in the repository's models/; the default is tok512.bin,
+/// the tokenizer of the default model (stories260K).
 /// Encoding prints, for each input line (without its newline), the ids with BOS first. Input is
 /// taken literally: a backslash followed by `n` is two characters, not a newline. Decoding reads
 /// lines of space-separated ids and prints the text they decode to, as Tokenizer::decode gives
@@ -22,6 +29,7 @@
 
 #include "inferlab/error.hpp"
 #include "inferlab/input_checks.hpp"
+#include "inferlab/model_files.hpp"
 #include "inferlab/safe_files.hpp"
 #include "inferlab/tokenizer.hpp"
 
@@ -60,16 +68,42 @@ std::vector<int> parse_ids(std::string_view line, long line_number, const Tokeni
   return ids;
 }
 
+// A piece as a learner should see it: quoted, with the space SentencePiece marks made visible
+// as itself and control bytes escaped, so that " upon" and "upon" cannot be confused.
+std::string show_piece(const Tokenizer& tok, int id) {
+  if (id == inferlab::kBosToken) return "<s> (BOS)";
+  if (id == inferlab::kEosToken) return "</s> (EOS)";
+  std::string out = "\"";
+  for (const char ch : tok.piece(id)) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += ch;
+    } else if (c < 0x20 || c == 0x7f) {
+      out += fmt::format("\\x{:02x}", c);
+    } else {
+      out += ch;
+    }
+  }
+  return out + "\"";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"Encode text to token ids (one line of ids per input line), or decode ids to text"};
-  std::string tokenizer_path;
-  bool decode = false;
-  app.add_option("--tokenizer", tokenizer_path, "tokenizer.bin (llama2.c format)")->required();
+  std::string tokenizer_name = "tok512.bin";
+  bool decode = false, pieces = false;
+  app.add_option("--tokenizer", tokenizer_name,
+                 "tokenizer file (llama2.c format): a path, or a name looked for in "
+                 "$INFERLAB_MODELS, then the repository's models/ (as the chapters look for models)")
+      ->capture_default_str();
   app.add_flag("--decode", decode, "read lines of token ids and print the text they decode to");
+  app.add_flag("--pieces", pieces,
+               "print each token on its own line: its id, then its piece as the vocabulary holds it");
   return inferlab::run_main(app, argc, argv, [&] {
-    const Tokenizer tok = Tokenizer::load(tokenizer_path);
+    if (decode && pieces) throw Error("--pieces applies only to encoding, not with --decode");
+    const Tokenizer tok = Tokenizer::load(inferlab::find_tokenizer(tokenizer_name, "", 0));
     std::string line;
     long line_number = 0;
     while (true) {
@@ -81,6 +115,9 @@ int main(int argc, char** argv) {
       }
       if (decode) {
         std::cout << tok.decode(parse_ids(line, line_number, tok)) << '\n';
+      } else if (pieces) {
+        for (const int id : tok.encode(line)) std::cout << fmt::format("{:6}  {}\n", id, show_piece(tok, id));
+        std::cout << '\n';  // a blank line between input lines
       } else {
         const std::vector<int> ids = tok.encode(line);
         for (std::size_t i = 0; i < ids.size(); ++i) std::cout << (i ? " " : "") << ids[i];

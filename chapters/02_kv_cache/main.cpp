@@ -90,6 +90,7 @@ nlohmann::json kv_calc_table(const std::string& name, std::int64_t context, bool
                 name.c_str(), c.n_layers, c.n_kv_heads, c.head_size(), static_cast<long long>(context));
     std::printf("  %5s  %14s  %26s  %s\n", "type", "bytes/token", "per sequence", "sequences that fit");
   }
+  std::string one_gpu_note;  // set when bf16 weights + one bf16 sequence exceed one 80 GB GPU
   for (DType d : all_dtypes()) {
     const double per_token = kv_bytes_per_token(c, d);
     // The fewest 80 GB GPUs whose memory holds the bf16 weights and at least one sequence.
@@ -101,15 +102,26 @@ nlohmann::json kv_calc_table(const std::string& name, std::int64_t context, bool
       ++budget.devices;
       conc = max_concurrent_sequences(c, budget);
     }
+    // One sequence next to the bf16 weights on a single 80 GB GPU: the question a learner asks
+    // first, answered with what it needs when the answer is no.
+    const MemoryFit one = memory_fit(c, DType::bf16, d, 1, context, 80e9);
     rows.push_back({{"dtype", dtype_name(d)}, {"bytes_per_token", per_token},
                     {"bytes_per_sequence", kv_bytes(c, d, context)},
+                    {"one_gpu_80GB", {{"fits", one.fits}, {"needed_bytes", one.needed_bytes},
+                                      {"message", memory_fit_message(one)}}},
                     {"gpus_80GB", budget.devices}, {"max_sequences", conc.max_sequences}});
     if (print)
       std::printf("  %5s  %14.0f  %26s  %lld on %dx 80 GB\n", dtype_name(d), per_token,
                   format_bytes(kv_bytes(c, d, context)).c_str(),
                   static_cast<long long>(conc.max_sequences), budget.devices);
+    if (d == DType::bf16 && !one.fits) one_gpu_note = memory_fit_message(one);
   }
-  if (print) std::printf("  (GiB = 2^30 bytes, GB = 10^9 bytes; weights in bf16, no memory reserved)\n");
+  if (print) {
+    std::printf("  (GiB = 2^30 bytes, GB = 10^9 bytes; weights in bf16, no memory reserved)\n");
+    if (!one_gpu_note.empty())
+      std::printf("  %s on one 80 GB GPU, with one bf16 sequence: %s\n", name.c_str(),
+                  one_gpu_note.c_str());
+  }
   return {{"config", name}, {"context_tokens", context}, {"rows", rows}};
 }
 
@@ -181,8 +193,10 @@ int run(const Options& o) {
     nlohmann::json rows = nlohmann::json::array();
     for (const StepLatency& s : lesson)
       rows.push_back({{"position", s.position}, {"naive_s", s.naive_s}, {"cached_s", s.cached_s},
+                      {"naive_spread", s.naive_spread}, {"cached_spread", s.cached_spread},
                       {"identical_logits", s.identical}});
     out["naive_vs_cached"] = rows;
+    out["reps"] = o.reps;
     if (!quality.empty()) {
       nlohmann::json q = nlohmann::json::array();
       for (const KVQuality& k : quality)
@@ -206,15 +220,18 @@ int run(const Options& o) {
               kv_type_name(kv_type), prediction["predicted_bytes_per_token"].get<double>(),
               prediction["equal"].get<bool>() ? "equal" : "DIFFERENT");
 
-  std::printf("\nnaive step vs cached step (best of %d; same tokens, same position):\n", o.reps);
+  std::printf("\nnaive step vs cached step (median of %d; same tokens, same position):\n", o.reps);
   std::printf("  %8s  %12s  %12s  %9s  %s\n", "position", "naive ms", "cached ms", "speed-up",
               "same logits");
   bool all_identical = true;
+  double spread = 0.0;
   for (const StepLatency& s : lesson) {
     std::printf("  %8d  %12.3f  %12.3f  %8.1fx  %s\n", s.position, s.naive_s * 1e3,
                 s.cached_s * 1e3, s.naive_s / s.cached_s, s.identical ? "yes (bit for bit)" : "NO");
     all_identical = all_identical && s.identical;
+    spread = std::max({spread, s.naive_spread, s.cached_spread});
   }
+  print_timing_noise(o.reps, spread);
   std::printf("  the naive step grows with the position (it re-forwards every token); the cached "
               "step forwards one\n  token and only its attention grows. %s\n",
               all_identical ? "Both loops compute the same logits."

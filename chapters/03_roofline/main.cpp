@@ -201,6 +201,11 @@ int run(const Options& o) {
   const double prefill_peak = prefill_seconds(c, hw, o.prompt_tokens, cost);
   const double prefill_util = prefill_seconds(c, hw, o.prompt_tokens, at_util);
   const double prefill_text = prefill_seconds(c, hw, o.prompt_tokens, textbook);
+  // The bound is a time for memory the device must hold: say when it cannot.
+  const std::optional<MemoryFit> fit =
+      hw.memory_bytes > 0.0 ? std::optional<MemoryFit>(memory_fit(c, cost.weight_dtype, cost.kv_dtype,
+                                                                   o.batch, o.context, hw.memory_bytes))
+                            : std::nullopt;
 
   // --- the plot ---
   if (!o.plot.empty()) {
@@ -258,6 +263,11 @@ int run(const Options& o) {
          {{"context", attention_context}, {"intensity", attention.intensity()},
           {"intensity_limit", decode_attention_intensity_limit(c, cost.kv_dtype)},
           {"gqa_group", c.kv_group()}}},
+        {"memory_fit",
+         fit ? json{{"fits", fit->fits}, {"needed_bytes", fit->needed_bytes},
+                    {"weight_bytes", fit->weight_bytes}, {"kv_bytes", fit->kv_bytes},
+                    {"device_bytes", fit->device_bytes}, {"message", memory_fit_message(*fit)}}
+             : json(nullptr)},
         {"decode_bound",
          {{"batch", o.batch}, {"context", o.context}, {"seconds_per_step", decode.seconds},
           {"tokens_per_second", decode.tokens_per_second},
@@ -371,8 +381,14 @@ int run(const Options& o) {
   std::printf("  bytes per step: weights %s, KV %s; FLOPs %.3g (arithmetic would take %.3f ms)\n",
               format_bytes(decode.step.weight_bytes).c_str(), format_bytes(decode.step.kv_bytes).c_str(),
               decode.step.flops, decode.step.compute_seconds * 1e3);
-  std::printf("  the worked example's accounting (every parameter read, batch 1): %.3f ms, %.1f tokens/s\n\n",
+  std::printf("  the worked example's accounting (every parameter read, batch 1): %.3f ms, %.1f tokens/s\n",
               decode_text.seconds * 1e3, decode_text.tokens_per_second);
+  if (fit) {
+    std::printf("  memory on one %s: %s%s\n", hw.name.c_str(), memory_fit_message(*fit).c_str(),
+                fit->fits ? "" : ": the time above is for a device that does not exist (split the "
+                                 "model over several, or shrink the batch or context)");
+  }
+  std::printf("\n");
 
   std::printf("critical batch (decode turns compute-bound): B* = W / (F*BW/P - K)\n");
   std::printf("  weights only, B* = (bytes per weight / 2) x P / BW:   %.1f\n", critical_text);

@@ -6,6 +6,7 @@
 // clock is the real model on this machine (--clock real) or the chapter 03 roofline for a chosen
 // GPU and model (--clock sim). --sweep measures what batching buys on the real model: decode
 // throughput against the number of sequences decoding together.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <iostream>
@@ -18,6 +19,7 @@
 #include "inferlab/engine.hpp"
 #include "inferlab/error.hpp"
 #include "inferlab/input_checks.hpp"
+#include "inferlab/metrics.hpp"
 #include "inferlab/safe_files.hpp"
 #include "inferlab/serving_cli.hpp"
 #include "inferlab/trace.hpp"
@@ -38,6 +40,7 @@ struct Options {
   bool sweep = false;
   int sweep_context = 64;
   int sweep_steps = 16;
+  int reps = 3;
 };
 
 double ms(double s) { return s * 1e3; }
@@ -119,31 +122,40 @@ void run_sweep(const Options& o, const LoadedModel& m, nlohmann::json* json) {
   const std::vector<int> batches = {1, 2, 4, 8, 16, 32, 64};
   if (!json) {
     std::printf("\ndecode throughput vs concurrent sequences (real model, %d cached tokens each, "
-                "mean of %d steps):\n",
-                o.sweep_context, o.sweep_steps);
-    std::printf("  %5s  %10s  %16s  %18s  %9s\n", "batch", "step (ms)", "tokens/s (all)",
-                "tokens/s per seq", "vs B=1");
+                "mean of %d steps, median of %d runs):\n",
+                o.sweep_context, o.sweep_steps, o.reps);
+    std::printf("  %5s  %10s  %8s  %16s  %18s  %9s\n", "batch", "step (ms)", "spread",
+                "tokens/s (all)", "tokens/s per seq", "vs B=1");
   }
   nlohmann::json rows = nlohmann::json::array();
-  double base = 0.0, at16 = 0.0;
+  double base = 0.0, at16 = 0.0, max_spread = 0.0;
   for (int b : batches) {
-    const DecodeThroughput d =
-        measure_decode_throughput(*m.model, b, o.sweep_context, o.sweep_steps,
-                                  parse_device(o.gen.device));
-    if (b == 1) base = d.tokens_per_second;
-    if (b == 16) at16 = d.tokens_per_second;
-    rows.push_back({{"batch", b}, {"step_s", d.step_seconds},
-                    {"tokens_per_s", d.tokens_per_second},
-                    {"tokens_per_s_per_sequence", d.tokens_per_second_per_sequence}});
+    // One sample can be off by 2x on a busy machine, enough to move the ridge computed below by
+    // as much: every row is the median of --reps runs, with its spread.
+    std::vector<double> samples;
+    for (int r = 0; r < o.reps; ++r)
+      samples.push_back(measure_decode_throughput(*m.model, b, o.sweep_context, o.sweep_steps,
+                                                  parse_device(o.gen.device))
+                            .step_seconds);
+    const Summary t = summarize(samples);
+    const double step = t.p50, spread = t.p50 > 0 ? (t.max - t.min) / t.p50 : 0.0;
+    max_spread = std::max(max_spread, spread);
+    const double tokens_per_s = b / step;
+    if (b == 1) base = tokens_per_s;
+    if (b == 16) at16 = tokens_per_s;
+    rows.push_back({{"batch", b}, {"step_s", step}, {"step_spread", spread},
+                    {"tokens_per_s", tokens_per_s},
+                    {"tokens_per_s_per_sequence", 1.0 / step}});
     if (!json)
-      std::printf("  %5d  %10.3f  %16.1f  %18.1f  %8.1fx\n", b, ms(d.step_seconds),
-                  d.tokens_per_second, d.tokens_per_second_per_sequence,
-                  d.tokens_per_second / base);
+      std::printf("  %5d  %10.3f  %7.0f%%  %16.1f  %18.1f  %8.1fx\n", b, ms(step), 100.0 * spread,
+                  tokens_per_s, 1.0 / step, tokens_per_s / base);
   }
   if (json) {
     (*json)["sweep"] = rows;
+    (*json)["sweep_reps"] = o.reps;
     return;
   }
+  print_timing_noise(o.reps, max_spread);
   // Chapter 03 on this machine: batch 1 is bound by reading the weights, batch 64 by the
   // arithmetic; their ratio is the ridge point, and in float32 a linear layer's intensity is
   // about B / 2 FLOP/byte, so decode turns compute-bound near B = 2 x ridge.
@@ -151,6 +163,13 @@ void run_sweep(const Options& o, const LoadedModel& m, nlohmann::json* json) {
   const double bandwidth = params * 4.0 / rows.front()["step_s"].get<double>();
   const double flops = 2.0 * params * 64 / rows.back()["step_s"].get<double>();
   std::printf("  16 sequences decode %.1fx as many tokens/s as one.\n", at16 / base);
+  if (o.reps == 1 || max_spread > 0.25) {
+    // A ridge from two noisy samples is not a property of the machine: say so instead.
+    std::printf("  The timings are too noisy (widest spread %.0f%%, %d runs) to locate this "
+                "machine's ridge: rerun\n  with --threads 1 --reps 5 on an idle machine.\n",
+                100.0 * max_spread, o.reps);
+    return;
+  }
   std::printf("  Batch 1 streams the %.0f MB of weights at %.1f GB/s; batch 64 computes at %.1f "
               "GFLOP/s. Their\n  ratio, %.1f FLOP/byte, is this machine's ridge: in float32 "
               "decode turns compute-bound near\n  B = %.0f, and beyond it more sequences add "
@@ -171,7 +190,7 @@ void check_mode_flags(const CLI::App& app, const Options& o) {
   if (sim_clock(o.serving) && o.sweep)
     throw Error("--sweep measures the real model: it applies only to --clock real");
   if (!o.sweep) {
-    for (const char* flag : {"--sweep-context", "--sweep-steps"})
+    for (const char* flag : {"--sweep-context", "--sweep-steps", "--reps"})
       if (app.count(flag)) throw Error(fmt::format("{} applies only with --sweep", flag));
   }
 }
@@ -192,7 +211,8 @@ int run(Options o) {
   // --- the workload: one list of requests, served by every policy ---
   const Workload w = make_workload(sf, f.sampling);
   const std::vector<Request>& requests = w.requests;
-  const LoadedModel m = load_model(f);
+  // The simulated clock needs only a tokenizer: it runs without any model file.
+  const LoadedModel m = sim ? load_model_or_tokenizer(f) : load_model(f);
   SimEngine sim_engine;
   if (sim) sim_engine = make_sim_engine(sf, m);
   // Every length against the context, now, not when the engine reaches it.
@@ -289,6 +309,10 @@ int run(Options o) {
                 ms(metrics[1].ttft.p99), ms(metrics[0].ttft.p99), metrics[1].goodput,
                 metrics[0].goodput);
   }
+  if (!sim && runs.size() == 2)
+    std::printf("(one run on the real clock: its times can move by tens of percent from run to run "
+                "on a busy\n machine, so trust only large differences; the steps and slot rows are "
+                "exact counts and do not move)\n");
   if (!sim)
     std::printf("each request's tokens under every policy: %s\n",
                 same_tokens ? "identical (batch-invariant forward, one RNG per request)"
@@ -327,6 +351,10 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--sweep-steps", o.sweep_steps, "sweep: decode steps timed per batch")
       ->check(integer_in(1, 10000))
+      ->capture_default_str();
+  app.add_option("--reps", o.reps, "sweep: runs per batch size; the table shows the median and "
+                                   "the spread")
+      ->check(integer_in(1, 1000))
       ->capture_default_str();
   return run_chapter(app, argc, argv, [&] {
     check_mode_flags(app, o);

@@ -119,6 +119,32 @@ LoadedModel load_model(const GenerationFlags& f) {
   return m;
 }
 
+LoadedModel load_model_or_tokenizer(const GenerationFlags& f) {
+  if (!f.model.empty() || !f.synthetic.empty()) return load_model(f);
+  bool default_model_found = true;
+  try {
+    find_model("");
+  } catch (const Error&) {
+    default_model_found = false;
+  }
+  if (default_model_found) return load_model(f);  // the same run as with a model file
+  f.sampling.validate();
+  if (f.threads < 0 || f.threads > max_threads())
+    throw Error(fmt::format("--threads {} is outside [0, {}]", f.threads, max_threads()));
+  require_utf8(f.prompt, "--prompt");
+  constexpr int kDefaultVocab = 512;  // stories260K's, the default model's
+  LoadedModel m;
+  const std::string path = find_tokenizer(f.tokenizer, "", kDefaultVocab);
+  if (path.empty()) {
+    m.tokenizer.emplace(Tokenizer::synthetic(kDefaultVocab));
+    m.tokenizer_source = "synthetic";
+  } else {
+    m.tokenizer.emplace(Tokenizer::load(path, kDefaultVocab));
+    m.tokenizer_source = path;
+  }
+  return m;
+}
+
 void print_run_header(const char* title, const LoadedModel& m, const GenerationFlags& f,
                       const std::string& extra) {
   const SamplingParams& s = f.sampling;
@@ -167,6 +193,37 @@ double decode_forward_seconds(const GenerationResult& r, int* steps = nullptr) {
 
 }  // namespace
 
+void print_timing_noise(int reps, double max_spread) {
+  if (reps <= 1) {
+    std::printf("  timings: single samples, noise unknown: repeat with --reps 5 (and --threads 1 on "
+                "a busy machine)\n");
+    return;
+  }
+  std::printf("  timings: median of %d runs; widest spread (max - min) / median %.0f%%%s\n", reps,
+              100.0 * max_spread,
+              max_spread > 0.10 ? ": noisy, compare only large differences (stabler: --threads 1, "
+                                  "more --reps, an idle machine)"
+                                : "");
+}
+
+void print_stop_reason(const GenerationResult& r) {
+  // tokens holds BOS, the prompt and every sampled token; the last sampled one is not forwarded.
+  const int forwarded = static_cast<int>(r.tokens.size()) - 1;
+  switch (r.stop_reason) {
+    case GenerationStop::eos:
+      std::printf("stopped:          eos: after position %d the model sampled its end-of-text "
+                  "token (BOS, id %d)\n", forwarded - 1, kBosToken);
+      break;
+    case GenerationStop::max_steps:
+      std::printf("stopped:          max_steps: %d positions forwarded (--steps)\n", forwarded);
+      break;
+    case GenerationStop::context:
+      std::printf("stopped:          context: all %d positions of the model's context used\n",
+                  forwarded);
+      break;
+  }
+}
+
 nlohmann::json generation_json(const char* chapter, const LoadedModel& m, const GenerationFlags& f,
                                const GenerationResult& r) {
   const RequestMetrics& mt = r.metrics;
@@ -184,6 +241,7 @@ nlohmann::json generation_json(const char* chapter, const LoadedModel& m, const 
           {"tokens", r.tokens},
           {"generated_tokens", r.tokens.size() - r.prompt_tokens.size()},
           {"text", r.text},
+          {"stop_reason", generation_stop_name(r.stop_reason)},
           {"metrics",
            {{"ttft_s", mt.ttft},
             {"tpot_s", mt.tpot},
@@ -226,6 +284,7 @@ void print_generation_metrics(const GenerationResult& r) {
   }
   std::printf("end to end:       %.3f ms for %d output tokens (%.1f tokens/s)\n", m.e2e * 1e3,
               m.output_tokens, m.e2e > 0 ? m.output_tokens / m.e2e : 0.0);
+  print_stop_reason(r);
 }
 
 }  // namespace inferlab

@@ -11,6 +11,14 @@
 
 namespace inferlab {
 
+const char* generation_stop_name(GenerationStop reason) {
+  switch (reason) {
+    case GenerationStop::eos: return "eos";
+    case GenerationStop::max_steps: return "max_steps";
+    case GenerationStop::context: return "context";
+  }
+  return "unknown";
+}
 
 GenerationResult generate(const Model& model, const Tokenizer& tokenizer,
                           const GenerateOptions& options,
@@ -77,9 +85,16 @@ GenerationResult generate(const Model& model, const Tokenizer& tokenizer,
     const int next = sampler.sample(last, seq);
     seq.push_back(next);
     r.timeline.token_times.push_back(now_seconds());
-    if (next == kBosToken) break;  // the model's end-of-text signal
+    if (next == kBosToken) {  // the model's end-of-text signal
+      r.stop_reason = GenerationStop::eos;
+      break;
+    }
     emit(seq.size() - 1);
-    if (forwarded >= steps) break;
+    if (forwarded >= steps) {
+      // The context is the hard limit; --steps below it is the user's.
+      r.stop_reason = steps == c.seq_len ? GenerationStop::context : GenerationStop::max_steps;
+      break;
+    }
   }
   const std::string tail = printer.flush();
   if (!tail.empty()) {

@@ -85,6 +85,30 @@ Concurrency max_concurrent_sequences(const ModelConfig& config, const ServingBud
   return c;
 }
 
+MemoryFit memory_fit(const ModelConfig& config, DType weights, DType kv, std::int64_t batch,
+                     std::int64_t context, double device_bytes) {
+  if (batch < 1) throw Error(fmt::format("memory_fit: batch {} must be >= 1", batch));
+  if (context < 0) throw Error(fmt::format("memory_fit: context {} must be >= 0", context));
+  if (!(device_bytes > 0.0)) throw Error("memory_fit: device memory must be positive");
+  MemoryFit f;
+  f.weight_bytes = weight_bytes(config, weights);
+  f.kv_bytes = double(batch) * kv_bytes(config, kv, context);
+  f.needed_bytes = f.weight_bytes + f.kv_bytes;
+  f.device_bytes = device_bytes;
+  f.fits = f.needed_bytes <= device_bytes;
+  return f;
+}
+
+std::string memory_fit_message(const MemoryFit& fit) {
+  if (fit.fits)
+    return fmt::format("fits: needs {:.1f} GB of the device's {:.1f} GB", fit.needed_bytes / 1e9,
+                       fit.device_bytes / 1e9);
+  return fmt::format("does not fit: needs {:.1f} GB (weights {:.1f} GB + KV cache {:.1f} GB), the "
+                     "device has {:.1f} GB",
+                     fit.needed_bytes / 1e9, fit.weight_bytes / 1e9, fit.kv_bytes / 1e9,
+                     fit.device_bytes / 1e9);
+}
+
 std::string format_bytes(double bytes) {
   static const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
   static const char* kDecimal[] = {"B", "kB", "MB", "GB", "TB"};

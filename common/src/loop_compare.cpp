@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "inferlab/error.hpp"
+#include "inferlab/metrics.hpp"
 #include "inferlab/runner.hpp"
 #include "inferlab/generate.hpp"
 #include "inferlab/timer.hpp"
@@ -28,7 +29,7 @@ std::vector<StepLatency> compare_step_latency(const Model& model, const std::vec
     }
     StepLatency s;
     s.position = pos;
-    s.naive_s = s.cached_s = 1e30;
+    std::vector<double> naive_samples, cached_samples;
     std::vector<float> naive;
     for (int r = 0; r < std::max(reps, 1); ++r) {
       const double t0 = now_seconds();
@@ -36,7 +37,7 @@ std::vector<StepLatency> compare_step_latency(const Model& model, const std::vec
       KVCache fresh = make_cache(*runner, pos + 1, kv_type);
       run_sequence(*runner, std::span<const int>(tokens.data(), pos + 1), 0, fresh,
                    LogitsMode::last, naive);
-      s.naive_s = std::min(s.naive_s, now_seconds() - t0);
+      naive_samples.push_back(now_seconds() - t0);
     }
     // The cache as a decode step finds it: positions 0..pos-1 filled (untimed).
     KVCache cache = make_cache(*runner, pos + 1, kv_type);
@@ -48,8 +49,14 @@ std::vector<StepLatency> compare_step_latency(const Model& model, const std::vec
       const double t0 = now_seconds();
       run_sequence(*runner, std::span<const int>(&tokens[pos], 1), pos, cache, LogitsMode::last,
                    logits);
-      s.cached_s = std::min(s.cached_s, now_seconds() - t0);
+      cached_samples.push_back(now_seconds() - t0);
     }
+    // The median resists one slow sample (a busy core); the spread says how much to trust it.
+    const Summary n = summarize(naive_samples), k = summarize(cached_samples);
+    s.naive_s = n.p50;
+    s.cached_s = k.p50;
+    s.naive_spread = n.p50 > 0 ? (n.max - n.min) / n.p50 : 0.0;
+    s.cached_spread = k.p50 > 0 ? (k.max - k.min) / k.p50 : 0.0;
     s.identical = logits.size() == naive.size() &&
                   std::memcmp(logits.data(), naive.data(), logits.size() * sizeof(float)) == 0;
     out.push_back(s);

@@ -36,6 +36,18 @@ struct GenerateOptions {
   bool keep_logits = false;  ///< keep one logits row per forwarded position (for --dump-logits)
 };
 
+/// @brief Why a generation stopped.
+enum class GenerationStop {
+  eos,        ///< the model sampled its end-of-text token (BOS in llama2.c models)
+  max_steps,  ///< `steps` positions were forwarded (--steps)
+  context,    ///< the model's context (seq_len) is full
+};
+
+/// @brief "eos", "max_steps" or "context": the `stop_reason` of the chapters' text and JSON.
+/// @param reason why a generation stopped
+/// @return its name, as the chapters print it
+const char* generation_stop_name(GenerationStop reason);
+
 /// @brief One forward call of the loop.
 struct StepRecord {
   int position = 0;       ///< position of the token whose logits this step produced
@@ -54,6 +66,7 @@ struct GenerationResult {
   RequestMetrics metrics;          ///< TTFT, TPOT, ITL, E2E computed from the timeline
   std::size_t kv_bytes_per_token = 0;  ///< bytes one position occupies in the KV cache
   std::size_t kv_bytes_in_use = 0;     ///< bytes the cache held at the end (cached loop)
+  GenerationStop stop_reason = GenerationStop::max_steps;  ///< why the loop ended
   /// (positions, V): logits after forwarding tokens[pos] at pos (when keep_logits).
   std::vector<std::vector<float>> logits;
 };

@@ -78,6 +78,37 @@ struct Concurrency {
 /// @throws inferlab::Error for devices < 1, a non-positive memory size or context.
 Concurrency max_concurrent_sequences(const ModelConfig& config, const ServingBudget& budget);
 
+/// @brief Whether one step's resident memory fits on a device: the weights plus the KV cache of
+/// every sequence in the batch. Calculators report a configuration that does not fit instead of
+/// computing a time for it silently.
+struct MemoryFit {
+  double weight_bytes = 0.0;  ///< the model's parameters in the weight type
+  double kv_bytes = 0.0;      ///< batch x kv_bytes(context)
+  double needed_bytes = 0.0;  ///< weights + KV
+  double device_bytes = 0.0;  ///< what the device has
+  bool fits = false;          ///< needed_bytes <= device_bytes
+};
+
+/// @brief The memory a decode step over @p batch sequences of @p context tokens holds, against
+/// @p device_bytes.
+/// @param config the model shape
+/// @param weights the weights' number format
+/// @param kv the KV cache's number format
+/// @param batch sequences decoding together (>= 1)
+/// @param context tokens in each sequence's KV cache (>= 0)
+/// @param device_bytes the device's memory, bytes (> 0)
+/// @return the bytes needed, by part, and whether they fit
+/// @throws inferlab::Error for batch < 1, context < 0 or a non-positive device size.
+MemoryFit memory_fit(const ModelConfig& config, DType weights, DType kv, std::int64_t batch,
+                     std::int64_t context, double device_bytes);
+
+/// @brief "fits: needs 16.1 GB of the device's 80.0 GB" or "does not fit: needs 141.1 GB
+/// (weights 141.1 GB + KV cache 0.0 GB), the device has 80.0 GB" (decimal GB, as vendors print
+/// device memory).
+/// @param fit a memory_fit() result
+/// @return one line, starting "fits:" or "does not fit:"
+std::string memory_fit_message(const MemoryFit& fit);
+
 /// @brief "1.25 GiB (1.34 GB)": the binary unit that fits (B, KiB, MiB, GiB, TiB) with 3
 /// significant digits, and the same quantity in the decimal unit of the same rank (kB, MB, GB,
 /// TB) in brackets, so nobody has to guess which one a figure is in.

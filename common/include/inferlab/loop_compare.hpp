@@ -16,8 +16,10 @@ namespace inferlab {
 /// @brief One position of the naive-vs-cached comparison.
 struct StepLatency {
   int position = 0;        ///< position of the token whose logits the step produces
-  double naive_s = 0.0;    ///< best-of-reps time of the naive step (pos + 1 tokens forwarded)
-  double cached_s = 0.0;   ///< best-of-reps time of the cached decode step (1 token forwarded)
+  double naive_s = 0.0;    ///< median over reps of the naive step's time (pos + 1 tokens forwarded)
+  double cached_s = 0.0;   ///< median over reps of the cached decode step's time (1 token forwarded)
+  double naive_spread = 0.0;   ///< (max - min) / median of the naive step's times
+  double cached_spread = 0.0;  ///< (max - min) / median of the cached step's times
   bool identical = false;  ///< the two steps' logits have the same bits
 };
 
