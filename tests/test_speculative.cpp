@@ -342,7 +342,7 @@ TEST_CASE("paged KV rollback: keep_rows into a shared block copies it instead of
 }
 
 TEST_CASE("early exit: all layers is the model itself, fewer layers is a different, cheaper "
-          "model; out-of-range exits are refused",
+          "model, and out-of-range exits are refused",
           "[unit][speculative]") {
   const Model m = make_synthetic_model("stories260K");
   const int L = m.config().n_layers;

@@ -98,7 +98,7 @@ int run(Options o) {
   const GenerationFlags& f = o.gen;
   if (!f.dump_logits.empty()) throw Error("--dump-logits does not apply to this chapter");
   const bool sim = sim_clock(o.serving);
-  const LoadedModel m = load_model(f);
+  const LoadedModel m = sim ? load_model_or_tokenizer(f) : load_model(f);  // sim needs no weights
   std::vector<Allocator> allocators;
   if (o.allocator == "both") allocators = {Allocator::contiguous, Allocator::paged};
   else allocators = {parse_allocator(o.allocator)};

@@ -118,7 +118,7 @@ int run(const Options& o) {
   const Order order = parse_order(o.schedule);
 
   const Workload w = make_workload(o.serving, f.sampling);
-  const LoadedModel m = load_model(f);
+  const LoadedModel m = sim ? load_model_or_tokenizer(f) : load_model(f);  // sim needs no weights
   SimEngine sim_engine;
   if (sim) sim_engine = make_sim_engine(o.serving, m);
   const ModelConfig& config = sim ? sim_engine.config : m.model->config();
