@@ -13,6 +13,7 @@
 
 #include "inferlab/chapter_cli.hpp"
 #include "inferlab/error.hpp"
+#include "inferlab/kv_calc.hpp"
 #include "inferlab/paging.hpp"
 #include "inferlab/serving_cli.hpp"
 
@@ -131,11 +132,22 @@ int run(Options o) {
     std::printf("workload:  %s%s\n", w.description.c_str(),
                 o.n > 1 ? fmt::format(", {} parallel samples each", o.n).c_str() : "");
     std::printf("memory:    %.2f MiB of KV (%zu bytes per position in %s = %zu positions); "
-                "blocks of %d; contiguous reserves %s; preemption: %s\n\n",
+                "blocks of %d; contiguous reserves %s; preemption: %s\n",
                 memory.budget_bytes / kMiB, per_token, kv_type_name(kv_type),
                 memory.budget_bytes / per_token, o.block_size,
                 o.reserve == "context" ? "the whole context" : "prompt + max_tokens",
                 preempt_name(preempt));
+    if (sim) {
+      // The simulated machine must hold the weights and this KV budget at once.
+      MemoryFit fit = memory_fit(config, DType::bf16, DType::fp32, 1, 0,
+                                 sim_engine.hardware.memory_bytes);  // the weights alone
+      fit.kv_bytes = double(memory.budget_bytes);
+      fit.needed_bytes = fit.weight_bytes + fit.kv_bytes;
+      fit.fits = fit.needed_bytes <= fit.device_bytes;
+      std::printf("           weights (bf16) + this KV budget on one %s: %s\n",
+                  o.serving.hardware.c_str(), memory_fit_message(fit).c_str());
+    }
+    std::printf("\n");
   }
 
   std::vector<EngineRun> runs;

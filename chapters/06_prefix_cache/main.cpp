@@ -14,6 +14,7 @@
 
 #include "inferlab/chapter_cli.hpp"
 #include "inferlab/error.hpp"
+#include "inferlab/kv_calc.hpp"
 #include "inferlab/input_checks.hpp"
 #include "inferlab/paging.hpp"
 #include "inferlab/prefix_report.hpp"
@@ -158,9 +159,20 @@ int run(const Options& o) {
     }
     std::printf("workload:  %s\n", w.description.c_str());
     std::printf("memory:    %.2f MiB of paged KV (%zu positions, blocks of %d) shared by running "
-                "requests and the cache; scheduling: %s\n\n",
+                "requests and the cache; scheduling: %s\n",
                 memory.budget_bytes / kMiB, memory.budget_bytes / per_token, o.block_size,
                 order_name(order));
+    if (sim) {
+      // The simulated machine must hold the weights and this KV budget at once.
+      MemoryFit fit = memory_fit(config, DType::bf16, DType::fp32, 1, 0,
+                                 sim_engine.hardware.memory_bytes);  // the weights alone
+      fit.kv_bytes = double(memory.budget_bytes);
+      fit.needed_bytes = fit.weight_bytes + fit.kv_bytes;
+      fit.fits = fit.needed_bytes <= fit.device_bytes;
+      std::printf("           weights (bf16) + this KV budget on one %s: %s\n",
+                  o.serving.hardware.c_str(), memory_fit_message(fit).c_str());
+    }
+    std::printf("\n");
   }
 
   std::vector<EngineRun> runs;
