@@ -57,32 +57,14 @@ nlohmann::json summary_json(const MemorySummary& s, const EngineRun& run, const 
   return j;
 }
 
-nlohmann::json requests_json(const EngineRun& run) {
-  nlohmann::json out = nlohmann::json::array();
-  for (const RequestResult& r : run.requests) {
-    out.push_back({{"id", r.request.id},
-                   {"branch", r.branch},
-                   {"prompt_tokens", r.prompt_tokens},
-                   {"tokens", r.tokens},
-                   {"generated_tokens", r.generated()},
-                   {"stop_reason", stop_reason_name(r.stop_reason)},
-                   {"text", r.text},
-                   {"preemptions", r.preemptions},
-                   {"ttft_s", r.metrics.ttft},
-                   {"tpot_s", r.metrics.tpot},
-                   {"e2e_s", r.metrics.e2e}});
-  }
-  return out;
-}
-
 void print_summaries(const std::vector<MemorySummary>& s) {
-  std::printf("%-40s", "");
-  for (const MemorySummary& x : s) std::printf("  %18s", x.allocator.c_str());
-  std::printf("\n");
+  std::vector<std::string> names;
+  for (const MemorySummary& x : s) names.push_back(x.allocator);
+  std::vector<std::pair<std::string, std::vector<std::string>>> rows;
   auto row = [&](const char* label, auto&& cell) {
-    std::printf("%-40s", label);
-    for (const MemorySummary& x : s) std::printf("  %18s", cell(x).c_str());
-    std::printf("\n");
+    std::vector<std::string> cells;
+    for (const MemorySummary& x : s) cells.push_back(cell(x));
+    rows.emplace_back(label, std::move(cells));
   };
   row("KV budget (MiB)", [](const MemorySummary& x) { return fmt::format("{:.2f}", x.kv_bytes_budget / kMiB); });
   row("peak reserved (MiB)", [](const MemorySummary& x) { return fmt::format("{:.2f}", x.peak_kv_bytes_reserved / kMiB); });
@@ -93,6 +75,7 @@ void print_summaries(const std::vector<MemorySummary>& s) {
   row("swapped (MiB)", [](const MemorySummary& x) { return fmt::format("{:.2f}", x.swapped_bytes / kMiB); });
   row("throughput (tokens/s)", [](const MemorySummary& x) { return fmt::format("{:.1f}", x.throughput_tokens_per_s); });
   row("saved by sharing, peak (MiB)", [](const MemorySummary& x) { return fmt::format("{:.2f}", x.peak_bytes_saved_by_sharing / kMiB); });
+  print_columns("", names, rows, 40, 18);
 }
 
 int run(Options o) {
@@ -137,16 +120,10 @@ int run(Options o) {
                 memory.budget_bytes / per_token, o.block_size,
                 o.reserve == "context" ? "the whole context" : "prompt + max_tokens",
                 preempt_name(preempt));
-    if (sim) {
-      // The simulated machine must hold the weights and this KV budget at once.
-      MemoryFit fit = memory_fit(config, DType::bf16, DType::fp32, 1, 0,
-                                 sim_engine.hardware.memory_bytes);  // the weights alone
-      fit.kv_bytes = double(memory.budget_bytes);
-      fit.needed_bytes = fit.weight_bytes + fit.kv_bytes;
-      fit.fits = fit.needed_bytes <= fit.device_bytes;
+    if (sim)
       std::printf("           weights (bf16) + this KV budget on one %s: %s\n",
-                  o.serving.hardware.c_str(), memory_fit_message(fit).c_str());
-    }
+                  o.serving.hardware.c_str(),
+                  sim_memory_fit_line(sim_engine, memory.budget_bytes).c_str());
     std::printf("\n");
   }
 

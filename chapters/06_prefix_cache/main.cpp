@@ -53,36 +53,14 @@ nlohmann::json summary_json(const PrefixSummary& s) {
           {"preemptions", s.preemptions}};
 }
 
-nlohmann::json requests_json(const EngineRun& run) {
-  nlohmann::json out = nlohmann::json::array();
-  for (const RequestResult& r : run.requests) {
-    out.push_back({{"id", r.request.id},
-                   {"branch", r.branch},
-                   {"tenant", r.request.tenant},
-                   {"parent", r.request.parent},
-                   {"arrival_s", r.request.arrival},
-                   {"prompt", r.request.prompt},
-                   {"prompt_tokens", r.prompt_tokens},
-                   {"tokens", r.tokens},
-                   {"generated_tokens", r.generated()},
-                   {"cached_tokens", r.cached_tokens},
-                   {"stop_reason", stop_reason_name(r.stop_reason)},
-                   {"text", r.text},
-                   {"ttft_s", r.metrics.ttft},
-                   {"tpot_s", r.metrics.tpot},
-                   {"e2e_s", r.metrics.e2e}});
-  }
-  return out;
-}
-
 void print_summaries(const std::vector<PrefixSummary>& s) {
-  std::printf("%-36s", "prefix cache");
-  for (const PrefixSummary& x : s) std::printf("  %14s", x.cache.c_str());
-  std::printf("\n");
+  std::vector<std::string> names;
+  for (const PrefixSummary& x : s) names.push_back(x.cache);
+  std::vector<std::pair<std::string, std::vector<std::string>>> rows;
   auto row = [&](const char* label, auto&& cell) {
-    std::printf("%-36s", label);
-    for (const PrefixSummary& x : s) std::printf("  %14s", cell(x).c_str());
-    std::printf("\n");
+    std::vector<std::string> cells;
+    for (const PrefixSummary& x : s) cells.push_back(cell(x));
+    rows.emplace_back(label, std::move(cells));
   };
   row("token hit rate", [](const PrefixSummary& x) { return fmt::format("{:.1f}%", 100 * x.token_hit_rate); });
   row("request hit rate (>= 1 block)", [](const PrefixSummary& x) { return fmt::format("{:.1f}%", 100 * x.request_hit_rate); });
@@ -94,6 +72,7 @@ void print_summaries(const std::vector<PrefixSummary>& s) {
   row("throughput (tokens/s)", [](const PrefixSummary& x) { return fmt::format("{:.1f}", x.throughput_tokens_per_s); });
   row("steps / mean running / preemptions", [](const PrefixSummary& x) { return fmt::format("{}/{:.1f}/{}", x.steps, x.mean_running, x.preemptions); });
   row("cache size, peak (MiB)", [](const PrefixSummary& x) { return fmt::format("{:.2f}", x.cache_bytes / kMiB); });
+  print_columns("prefix cache", names, rows, 36, 14);
 }
 
 // The seed's worked number: Llama-3-70B on 4x A100 (tensor parallel: 4x the FLOP/s and the
@@ -162,16 +141,10 @@ int run(const Options& o) {
                 "requests and the cache; scheduling: %s\n",
                 memory.budget_bytes / kMiB, memory.budget_bytes / per_token, o.block_size,
                 order_name(order));
-    if (sim) {
-      // The simulated machine must hold the weights and this KV budget at once.
-      MemoryFit fit = memory_fit(config, DType::bf16, DType::fp32, 1, 0,
-                                 sim_engine.hardware.memory_bytes);  // the weights alone
-      fit.kv_bytes = double(memory.budget_bytes);
-      fit.needed_bytes = fit.weight_bytes + fit.kv_bytes;
-      fit.fits = fit.needed_bytes <= fit.device_bytes;
+    if (sim)
       std::printf("           weights (bf16) + this KV budget on one %s: %s\n",
-                  o.serving.hardware.c_str(), memory_fit_message(fit).c_str());
-    }
+                  o.serving.hardware.c_str(),
+                  sim_memory_fit_line(sim_engine, memory.budget_bytes).c_str());
     std::printf("\n");
   }
 

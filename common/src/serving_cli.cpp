@@ -2,6 +2,7 @@
 #include "inferlab/serving_cli.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <set>
 #include <unordered_map>
 
@@ -9,6 +10,7 @@
 
 #include "inferlab/error.hpp"
 #include "inferlab/input_checks.hpp"
+#include "inferlab/kv_calc.hpp"
 #include "inferlab/request.hpp"
 #include "inferlab/safe_files.hpp"
 #include "inferlab/workload.hpp"
@@ -331,6 +333,54 @@ SchedulerConfig scheduler_config(const ServingFlags& f, Policy policy) {
   c.max_seqs = f.max_seqs;
   c.max_batched_tokens = f.max_batched_tokens;
   return c;
+}
+
+nlohmann::json request_json(const RequestResult& r) {
+  return {{"id", r.request.id},
+          {"branch", r.branch},
+          {"tenant", r.request.tenant},
+          {"parent", r.request.parent},
+          {"arrival_s", r.request.arrival},
+          {"prompt", r.request.prompt},
+          {"prompt_tokens", r.prompt_tokens},
+          {"tokens", r.tokens},
+          {"generated_tokens", r.generated()},
+          {"cached_tokens", r.cached_tokens},
+          {"preemptions", r.preemptions},
+          {"stop_reason", stop_reason_name(r.stop_reason)},
+          {"text", r.text},
+          {"ttft_s", r.metrics.ttft},
+          {"tpot_s", r.metrics.tpot},
+          {"e2e_s", r.metrics.e2e}};
+}
+
+nlohmann::json requests_json(const EngineRun& run) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const RequestResult& r : run.requests) out.push_back(request_json(r));
+  return out;
+}
+
+std::string sim_memory_fit_line(const SimEngine& engine, std::size_t kv_budget_bytes) {
+  // The weights alone, then the budget as the KV part (it is given in bytes, whatever the type).
+  MemoryFit fit = memory_fit(engine.config, DType::bf16, DType::fp32, 1, 0,
+                             engine.hardware.memory_bytes);
+  fit.kv_bytes = double(kv_budget_bytes);
+  fit.needed_bytes = fit.weight_bytes + fit.kv_bytes;
+  fit.fits = fit.needed_bytes <= fit.device_bytes;
+  return memory_fit_message(fit);
+}
+
+void print_columns(const std::string& corner, const std::vector<std::string>& columns,
+                   const std::vector<std::pair<std::string, std::vector<std::string>>>& rows,
+                   int label_width, int width) {
+  std::printf("%-*s", label_width, corner.c_str());
+  for (const std::string& c : columns) std::printf("  %*s", width, c.c_str());
+  std::printf("\n");
+  for (const auto& [label, cells] : rows) {
+    std::printf("%-*s", label_width, label.c_str());
+    for (const std::string& c : cells) std::printf("  %*s", width, c.c_str());
+    std::printf("\n");
+  }
 }
 
 }  // namespace inferlab

@@ -95,4 +95,21 @@ SimEngine make_sim_engine(const ServingFlags& f, const LoadedModel& m);
 /// @brief The scheduler limits the flags describe, with @p policy.
 SchedulerConfig scheduler_config(const ServingFlags& f, Policy policy);
 
+/// @brief One request's result as the serving chapters' JSON gives it: id, branch, tenant,
+/// parent, arrival_s, prompt, prompt_tokens, tokens, generated_tokens, cached_tokens,
+/// preemptions, stop_reason, text, ttft_s, tpot_s, e2e_s.
+nlohmann::json request_json(const RequestResult& r);
+/// @brief request_json() of every request of @p run, in (id, branch) order.
+nlohmann::json requests_json(const EngineRun& run);
+
+/// @brief "fits: needs ..." or "does not fit: ..." for the weights of @p engine's model (bf16)
+/// plus a KV budget of @p kv_budget_bytes on one of its simulated devices.
+std::string sim_memory_fit_line(const SimEngine& engine, std::size_t kv_budget_bytes);
+
+/// @brief Prints a table with one column per run: a header row (@p corner, then @p columns),
+/// then each row's label and cells, right-aligned in columns of @p width characters.
+void print_columns(const std::string& corner, const std::vector<std::string>& columns,
+                   const std::vector<std::pair<std::string, std::vector<std::string>>>& rows,
+                   int label_width, int width);
+
 }  // namespace inferlab
