@@ -417,6 +417,21 @@ int run(const Options& o) {
     };
     for (const MeasuredPoint& p : m.linear) row(p);
     for (const MeasuredPoint& p : m.attention) row(p);
+    // A kernel cannot beat its roof. A point above it means the roof was measured low (a noisy
+    // bandwidth or FMA probe on a busy machine) or the kernel's data sat in a cache the probe
+    // did not use: say which points, instead of drawing an impossible plot without a word.
+    for (const std::vector<MeasuredPoint>* group : {&m.linear, &m.attention}) {
+      for (const MeasuredPoint& p : *group) {
+        const double over = p.flops_per_second() / attainable_flops(hw, p.intensity());
+        if (over > 1.05) {
+          std::printf("  note: %s runs %.0f%% above its roof: the roofs were measured low (a busy "
+                      "machine) or its data stayed in a cache; rerun on a quiet machine with "
+                      "--threads 1
+",
+                      p.name.c_str(), 100.0 * (over - 1.0));
+        }
+      }
+    }
     std::printf("\n  batch sweep of the %d x %d layer (matmul_cpu):\n  %6s  %10s  %12s  %14s\n",
                 m.d_out, m.n_in, "batch", "step ms", "tokens/s", "gain vs prev");
     for (std::size_t i = 0; i < m.sweep.rows.size(); ++i) {
