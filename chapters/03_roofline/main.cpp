@@ -426,8 +426,7 @@ int run(const Options& o) {
         if (over > 1.05) {
           std::printf("  note: %s runs %.0f%% above its roof: the roofs were measured low (a busy "
                       "machine) or its data stayed in a cache; rerun on a quiet machine with "
-                      "--threads 1
-",
+                      "--threads 1\n",
                       p.name.c_str(), 100.0 * (over - 1.0));
         }
       }
