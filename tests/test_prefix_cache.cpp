@@ -514,3 +514,21 @@ TEST_CASE("engine: every shared-prefix workload saves prefill, the trie at least
     CHECK(s["radix"].prefill_tokens_computed < s["off"].prefill_tokens_computed);
   }
 }
+
+TEST_CASE("side channel: without a tenant salt a seen prefix answers faster, with one it does not",
+          "[prefix][engine]") {
+  SimEngine e;
+  e.config = named_config("llama3-8b");
+  e.hardware = hardware_by_name("h100-sxm");
+  e.cost = cost_options_for(e.hardware);
+  e.memory.allocator = Allocator::paged;
+  e.memory.block_size = 16;
+  e.memory.prefix_cache = PrefixCacheKind::radix;
+  e.memory.budget_bytes = kv_bytes_per_token(e.config, KVType::f32) * 16 * 1024;
+  auto serve = [&](const std::vector<Request>& reqs) { return run_sim(reqs, {}, e); };
+  const SideChannel open = measure_side_channel(serve, 2000, 1.0, /*salted=*/false);
+  const SideChannel closed = measure_side_channel(serve, 2000, 1.0, /*salted=*/true);
+  CHECK(open.ratio() > 3.0);                         // a 2,000-token prefill skipped
+  CHECK(closed.ratio() == Approx(1.0).epsilon(0.02));  // both of bob's prompts prefilled whole
+  CHECK_THROWS_AS(measure_side_channel(serve, 0, 1.0, false), Error);
+}
