@@ -120,10 +120,7 @@ int run(Options o) {
                 memory.budget_bytes / per_token, o.block_size,
                 o.reserve == "context" ? "the whole context" : "prompt + max_tokens",
                 preempt_name(preempt));
-    if (sim)
-      std::printf("           weights (bf16) + this KV budget on one %s: %s\n",
-                  o.serving.hardware.c_str(),
-                  sim_memory_fit_line(sim_engine, memory.budget_bytes).c_str());
+    if (sim) print_sim_memory_fit(sim_engine, memory.budget_bytes);
     std::printf("\n");
   }
 

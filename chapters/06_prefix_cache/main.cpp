@@ -141,10 +141,7 @@ int run(const Options& o) {
                 "requests and the cache; scheduling: %s\n",
                 memory.budget_bytes / kMiB, memory.budget_bytes / per_token, o.block_size,
                 order_name(order));
-    if (sim)
-      std::printf("           weights (bf16) + this KV budget on one %s: %s\n",
-                  o.serving.hardware.c_str(),
-                  sim_memory_fit_line(sim_engine, memory.budget_bytes).c_str());
+    if (sim) print_sim_memory_fit(sim_engine, memory.budget_bytes);
     std::printf("\n");
   }
 

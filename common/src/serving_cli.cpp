@@ -370,6 +370,11 @@ std::string sim_memory_fit_line(const SimEngine& engine, std::size_t kv_budget_b
   return memory_fit_message(fit);
 }
 
+void print_sim_memory_fit(const SimEngine& engine, std::size_t kv_budget_bytes) {
+  std::printf("           weights (bf16) + this KV budget on one %s: %s\n",
+              engine.hardware.name.c_str(), sim_memory_fit_line(engine, kv_budget_bytes).c_str());
+}
+
 void print_columns(const std::string& corner, const std::vector<std::string>& columns,
                    const std::vector<std::pair<std::string, std::vector<std::string>>>& rows,
                    int label_width, int width) {

@@ -105,6 +105,8 @@ nlohmann::json requests_json(const EngineRun& run);
 /// @brief "fits: needs ..." or "does not fit: ..." for the weights of @p engine's model (bf16)
 /// plus a KV budget of @p kv_budget_bytes on one of its simulated devices.
 std::string sim_memory_fit_line(const SimEngine& engine, std::size_t kv_budget_bytes);
+/// @brief Prints sim_memory_fit_line() as the serving chapters' header line.
+void print_sim_memory_fit(const SimEngine& engine, std::size_t kv_budget_bytes);
 
 /// @brief Prints a table with one column per run: a header row (@p corner, then @p columns),
 /// then each row's label and cells, right-aligned in columns of @p width characters.
