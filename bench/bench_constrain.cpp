@@ -13,8 +13,8 @@
 
 #include "inferlab/constrain/json_schema.hpp"
 #include "inferlab/constrain/token_mask.hpp"
-#include "inferlab/metrics.hpp"
-#include "inferlab/model_files.hpp"
+#include "inferlab/runtime/metrics.hpp"
+#include "inferlab/model/model_files.hpp"
 
 using namespace inferlab;
 using Json = nlohmann::ordered_json;

@@ -13,12 +13,12 @@
 
 #include <CLI/CLI.hpp>
 
-#include "inferlab/error.hpp"
-#include "inferlab/fma_peak.hpp"
-#include "inferlab/hardware.hpp"
-#include "inferlab/membw.hpp"
-#include "inferlab/model.hpp"
-#include "inferlab/model_points.hpp"
+#include "inferlab/base/error.hpp"
+#include "inferlab/analysis/fma_peak.hpp"
+#include "inferlab/analysis/hardware.hpp"
+#include "inferlab/analysis/membw.hpp"
+#include "inferlab/model/model.hpp"
+#include "inferlab/analysis/model_points.hpp"
 
 using namespace inferlab;
 

@@ -10,15 +10,15 @@
 
 #include <CLI/CLI.hpp>
 
-#include "inferlab/error.hpp"
+#include "inferlab/base/error.hpp"
 #include <fmt/format.h>
 
-#include "inferlab/forward.hpp"
-#include "inferlab/input_checks.hpp"
-#include "inferlab/membw.hpp"
-#include "inferlab/model.hpp"
-#include "inferlab/model_files.hpp"
-#include "inferlab/timer.hpp"
+#include "inferlab/runtime/forward.hpp"
+#include "inferlab/app/cli_checks.hpp"
+#include "inferlab/analysis/membw.hpp"
+#include "inferlab/model/model.hpp"
+#include "inferlab/model/model_files.hpp"
+#include "inferlab/base/timer.hpp"
 
 using namespace inferlab;
 

@@ -13,13 +13,13 @@
 
 #include <fmt/format.h>
 
-#include "inferlab/error.hpp"
-#include "inferlab/forward.hpp"
-#include "inferlab/input_checks.hpp"
-#include "inferlab/loop_compare.hpp"
-#include "inferlab/membw.hpp"
-#include "inferlab/model.hpp"
-#include "inferlab/timer.hpp"
+#include "inferlab/base/error.hpp"
+#include "inferlab/runtime/forward.hpp"
+#include "inferlab/app/cli_checks.hpp"
+#include "inferlab/analysis/loop_compare.hpp"
+#include "inferlab/analysis/membw.hpp"
+#include "inferlab/model/model.hpp"
+#include "inferlab/base/timer.hpp"
 
 using namespace inferlab;
 

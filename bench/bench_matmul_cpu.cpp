@@ -14,10 +14,10 @@
 
 #include <CLI/CLI.hpp>
 
-#include "inferlab/fma_peak.hpp"
+#include "inferlab/analysis/fma_peak.hpp"
 #include "inferlab/kernels/matmul.hpp"
-#include "inferlab/membw.hpp"
-#include "inferlab/timer.hpp"
+#include "inferlab/analysis/membw.hpp"
+#include "inferlab/base/timer.hpp"
 
 using namespace inferlab;
 namespace k = inferlab::kernels;

@@ -9,9 +9,9 @@
 
 #include <CLI/CLI.hpp>
 
-#include "inferlab/error.hpp"
-#include "inferlab/input_checks.hpp"
-#include "inferlab/prefix_report.hpp"
+#include "inferlab/base/error.hpp"
+#include "inferlab/app/cli_checks.hpp"
+#include "inferlab/serving/prefix_report.hpp"
 
 using namespace inferlab;
 

@@ -9,11 +9,11 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
-#include "inferlab/chapter_cli.hpp"
-#include "inferlab/device.hpp"
-#include "inferlab/engine.hpp"
-#include "inferlab/error.hpp"
-#include "inferlab/model.hpp"
+#include "inferlab/app/chapter_cli.hpp"
+#include "inferlab/base/device.hpp"
+#include "inferlab/serving/engine.hpp"
+#include "inferlab/base/error.hpp"
+#include "inferlab/model/model.hpp"
 
 using namespace inferlab;
 

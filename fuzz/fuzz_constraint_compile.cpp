@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "inferlab/constrain/constraint.hpp"
-#include "inferlab/error.hpp"
+#include "inferlab/base/error.hpp"
 
 namespace {
 

@@ -5,8 +5,8 @@
 #include <cstdlib>
 
 #include "fuzz_support.hpp"
-#include "inferlab/error.hpp"
-#include "inferlab/model.hpp"
+#include "inferlab/base/error.hpp"
+#include "inferlab/model/model.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const inferlab::fuzz::MemoryFile file(data, size);

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "../tests/bpe_reference.hpp"
-#include "inferlab/tokenizer.hpp"
+#include "inferlab/model/tokenizer.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   static const inferlab::Tokenizer t = inferlab::Tokenizer::synthetic(1200);

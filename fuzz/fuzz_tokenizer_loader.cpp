@@ -7,8 +7,8 @@
 
 #include "../tests/bpe_reference.hpp"
 #include "fuzz_support.hpp"
-#include "inferlab/error.hpp"
-#include "inferlab/tokenizer.hpp"
+#include "inferlab/base/error.hpp"
+#include "inferlab/model/tokenizer.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const inferlab::fuzz::MemoryFile file(data, size);

@@ -7,8 +7,8 @@
 #include <sstream>
 #include <string>
 
-#include "inferlab/error.hpp"
-#include "inferlab/workload.hpp"
+#include "inferlab/base/error.hpp"
+#include "inferlab/serving/workload.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   std::istringstream in(std::string(reinterpret_cast<const char*>(data), size));

@@ -7,7 +7,7 @@
 #include <string_view>
 #include <vector>
 
-#include "inferlab/tokenizer.hpp"
+#include "inferlab/model/tokenizer.hpp"
 
 namespace inferlab::test {
 

@@ -10,10 +10,10 @@
 
 #include <catch2/catch.hpp>
 
-#include "inferlab/forward.hpp"
-#include "inferlab/kv_cache.hpp"
-#include "inferlab/model.hpp"
-#include "inferlab/sampler.hpp"
+#include "inferlab/runtime/forward.hpp"
+#include "inferlab/runtime/kv_cache.hpp"
+#include "inferlab/model/model.hpp"
+#include "inferlab/runtime/sampler.hpp"
 
 namespace {
 std::atomic<long> g_allocations{0};

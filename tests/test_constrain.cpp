@@ -14,7 +14,7 @@
 #include "inferlab/constrain/json_schema.hpp"
 #include "inferlab/constrain/maskbench.hpp"
 #include "inferlab/constrain/regex.hpp"
-#include "inferlab/error.hpp"
+#include "inferlab/base/error.hpp"
 #include "test_support.hpp"
 
 using namespace inferlab;

@@ -7,10 +7,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "inferlab/engine.hpp"
-#include "inferlab/error.hpp"
-#include "inferlab/trace.hpp"
-#include "inferlab/workload.hpp"
+#include "inferlab/serving/engine.hpp"
+#include "inferlab/base/error.hpp"
+#include "inferlab/app/trace.hpp"
+#include "inferlab/serving/workload.hpp"
 #include "test_support.hpp"
 
 using namespace inferlab;

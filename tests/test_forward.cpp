@@ -9,9 +9,9 @@
 #include <cmath>
 #include <vector>
 
-#include "inferlab/error.hpp"
-#include "inferlab/forward.hpp"
-#include "inferlab/model.hpp"
+#include "inferlab/base/error.hpp"
+#include "inferlab/runtime/forward.hpp"
+#include "inferlab/model/model.hpp"
 #include "test_support.hpp"
 
 using namespace inferlab;

@@ -4,8 +4,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "inferlab/error.hpp"
-#include "inferlab/generate.hpp"
+#include "inferlab/base/error.hpp"
+#include "inferlab/runtime/generate.hpp"
 #include "test_support.hpp"
 
 using namespace inferlab;

@@ -17,13 +17,13 @@
 #include <CLI/CLI.hpp>
 
 #include "bpe_reference.hpp"
-#include "inferlab/error.hpp"
-#include "inferlab/input_checks.hpp"
-#include "inferlab/kv_cache.hpp"
-#include "inferlab/model.hpp"
-#include "inferlab/safe_files.hpp"
-#include "inferlab/tokenizer.hpp"
-#include "inferlab/workload.hpp"
+#include "inferlab/base/error.hpp"
+#include "inferlab/app/cli_checks.hpp"
+#include "inferlab/runtime/kv_cache.hpp"
+#include "inferlab/model/model.hpp"
+#include "inferlab/base/safe_files.hpp"
+#include "inferlab/model/tokenizer.hpp"
+#include "inferlab/serving/workload.hpp"
 #include "test_support.hpp"
 
 using namespace inferlab;

@@ -8,11 +8,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "inferlab/error.hpp"
-#include "inferlab/forward.hpp"
-#include "inferlab/generate.hpp"
+#include "inferlab/base/error.hpp"
+#include "inferlab/runtime/forward.hpp"
+#include "inferlab/runtime/generate.hpp"
 #include "inferlab/kernels/kv_quant.hpp"
-#include "inferlab/kv_calc.hpp"
+#include "inferlab/analysis/kv_calc.hpp"
 #include "test_support.hpp"
 
 using namespace inferlab;

@@ -1,6 +1,6 @@
 #include "test_support.hpp"
 
-// Tests of the KV-cache memory calculator (common/include/inferlab/kv_calc.hpp): the source
+// Tests of the KV-cache memory calculator (common/include/inferlab/analysis/kv_calc.hpp): the source
 // text's Llama-3-70B numbers to the byte, the other named shapes, the concurrency of a
 // deployment, and the units it prints. All values are exact in double arithmetic (integers or
 // half-integers far below 2^53), so the checks are exact equalities.
@@ -8,9 +8,9 @@
 #include <cstdint>
 #include <string>
 
-#include "inferlab/error.hpp"
-#include "inferlab/kv_calc.hpp"
-#include "inferlab/model.hpp"
+#include "inferlab/base/error.hpp"
+#include "inferlab/analysis/kv_calc.hpp"
+#include "inferlab/model/model.hpp"
 
 using inferlab::DType;
 using inferlab::Error;

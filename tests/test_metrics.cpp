@@ -1,6 +1,6 @@
 #include "test_support.hpp"
 
-// Tests of the serving metrics (common/include/inferlab/metrics.hpp): the chapter's worked TPOT
+// Tests of the serving metrics (common/include/inferlab/runtime/metrics.hpp): the chapter's worked TPOT
 // example, percentiles against hand-computed values, goodput under an SLO, and the errors.
 // Times in the serving tests are binary fractions (0.0625 = 1/16 ...) so sums and
 // differences are exact and the checks can be exact equalities.
@@ -9,8 +9,8 @@
 #include <limits>
 #include <vector>
 
-#include "inferlab/error.hpp"
-#include "inferlab/metrics.hpp"
+#include "inferlab/base/error.hpp"
+#include "inferlab/runtime/metrics.hpp"
 
 using inferlab::Error;
 using inferlab::RequestTimeline;

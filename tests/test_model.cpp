@@ -10,8 +10,8 @@
 #include <fstream>
 #include <vector>
 
-#include "inferlab/error.hpp"
-#include "inferlab/model.hpp"
+#include "inferlab/base/error.hpp"
+#include "inferlab/model/model.hpp"
 #include "test_support.hpp"
 
 using namespace inferlab;

@@ -10,14 +10,14 @@
 
 #include <nlohmann/json.hpp>
 
-#include "inferlab/engine.hpp"
-#include "inferlab/error.hpp"
+#include "inferlab/serving/engine.hpp"
+#include "inferlab/base/error.hpp"
 #include "inferlab/kernels/kv_quant.hpp"
 #include "inferlab/kernels/paged_attention.hpp"
-#include "inferlab/kv_manager.hpp"
-#include "inferlab/paging.hpp"
-#include "inferlab/runner.hpp"
-#include "inferlab/workload.hpp"
+#include "inferlab/serving/kv_manager.hpp"
+#include "inferlab/serving/paging.hpp"
+#include "inferlab/runtime/runner.hpp"
+#include "inferlab/serving/workload.hpp"
 #include "test_support.hpp"
 
 using namespace inferlab;

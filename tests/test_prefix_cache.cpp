@@ -9,14 +9,14 @@
 
 #include <catch2/catch.hpp>
 
-#include "inferlab/engine.hpp"
-#include "inferlab/error.hpp"
-#include "inferlab/prefix_cache.hpp"
-#include "inferlab/prefix_report.hpp"
-#include "inferlab/sampler.hpp"
-#include "inferlab/model.hpp"
-#include "inferlab/tokenizer.hpp"
-#include "inferlab/workload.hpp"
+#include "inferlab/serving/engine.hpp"
+#include "inferlab/base/error.hpp"
+#include "inferlab/serving/prefix_cache.hpp"
+#include "inferlab/serving/prefix_report.hpp"
+#include "inferlab/runtime/sampler.hpp"
+#include "inferlab/model/model.hpp"
+#include "inferlab/model/tokenizer.hpp"
+#include "inferlab/serving/workload.hpp"
 #include "test_support.hpp"
 
 using namespace inferlab;

@@ -9,12 +9,12 @@
 #include <limits>
 #include <string>
 
-#include "inferlab/error.hpp"
-#include "inferlab/fma_peak.hpp"
-#include "inferlab/hardware.hpp"
-#include "inferlab/model.hpp"
-#include "inferlab/model_points.hpp"
-#include "inferlab/roofline.hpp"
+#include "inferlab/base/error.hpp"
+#include "inferlab/analysis/fma_peak.hpp"
+#include "inferlab/analysis/hardware.hpp"
+#include "inferlab/model/model.hpp"
+#include "inferlab/analysis/model_points.hpp"
+#include "inferlab/analysis/roofline.hpp"
 
 using inferlab::CostOptions;
 using inferlab::DType;

@@ -1,6 +1,6 @@
 #include "test_support.hpp"
 
-// Tests of the sampler (common/include/inferlab/sampler.hpp). Three kinds:
+// Tests of the sampler (common/include/inferlab/runtime/sampler.hpp). Three kinds:
 //   * exact: each step alone on hand-built probabilities or logits, with the expected output
 //     worked out by hand (the boundaries: the token that crosses top-p, p == min_p * p_max, ties);
 //   * worked numbers from the chapter text (min-p thresholds, the reference sampler's example);
@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "inferlab/error.hpp"
-#include "inferlab/sampler.hpp"
+#include "inferlab/base/error.hpp"
+#include "inferlab/runtime/sampler.hpp"
 
 using inferlab::Error;
 using inferlab::Sampler;

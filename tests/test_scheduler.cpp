@@ -6,8 +6,8 @@
 
 #include <catch2/catch.hpp>
 
-#include "inferlab/error.hpp"
-#include "inferlab/scheduler.hpp"
+#include "inferlab/base/error.hpp"
+#include "inferlab/serving/scheduler.hpp"
 
 using namespace inferlab;
 

@@ -15,15 +15,15 @@
 #include <nlohmann/json.hpp>
 #include <omp.h>
 
-#include "inferlab/chi_square.hpp"
-#include "inferlab/error.hpp"
-#include "inferlab/forward.hpp"
-#include "inferlab/hardware.hpp"
+#include "inferlab/analysis/chi_square.hpp"
+#include "inferlab/base/error.hpp"
+#include "inferlab/runtime/forward.hpp"
+#include "inferlab/analysis/hardware.hpp"
 #include "inferlab/kernels/kv_quant.hpp"
-#include "inferlab/model.hpp"
-#include "inferlab/speculative.hpp"
-#include "inferlab/speculative_sim.hpp"
-#include "inferlab/tokenizer.hpp"
+#include "inferlab/model/model.hpp"
+#include "inferlab/runtime/speculative.hpp"
+#include "inferlab/analysis/speculative_sim.hpp"
+#include "inferlab/model/tokenizer.hpp"
 #include "test_support.hpp"
 
 using namespace inferlab;

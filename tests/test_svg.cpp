@@ -1,6 +1,6 @@
 #include "test_support.hpp"
 
-// Tests of the SVG plot writer (common/include/inferlab/svg.hpp): tick placement on linear and
+// Tests of the SVG plot writer (common/include/inferlab/app/svg.hpp): tick placement on linear and
 // log axes, escaping, that every kind of element reaches the document, and that bad input
 // (a value <= 0 on a log axis, mismatched lengths, nothing to plot) is an error, not a blank plot.
 
@@ -17,17 +17,18 @@
 
 #include <fmt/format.h>
 
-#include "inferlab/engine.hpp"
-#include "inferlab/error.hpp"
-#include "inferlab/hardware.hpp"
-#include "inferlab/kv_calc.hpp"
-#include "inferlab/model.hpp"
-#include "inferlab/paging.hpp"
-#include "inferlab/prefix_report.hpp"
-#include "inferlab/roofline.hpp"
-#include "inferlab/svg.hpp"
-#include "inferlab/trace.hpp"
-#include "inferlab/workload.hpp"
+#include "inferlab/app/plots.hpp"
+#include "inferlab/serving/engine.hpp"
+#include "inferlab/base/error.hpp"
+#include "inferlab/analysis/hardware.hpp"
+#include "inferlab/analysis/kv_calc.hpp"
+#include "inferlab/model/model.hpp"
+#include "inferlab/serving/paging.hpp"
+#include "inferlab/serving/prefix_report.hpp"
+#include "inferlab/analysis/roofline.hpp"
+#include "inferlab/app/svg.hpp"
+#include "inferlab/app/trace.hpp"
+#include "inferlab/serving/workload.hpp"
 
 using inferlab::AxisScale;
 using inferlab::Error;

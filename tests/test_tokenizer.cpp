@@ -11,8 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "inferlab/error.hpp"
-#include "inferlab/tokenizer.hpp"
+#include "inferlab/base/error.hpp"
+#include "inferlab/model/tokenizer.hpp"
 #include "test_support.hpp"
 
 namespace {

@@ -11,11 +11,11 @@
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
-#include "inferlab/error.hpp"
-#include "inferlab/model.hpp"
-#include "inferlab/serving_cli.hpp"
-#include "inferlab/tokenizer.hpp"
-#include "inferlab/workload.hpp"
+#include "inferlab/base/error.hpp"
+#include "inferlab/model/model.hpp"
+#include "inferlab/app/serving_cli.hpp"
+#include "inferlab/model/tokenizer.hpp"
+#include "inferlab/serving/workload.hpp"
 
 using namespace inferlab;
 

@@ -12,7 +12,7 @@
 #include <fmt/format.h>
 
 #include "inferlab/constrain/maskbench.hpp"
-#include "inferlab/error.hpp"
+#include "inferlab/base/error.hpp"
 
 using namespace inferlab;
 

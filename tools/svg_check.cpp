@@ -14,8 +14,8 @@
 
 #include <CLI/CLI.hpp>
 
-#include "inferlab/error.hpp"
-#include "inferlab/svg.hpp"
+#include "inferlab/base/error.hpp"
+#include "inferlab/app/svg.hpp"
 
 namespace {
 

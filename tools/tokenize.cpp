@@ -27,11 +27,11 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
-#include "inferlab/error.hpp"
-#include "inferlab/input_checks.hpp"
-#include "inferlab/model_files.hpp"
-#include "inferlab/safe_files.hpp"
-#include "inferlab/tokenizer.hpp"
+#include "inferlab/base/error.hpp"
+#include "inferlab/app/cli_checks.hpp"
+#include "inferlab/model/model_files.hpp"
+#include "inferlab/base/safe_files.hpp"
+#include "inferlab/model/tokenizer.hpp"
 
 namespace {
 

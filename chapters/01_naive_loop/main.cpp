@@ -12,11 +12,11 @@
 
 #include <CLI/CLI.hpp>
 
-#include "inferlab/chapter_cli.hpp"
-#include "inferlab/error.hpp"
-#include "inferlab/generate.hpp"
-#include "inferlab/input_checks.hpp"
-#include "inferlab/metrics.hpp"
+#include "inferlab/app/chapter_cli.hpp"
+#include "inferlab/base/error.hpp"
+#include "inferlab/runtime/generate.hpp"
+#include "inferlab/app/cli_checks.hpp"
+#include "inferlab/runtime/metrics.hpp"
 
 using namespace inferlab;
 

@@ -15,14 +15,14 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "inferlab/chapter_cli.hpp"
-#include "inferlab/error.hpp"
-#include "inferlab/generate.hpp"
-#include "inferlab/input_checks.hpp"
-#include "inferlab/kv_calc.hpp"
-#include "inferlab/loop_compare.hpp"
-#include "inferlab/safe_files.hpp"
-#include "inferlab/svg.hpp"
+#include "inferlab/app/chapter_cli.hpp"
+#include "inferlab/base/error.hpp"
+#include "inferlab/runtime/generate.hpp"
+#include "inferlab/app/cli_checks.hpp"
+#include "inferlab/analysis/kv_calc.hpp"
+#include "inferlab/analysis/loop_compare.hpp"
+#include "inferlab/base/safe_files.hpp"
+#include "inferlab/app/svg.hpp"
 
 using namespace inferlab;
 

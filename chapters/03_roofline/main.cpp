@@ -24,16 +24,17 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "inferlab/chapter_cli.hpp"
-#include "inferlab/error.hpp"
-#include "inferlab/hardware.hpp"
-#include "inferlab/input_checks.hpp"
-#include "inferlab/kv_calc.hpp"
-#include "inferlab/model.hpp"
-#include "inferlab/model_points.hpp"
-#include "inferlab/roofline.hpp"
-#include "inferlab/safe_files.hpp"
-#include "inferlab/svg.hpp"
+#include "inferlab/app/plots.hpp"
+#include "inferlab/app/chapter_cli.hpp"
+#include "inferlab/base/error.hpp"
+#include "inferlab/analysis/hardware.hpp"
+#include "inferlab/app/cli_checks.hpp"
+#include "inferlab/analysis/kv_calc.hpp"
+#include "inferlab/model/model.hpp"
+#include "inferlab/analysis/model_points.hpp"
+#include "inferlab/analysis/roofline.hpp"
+#include "inferlab/base/safe_files.hpp"
+#include "inferlab/app/svg.hpp"
 
 using namespace inferlab;
 using json = nlohmann::json;

@@ -15,15 +15,15 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
-#include "inferlab/chapter_cli.hpp"
-#include "inferlab/engine.hpp"
-#include "inferlab/error.hpp"
-#include "inferlab/input_checks.hpp"
-#include "inferlab/metrics.hpp"
-#include "inferlab/safe_files.hpp"
-#include "inferlab/serving_cli.hpp"
-#include "inferlab/trace.hpp"
-#include "inferlab/workload.hpp"
+#include "inferlab/app/chapter_cli.hpp"
+#include "inferlab/serving/engine.hpp"
+#include "inferlab/base/error.hpp"
+#include "inferlab/app/cli_checks.hpp"
+#include "inferlab/runtime/metrics.hpp"
+#include "inferlab/base/safe_files.hpp"
+#include "inferlab/app/serving_cli.hpp"
+#include "inferlab/app/trace.hpp"
+#include "inferlab/serving/workload.hpp"
 
 using namespace inferlab;
 

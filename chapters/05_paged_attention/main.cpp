@@ -11,11 +11,12 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
-#include "inferlab/chapter_cli.hpp"
-#include "inferlab/error.hpp"
-#include "inferlab/kv_calc.hpp"
-#include "inferlab/paging.hpp"
-#include "inferlab/serving_cli.hpp"
+#include "inferlab/app/plots.hpp"
+#include "inferlab/app/chapter_cli.hpp"
+#include "inferlab/base/error.hpp"
+#include "inferlab/analysis/kv_calc.hpp"
+#include "inferlab/serving/paging.hpp"
+#include "inferlab/app/serving_cli.hpp"
 
 using namespace inferlab;
 

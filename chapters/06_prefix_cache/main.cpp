@@ -12,14 +12,15 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
-#include "inferlab/chapter_cli.hpp"
-#include "inferlab/error.hpp"
-#include "inferlab/kv_calc.hpp"
-#include "inferlab/input_checks.hpp"
-#include "inferlab/paging.hpp"
-#include "inferlab/prefix_report.hpp"
-#include "inferlab/safe_files.hpp"
-#include "inferlab/serving_cli.hpp"
+#include "inferlab/app/plots.hpp"
+#include "inferlab/app/chapter_cli.hpp"
+#include "inferlab/base/error.hpp"
+#include "inferlab/analysis/kv_calc.hpp"
+#include "inferlab/app/cli_checks.hpp"
+#include "inferlab/serving/paging.hpp"
+#include "inferlab/serving/prefix_report.hpp"
+#include "inferlab/base/safe_files.hpp"
+#include "inferlab/app/serving_cli.hpp"
 
 using namespace inferlab;
 

@@ -18,13 +18,13 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "inferlab/chapter_cli.hpp"
-#include "inferlab/error.hpp"
-#include "inferlab/hardware.hpp"
-#include "inferlab/model_files.hpp"
-#include "inferlab/speculative.hpp"
-#include "inferlab/speculative_sim.hpp"
-#include "inferlab/svg.hpp"
+#include "inferlab/app/chapter_cli.hpp"
+#include "inferlab/base/error.hpp"
+#include "inferlab/analysis/hardware.hpp"
+#include "inferlab/model/model_files.hpp"
+#include "inferlab/runtime/speculative.hpp"
+#include "inferlab/analysis/speculative_sim.hpp"
+#include "inferlab/app/svg.hpp"
 
 using namespace inferlab;
 

@@ -14,11 +14,11 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
-#include "inferlab/chapter_cli.hpp"
+#include "inferlab/app/chapter_cli.hpp"
 #include "inferlab/constrain/constraint.hpp"
 #include "inferlab/constrain/maskbench.hpp"
-#include "inferlab/error.hpp"
-#include "inferlab/metrics.hpp"
+#include "inferlab/base/error.hpp"
+#include "inferlab/runtime/metrics.hpp"
 
 using namespace inferlab;
 

@@ -6,7 +6,7 @@
 /// filters have zeroed some entries) and zero out the tokens that must not be drawn. They never
 /// change the value of a token they keep and never renormalise: the sampler does that once, after
 /// the last filter. The contract is the one of inferlab::top_p_filter and inferlab::min_p_filter
-/// in inferlab/sampler.hpp; these live in their own namespace so that the test can compare both.
+/// in inferlab/runtime/sampler.hpp; these live in their own namespace so that the test can compare both.
 
 #include <span>
 

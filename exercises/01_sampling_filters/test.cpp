@@ -10,7 +10,7 @@
 #include <catch2/catch.hpp>
 
 #include "exercise.hpp"
-#include "inferlab/sampler.hpp"
+#include "inferlab/runtime/sampler.hpp"
 
 namespace {
 

@@ -7,7 +7,7 @@
 #include <catch2/catch.hpp>
 
 #include "exercise.hpp"
-#include "inferlab/error.hpp"
+#include "inferlab/base/error.hpp"
 
 using inferlab::ex02::TokenTimeline;
 namespace ex = inferlab::ex02;

@@ -1,14 +1,14 @@
 // Exercise 04's test: the source text's Llama-3-70B numbers to the byte, the concurrency on
 // 4x A100-80GB for FP16 / FP8 / INT4 caches, and agreement with the core's calculator
-// (inferlab/kv_calc.hpp) on every named shape.
+// (inferlab/analysis/kv_calc.hpp) on every named shape.
 
 #include <string>
 
 #include <catch2/catch.hpp>
 
 #include "exercise.hpp"
-#include "inferlab/kv_calc.hpp"
-#include "inferlab/model.hpp"
+#include "inferlab/analysis/kv_calc.hpp"
+#include "inferlab/model/model.hpp"
 
 namespace ex = inferlab::ex04;
 using ex::kLlama3_70b;

@@ -1,6 +1,6 @@
 // Exercise 06's test: chapter 03's roofline, exact to the arithmetic on the documented
 // constants (relative 1e-9), within a stated tolerance of the rounded figures in the README, and
-// in agreement with the core's cost model (inferlab/roofline.hpp) wherever it computes the same
+// in agreement with the core's cost model (inferlab/analysis/roofline.hpp) wherever it computes the same
 // quantity.
 
 #include <string>
@@ -8,10 +8,10 @@
 #include <catch2/catch.hpp>
 
 #include "exercise.hpp"
-#include "inferlab/hardware.hpp"
-#include "inferlab/kv_calc.hpp"
-#include "inferlab/model.hpp"
-#include "inferlab/roofline.hpp"
+#include "inferlab/analysis/hardware.hpp"
+#include "inferlab/analysis/kv_calc.hpp"
+#include "inferlab/model/model.hpp"
+#include "inferlab/analysis/roofline.hpp"
 
 namespace ex = inferlab::ex06;
 using ex::kA100;

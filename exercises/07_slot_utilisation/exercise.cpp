@@ -6,7 +6,7 @@
 
 #include "exercise.hpp"
 
-#include "inferlab/error.hpp"
+#include "inferlab/base/error.hpp"
 
 namespace inferlab::ex07 {
 

@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-#include "inferlab/error.hpp"
+#include "inferlab/base/error.hpp"
 
 namespace inferlab::ex07 {
 

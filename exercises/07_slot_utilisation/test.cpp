@@ -6,9 +6,9 @@
 #include <catch2/catch.hpp>
 
 #include "exercise.hpp"
-#include "inferlab/engine.hpp"
-#include "inferlab/error.hpp"
-#include "inferlab/workload.hpp"
+#include "inferlab/serving/engine.hpp"
+#include "inferlab/base/error.hpp"
+#include "inferlab/serving/workload.hpp"
 
 namespace ex = inferlab::ex07;
 using ex::Batching;

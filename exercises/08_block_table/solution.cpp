@@ -2,7 +2,7 @@
 #include <fmt/format.h>
 
 #include "exercise.hpp"
-#include "inferlab/error.hpp"
+#include "inferlab/base/error.hpp"
 
 namespace inferlab::ex08 {
 

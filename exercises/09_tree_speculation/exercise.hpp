@@ -20,8 +20,8 @@
 #include <span>
 #include <vector>
 
-#include "inferlab/sampler.hpp"
-#include "inferlab/speculative.hpp"
+#include "inferlab/runtime/sampler.hpp"
+#include "inferlab/runtime/speculative.hpp"
 
 namespace inferlab::ex09 {
 

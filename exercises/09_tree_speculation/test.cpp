@@ -8,8 +8,8 @@
 #include <catch2/catch.hpp>
 
 #include "exercise.hpp"
-#include "inferlab/chi_square.hpp"
-#include "inferlab/speculative.hpp"
+#include "inferlab/analysis/chi_square.hpp"
+#include "inferlab/runtime/speculative.hpp"
 
 using namespace inferlab;
 

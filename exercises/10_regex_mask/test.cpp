@@ -7,8 +7,8 @@
 #include <catch2/catch.hpp>
 
 #include "exercise.hpp"
-#include "inferlab/error.hpp"
-#include "inferlab/sampler.hpp"
+#include "inferlab/base/error.hpp"
+#include "inferlab/runtime/sampler.hpp"
 
 namespace ex = inferlab::ex10;
 

@@ -12,7 +12,7 @@
 #include <algorithm>
 
 #include "exercise.hpp"
-#include "inferlab/error.hpp"
+#include "inferlab/base/error.hpp"
 
 namespace inferlab::ex11 {
 

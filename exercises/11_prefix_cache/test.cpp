@@ -20,7 +20,7 @@
 #include <catch2/catch.hpp>
 
 #include "exercise.hpp"
-#include "inferlab/error.hpp"
+#include "inferlab/base/error.hpp"
 
 namespace ex = inferlab::ex11;
 using Seq = std::vector<int>;

@@ -14,9 +14,9 @@
 #include <catch2/catch.hpp>
 
 #include "exercise.hpp"
-#include "inferlab/error.hpp"
+#include "inferlab/base/error.hpp"
 #include "inferlab/kernels/kv_quant.hpp"
-#include "inferlab/kv_cache.hpp"
+#include "inferlab/runtime/kv_cache.hpp"
 
 namespace ex = inferlab::ex12;
 

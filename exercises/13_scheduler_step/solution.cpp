@@ -3,7 +3,7 @@
 #include <string>
 
 #include "exercise.hpp"
-#include "inferlab/error.hpp"
+#include "inferlab/base/error.hpp"
 
 namespace inferlab::ex13 {
 

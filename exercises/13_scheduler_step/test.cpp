@@ -13,9 +13,9 @@
 #include <catch2/catch.hpp>
 
 #include "exercise.hpp"
-#include "inferlab/error.hpp"
-#include "inferlab/request.hpp"
-#include "inferlab/scheduler.hpp"
+#include "inferlab/base/error.hpp"
+#include "inferlab/serving/request.hpp"
+#include "inferlab/serving/scheduler.hpp"
 
 namespace ex = inferlab::ex13;
 using ex::Chunk;

@@ -1,4 +1,4 @@
-// The transformer forward pass on the GPU, mirroring common/src/forward.cpp step for step:
+// The transformer forward pass on the GPU, mirroring common/src/runtime/forward.cpp step for step:
 // embedding; per layer rmsnorm -> q, k, v (k, v written straight into the cache rows) -> rope ->
 // attention -> wo -> residual -> rmsnorm -> w1, w3 -> swiglu -> w2 -> residual; final rmsnorm on
 // the rows asked for; classifier. Every op runs its best version (k<Op>BestVersion), all on one

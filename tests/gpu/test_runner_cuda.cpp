@@ -8,10 +8,10 @@
 #include <nlohmann/json.hpp>
 
 #include "gpu_test_support.hpp"
-#include "inferlab/engine.hpp"
+#include "inferlab/serving/engine.hpp"
 #include "inferlab/kernels/cuda/paged_attention_cuda.hpp"
 #include "inferlab/kernels/paged_attention.hpp"
-#include "inferlab/runner.hpp"
+#include "inferlab/runtime/runner.hpp"
 
 using namespace inferlab;
 

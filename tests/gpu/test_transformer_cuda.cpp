@@ -5,10 +5,10 @@
 #include <nlohmann/json.hpp>
 
 #include "gpu_test_support.hpp"
-#include "inferlab/cuda_model.hpp"
-#include "inferlab/forward.hpp"
+#include "inferlab/runtime/cuda_model.hpp"
+#include "inferlab/runtime/forward.hpp"
 #include "inferlab/kernels/cuda/transformer.hpp"
-#include "inferlab/model.hpp"
+#include "inferlab/model/model.hpp"
 
 using namespace inferlab;
 

@@ -11,9 +11,9 @@
 #include "inferlab/constrain/gbnf.hpp"
 #include "inferlab/constrain/json_schema.hpp"
 #include "inferlab/constrain/regex.hpp"
-#include "inferlab/error.hpp"
-#include "inferlab/forward.hpp"
-#include "inferlab/kv_cache.hpp"
+#include "inferlab/base/error.hpp"
+#include "inferlab/runtime/forward.hpp"
+#include "inferlab/runtime/kv_cache.hpp"
 
 namespace inferlab {
 

@@ -11,7 +11,7 @@
 
 #include <fmt/format.h>
 
-#include "inferlab/error.hpp"
+#include "inferlab/base/error.hpp"
 
 namespace inferlab {
 

@@ -16,7 +16,7 @@
 #include <fmt/format.h>
 
 #include "inferlab/constrain/regex.hpp"
-#include "inferlab/error.hpp"
+#include "inferlab/base/error.hpp"
 
 namespace inferlab {
 

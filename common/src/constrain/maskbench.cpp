@@ -16,7 +16,7 @@
 
 #include "inferlab/constrain/json_schema.hpp"
 #include "inferlab/constrain/parser.hpp"
-#include "inferlab/error.hpp"
+#include "inferlab/base/error.hpp"
 
 namespace inferlab {
 

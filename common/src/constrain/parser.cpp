@@ -9,7 +9,7 @@
 
 #include <fmt/format.h>
 
-#include "inferlab/error.hpp"
+#include "inferlab/base/error.hpp"
 
 namespace inferlab {
 

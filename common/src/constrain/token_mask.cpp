@@ -6,7 +6,7 @@
 #include <limits>
 #include <numeric>
 
-#include "inferlab/error.hpp"
+#include "inferlab/base/error.hpp"
 
 namespace inferlab {
 

@@ -9,9 +9,9 @@
 #include "inferlab/constrain/json_schema.hpp"
 #include "inferlab/constrain/parser.hpp"
 #include "inferlab/constrain/token_mask.hpp"
-#include "inferlab/model.hpp"
-#include "inferlab/sampler.hpp"
-#include "inferlab/tokenizer.hpp"
+#include "inferlab/model/model.hpp"
+#include "inferlab/runtime/sampler.hpp"
+#include "inferlab/model/tokenizer.hpp"
 
 namespace inferlab {
 

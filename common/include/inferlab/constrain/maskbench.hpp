@@ -16,7 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "inferlab/constrain/token_mask.hpp"
-#include "inferlab/tokenizer.hpp"
+#include "inferlab/model/tokenizer.hpp"
 
 namespace inferlab {
 

@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "inferlab/constrain/parser.hpp"
-#include "inferlab/sampler.hpp"
-#include "inferlab/tokenizer.hpp"
+#include "inferlab/runtime/sampler.hpp"
+#include "inferlab/model/tokenizer.hpp"
 
 namespace inferlab {
 

@@ -2,7 +2,7 @@
 /// @file transformer.hpp
 /// @brief The Llama-2 forward pass on the GPU: weights uploaded once, a device KV cache for one
 /// sequence, and the best version of every kernel. The same order of operations as the CPU
-/// inferlab::ForwardPass (common/src/forward.cpp), so the two can be compared logit by logit.
+/// inferlab::ForwardPass (common/src/runtime/forward.cpp), so the two can be compared logit by logit.
 ///
 /// Plain C++ header (no CUDA types): the implementation lives behind a pointer.
 

@@ -1,0 +1,53 @@
+#pragma once
+/// @file speculative_sim.hpp
+/// @brief Speculative decoding on chapter 03's roofline clock: what a draft-target pair gains
+/// on datacenter hardware, and how the gain shrinks as the batch grows toward the compute roof.
+///
+/// Per sequence and round: K draft decode steps, then one target step that verifies K + 1
+/// tokens (a prefill-like chunk after the cached context). With acceptance alpha a round yields
+/// (1 - alpha^(K+1)) / (1 - alpha) tokens on average, where plain decoding yields one per target
+/// decode step. While the target step is memory-bound, verifying K + 1 tokens costs about as
+/// much as decoding one; as the batch grows the verification's extra FLOPs reach the compute
+/// roof, its time grows with K + 1, and speculation stops paying.
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "inferlab/analysis/hardware.hpp"
+#include "inferlab/model/model.hpp"
+#include "inferlab/analysis/roofline.hpp"
+
+namespace inferlab {
+
+/// @brief One batch size of the simulation.
+struct SpecSimPoint {
+  int batch = 0;                ///< sequences decoding together (each speculating)
+  double plain_step_s = 0.0;    ///< target decode step of the batch (one token each)
+  double draft_step_s = 0.0;    ///< draft decode step of the batch
+  double verify_step_s = 0.0;   ///< target step verifying K + 1 tokens per sequence
+  double tokens_per_round = 0.0;  ///< expected tokens per sequence and round
+  double speedup = 0.0;         ///< tokens/s with speculation / tokens/s without
+  bool verify_memory_bound = true;  ///< the verification step is below the ridge point
+};
+
+/// @brief Simulates every batch size of @p batches.
+/// @param target the model that verifies
+/// @param draft the model that proposes
+/// @param hardware the machine (peak FLOP/s, bandwidth)
+/// @param alpha acceptance rate in [0, 1]
+/// @param k tokens proposed per round (>= 1)
+/// @param context cached tokens per sequence
+/// @param batches batch sizes (each >= 1)
+/// @param options number formats and efficiencies (chapter 03)
+/// @throws inferlab::Error for alpha outside [0, 1], k < 1, context < 0 or a batch < 1.
+std::vector<SpecSimPoint> simulate_speculation(const ModelConfig& target, const ModelConfig& draft,
+                                               const Hardware& hardware, double alpha, int k,
+                                               std::int64_t context, std::span<const int> batches,
+                                               const CostOptions& options = {});
+
+/// @brief The smallest simulated batch at which speculation no longer pays (speed-up < 1), or
+/// -1 when it pays at every simulated batch.
+int break_even_batch(std::span<const SpecSimPoint> points);
+
+}  // namespace inferlab

@@ -1,0 +1,40 @@
+#pragma once
+/// @file cli_checks.hpp
+/// @brief The command-line side of input checking, shared by every binary: CLI11 validators
+/// for numeric flags (NaN and infinity refused, 64-bit seeds read in full, ranges named in the
+/// error) and the guard every `main` runs its body in.
+
+#include <functional>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "inferlab/base/input_checks.hpp"
+
+namespace inferlab {
+
+/// @brief Validator for an integer flag in [@p lo, @p hi]: refuses text that is not an integer
+/// ("nan", "1e3", "1.5") and values outside, naming the range, e.g.
+/// `--reps: 2147483647 is outside [1, 1000]`. @p why, if not empty, follows the range.
+CLI::Validator integer_in(long long lo, long long hi, const std::string& why = "");
+
+/// @brief Validator for --threads: an integer in [0, max_threads()] (0 = OpenMP's default).
+CLI::Validator thread_count();
+
+/// @brief Validator for a real flag in [@p lo, @p hi] (or the open bound where @p lo_open /
+/// @p hi_open): NaN and infinities are refused as "not a finite number".
+CLI::Validator finite_in(double lo, double hi, bool lo_open = false, bool hi_open = false);
+
+/// @brief Validator for a full 64-bit unsigned flag (a seed): decimal digits only, so "-1" is
+/// refused instead of wrapping to 2^64 - 1, and anything above 18446744073709551615 too.
+CLI::Validator unsigned_64();
+
+/// @brief The `main` of every binary: parses @p argv with @p app, then runs @p body. A usage
+/// error is one line `error: ...` and exit code 2; any exception @p body throws (the project's,
+/// std::bad_alloc, any std::exception, anything else) is one line `error: ...` on stderr and
+/// exit code 1, never a signal. It also ignores SIGXFSZ, so a write beyond the file-size
+/// limit fails (and is reported) instead of killing the process.
+/// @return the exit code
+int run_main(CLI::App& app, int argc, char** argv, const std::function<int()>& body);
+
+}  // namespace inferlab

@@ -1,0 +1,44 @@
+#pragma once
+/// @file plots.hpp
+/// @brief The chapters' pictures of core results: the roofline (chapter 03), KV memory over
+/// time and block tables (chapter 05), TTFT distributions and the radix trie (chapter 06). The
+/// core computes the numbers; these functions only draw them.
+
+#include <string>
+#include <vector>
+
+#include "inferlab/analysis/hardware.hpp"
+#include "inferlab/analysis/roofline.hpp"
+#include "inferlab/app/svg.hpp"
+#include "inferlab/serving/engine.hpp"
+#include "inferlab/serving/paging.hpp"
+#include "inferlab/serving/prefix_report.hpp"
+
+namespace inferlab {
+
+/// @brief A log-log roofline of @p hardware: the memory roof up to the ridge, the compute roof
+/// from it, the ridge marked, and the points labelled (analytic: hollow colour; measured:
+/// another colour). Axes in FLOP/byte and GFLOP/s (TFLOP/s for a machine above 10 TFLOP/s).
+SvgPlot roofline_plot(const Hardware& hardware, const std::vector<RooflinePoint>& points,
+                      const std::string& title);
+
+/// @brief KV memory reserved and used over time, one pair of lines per run, against the budget.
+SvgPlot kv_memory_plot(const std::vector<const EngineRun*>& runs, const std::string& title);
+
+/// @brief The block tables of @p snapshot as a grid: one row per sequence, one cell per
+/// logical block, labelled with its physical block (at most @p max_rows rows).
+SvgPlot block_table_plot(const BlockTableSnapshot& snapshot, int block_size, int max_rows = 8);
+
+/// @brief Writes several plots into one SVG file, one above the other.
+/// @throws inferlab::Error if the file cannot be written.
+void save_stacked(const std::string& path, const std::vector<const SvgPlot*>& plots);
+
+/// @brief TTFT's distribution (empirical CDF, log time axis) of each run, one line per cache.
+SvgPlot ttft_cdf_plot(const std::vector<const EngineRun*>& runs, const std::string& title);
+
+/// @brief The radix trie drawn as a tree: one box per node (at most @p max_nodes, breadth
+/// first), labelled with its tokens and hits, its width proportional to log(tokens).
+SvgPlot trie_plot(const std::vector<TrieNodeView>& trie, const std::string& title,
+                  int max_nodes = 40);
+
+}  // namespace inferlab

@@ -1,0 +1,87 @@
+#pragma once
+/// @file prefix_report.hpp
+/// @brief Chapter 06's measurements of a prefix cache: what it saved over one run, the pictures
+/// (TTFT with and without it, the trie), the timing side channel that a tenant salt closes, and
+/// the seed's worked number on the roofline.
+
+#include <cstddef>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "inferlab/serving/engine.hpp"
+#include "inferlab/analysis/hardware.hpp"
+#include "inferlab/serving/prefix_cache.hpp"
+#include "inferlab/analysis/roofline.hpp"
+
+namespace inferlab {
+
+/// @brief What a prefix cache did over one run (names as chapter 06's JSON).
+struct PrefixSummary {
+  std::string cache;  ///< "radix", "hash" or "off"
+  int requests = 0;   ///< requests served (parallel branches not counted)
+  /// Prompt tokens served from the cache over all prompt tokens (first admissions).
+  double token_hit_rate = 0.0;
+  /// Requests that reused at least one block's worth of prompt (block_size tokens) over all:
+  /// a match of BOS and a common first word is not counted as a hit.
+  double request_hit_rate = 0.0;
+  long long prompt_tokens = 0;            ///< prompt tokens over all requests, BOS included
+  long long prefill_tokens_computed = 0;  ///< prompt positions the steps forwarded (recomputes too)
+  long long prefill_tokens_saved = 0;     ///< prompt positions served from the cache
+  long long evictions = 0;                ///< blocks the cache gave back to the pool
+  double ttft_p50 = 0.0;                  ///< seconds
+  double ttft_p99 = 0.0;                  ///< seconds
+  double throughput_tokens_per_s = 0.0;   ///< output tokens over the run's duration
+  std::size_t cache_bytes = 0;            ///< the most KV bytes the cache held at once
+  int steps = 0;                          ///< engine steps
+  double mean_running = 0.0;              ///< sequences running per step, on average
+  int preemptions = 0;                    ///< sequences preempted (memory ran out)
+};
+
+/// @brief The summary of @p run (a paged run; run.prefix_cache names the cache).
+PrefixSummary prefix_summary(const EngineRun& run);
+
+/// @brief The side channel: one tenant's TTFT tells whether another tenant sent a prefix.
+struct SideChannel {
+  double ttft_seen_s = 0.0;    ///< bob's TTFT for the prefix alice sent just before
+  double ttft_unseen_s = 0.0;  ///< bob's TTFT for a prefix nobody sent, as long
+  /// @brief How much faster the seen prefix answers: ttft_unseen / ttft_seen (1: no signal).
+  double ratio() const { return ttft_unseen_s / ttft_seen_s; }
+};
+
+/// @brief Alice sends a prompt of @p prefix_tokens tokens; later bob sends the same prefix,
+/// then an unseen one of equal length (each with its own short question). @p rounds such
+/// triples (new prefixes each round) arrive @p spacing_s apart, far enough to run alone, on
+/// the engine @p serve runs with a prefix cache; the TTFTs are medians over the rounds.
+/// @param serve runs the requests on an engine with a prefix cache
+/// @param prefix_tokens length of the probed prefix (>= 1)
+/// @param spacing_s seconds between arrivals
+/// @param salted give each request its tenant (the cache salts entries by it), or none
+/// @param rounds triples of requests (>= 1)
+/// @throws inferlab::Error if prefix_tokens or rounds < 1.
+SideChannel measure_side_channel(const std::function<EngineRun(const std::vector<Request>&)>& serve,
+                                 int prefix_tokens, double spacing_s, bool salted, int rounds = 5);
+
+/// @brief The seed's worked number: every request repeats a @p prefix_tokens system prompt.
+struct PrefillSaving {
+  double prefill_seconds = 0.0;  ///< one prefill of the prefix on the roofline
+  double gpu_seconds_saved_per_second = 0.0;  ///< prefill_seconds * rate
+  double rate = 0.0;             ///< requests per second
+};
+/// @brief The prefill of @p prefix_tokens tokens of @p config on @p hardware (step_time_seconds
+/// of one prefill chunk) and what skipping it saves at @p rate requests per second.
+PrefillSaving prefill_saving(const ModelConfig& config, const Hardware& hardware,
+                             const CostOptions& cost, int prefix_tokens, double rate);
+
+/// @brief Match + insert cost of a prefix cache, per request.
+struct CacheOpCost {
+  int prompt_tokens = 0;        ///< length of every prompt
+  double match_us = 0.0;        ///< one match() of a prompt sharing most of a cached one
+  double insert_us = 0.0;       ///< one insert() of it
+};
+/// @brief Times match and insert on @p kind with prompts of @p prompt_tokens tokens (blocks of
+/// @p block_size) that share 3/4 of their tokens with one of 8 cached prompts; median of
+/// @p reps rounds of 64 requests.
+CacheOpCost measure_cache_ops(PrefixCacheKind kind, int prompt_tokens, int block_size, int reps);
+
+}  // namespace inferlab

@@ -1,0 +1,51 @@
+// Speculative decoding on the roofline clock.
+#include "inferlab/analysis/speculative_sim.hpp"
+
+#include <fmt/format.h>
+
+#include "inferlab/base/error.hpp"
+#include "inferlab/runtime/speculative.hpp"
+
+namespace inferlab {
+
+std::vector<SpecSimPoint> simulate_speculation(const ModelConfig& target, const ModelConfig& draft,
+                                               const Hardware& hardware, double alpha, int k,
+                                               std::int64_t context, std::span<const int> batches,
+                                               const CostOptions& options) {
+  if (!(alpha >= 0.0 && alpha <= 1.0)) {
+    throw Error(fmt::format("--acceptance {}: must be in [0, 1]", alpha));
+  }
+  if (k < 1) throw Error(fmt::format("--k {}: must be >= 1", k));
+  if (context < 0) throw Error(fmt::format("--context {}: must be >= 0", context));
+  std::vector<SpecSimPoint> points;
+  for (int b : batches) {
+    if (b < 1) throw Error(fmt::format("simulated batch {}: must be >= 1", b));
+    StepShape plain, drafting, verify;
+    for (int s = 0; s < b; ++s) {
+      plain.add_decode(context + 1);
+      // The draft's K steps read a context that grows by one each; its middle one stands for all.
+      drafting.add_decode(context + 1 + k / 2);
+      verify.add_prefill(k + 1, context);
+    }
+    SpecSimPoint p;
+    p.batch = b;
+    p.plain_step_s = step_time_seconds(target, hardware, plain, options);
+    p.draft_step_s = step_time_seconds(draft, hardware, drafting, options);
+    p.verify_step_s = step_time_seconds(target, hardware, verify, options);
+    p.verify_memory_bound = step_cost(target, hardware, verify, options).memory_bound();
+    p.tokens_per_round = expected_tokens_per_round(alpha, k);
+    // Plain: one token per sequence per plain step. Speculative: tokens_per_round per round.
+    p.speedup = p.tokens_per_round * p.plain_step_s / (k * p.draft_step_s + p.verify_step_s);
+    points.push_back(p);
+  }
+  return points;
+}
+
+int break_even_batch(std::span<const SpecSimPoint> points) {
+  for (const SpecSimPoint& p : points) {
+    if (p.speedup < 1.0) return p.batch;
+  }
+  return -1;
+}
+
+}  // namespace inferlab

@@ -1,0 +1,826 @@
+// The SVG plot writer: collects items in data coordinates, fixes the axis ranges at render time,
+// maps every item onto the picture and clips it to the plot area.
+#include "inferlab/app/svg.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <fstream>
+#include <numbers>
+#include <sstream>
+#include <tuple>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "inferlab/base/error.hpp"
+#include "inferlab/base/safe_files.hpp"
+
+namespace inferlab {
+
+namespace {
+
+// Tableau's 10 colours: distinguishable, and the default of most plotting libraries.
+constexpr const char* kPalette[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
+                                    "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
+
+// Picture margins around the plot area, in pixels: room for tick labels, axis labels, title.
+constexpr double kMarginLeft = 78, kMarginRight = 28, kMarginTop = 44, kMarginBottom = 58;
+
+const char* anchor_name(TextAnchor a) {
+  switch (a) {
+    case TextAnchor::middle: return "middle";
+    case TextAnchor::end: return "end";
+    default: return "start";
+  }
+}
+
+// Pixel coordinates are written with two decimals: sub-pixel precision, short files.
+std::string px(double v) { return fmt::format("{:.2f}", v); }
+
+// One axis with its range resolved: maps data values to [0, 1] along the axis.
+struct ResolvedAxis {
+  AxisScale scale;
+  double lo, hi;
+  std::vector<double> ticks;
+  std::vector<std::string> labels;
+  double unit(double v) const {
+    if (scale == AxisScale::log) return (std::log10(v) - std::log10(lo)) / (std::log10(hi) - std::log10(lo));
+    return (v - lo) / (hi - lo);
+  }
+};
+
+
+// Where a text goes, as its <text> element says it: the anchor point, the alignment, the
+// baseline, the rotation and the font size.
+struct Spec {
+  double x, y;  // SVG anchor point
+  TextAnchor anchor = TextAnchor::start;
+  bool central = false;  // dominant-baseline central (else alphabetic)
+  double angle = 0;      // rotate(angle rx ry)
+  double rx = 0, ry = 0;
+  double font_size = 12;
+};
+
+// The box a text occupies: its estimated width, 0.8 em of ascent above the baseline and 0.25 em
+// of descent below (0.55 em either side for a central baseline), turned about (rx, ry).
+TextBox box_of(const Spec& s, const std::string& text) {
+  const double w = text_width_px(text, s.font_size);
+  const double x0 = s.anchor == TextAnchor::start    ? s.x
+                    : s.anchor == TextAnchor::middle ? s.x - w / 2
+                                                     : s.x - w;
+  const double y0 = s.central ? s.y - 0.55 * s.font_size : s.y - 0.8 * s.font_size;
+  const double y1 = s.central ? s.y + 0.55 * s.font_size : s.y + 0.25 * s.font_size;
+  TextBox b{text, x0 + w / 2, (y0 + y1) / 2, w / 2, (y1 - y0) / 2, s.angle};
+  if (s.angle != 0) {
+    const double a = s.angle * std::numbers::pi / 180, dx = b.cx - s.rx, dy = b.cy - s.ry;
+    b.cx = s.rx + std::cos(a) * dx - std::sin(a) * dy;
+    b.cy = s.ry + std::sin(a) * dx + std::cos(a) * dy;
+  }
+  return b;
+}
+
+}  // namespace
+
+std::vector<double> linear_ticks(double lo, double hi, int target) {
+  if (!(hi > lo)) return {lo};
+  const double raw = (hi - lo) / std::max(target, 1);
+  const double mag = std::pow(10.0, std::floor(std::log10(raw)));
+  const double norm = raw / mag;
+  // Steps of 1, 2 or 5 times a power of ten read naturally: 0, 20, 40 ... not 0, 17, 34.
+  const double step = (norm < 1.5 ? 1.0 : norm < 3.0 ? 2.0 : norm < 7.0 ? 5.0 : 10.0) * mag;
+  const double first = std::floor(lo / step + 1e-9);
+  const double last = std::ceil(hi / step - 1e-9);
+  std::vector<double> ticks;
+  for (double i = first; i <= last + 0.5; i += 1.0) {
+    double v = i * step;  // multiply, not accumulate: no drift after many steps
+    if (std::abs(v) < step * 1e-9) v = 0.0;
+    ticks.push_back(v);
+  }
+  return ticks;
+}
+
+std::vector<double> log_ticks(double lo, double hi, int max_ticks) {
+  if (!(lo > 0.0) || !(hi >= lo)) throw Error("log_ticks: need 0 < lo <= hi");
+  const int e0 = int(std::floor(std::log10(lo) + 1e-9));
+  int e1 = int(std::ceil(std::log10(hi) - 1e-9));
+  if (e1 == e0) ++e1;
+  const int decades = e1 - e0;
+  const int m = std::max(max_ticks - 1, 1);
+  const int stride = std::max(1, (decades + m - 1) / m);  // ceil(decades / m): at most m + 1 ticks
+  std::vector<double> ticks;
+  for (int e = e0; e <= e1; e += stride) ticks.push_back(std::pow(10.0, e));
+  if (ticks.back() < hi) ticks.push_back(std::pow(10.0, e0 + ((decades + stride - 1) / stride) * stride));
+  return ticks;
+}
+
+std::string format_tick(double value) {
+  if (value == 0.0) return "0";
+  const double a = std::abs(value);
+  if (a >= 1e-3 && a < 1e5) return fmt::format("{:g}", value);
+  return fmt::format("{:.0e}", value);  // "1e+06": short, unambiguous
+}
+
+std::string xml_escape(const std::string& text) {
+  std::string out;
+  out.reserve(text.size());
+  for (char c : text) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&apos;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+SvgPlot::SvgPlot(std::string title, int width, int height)
+    : title_(std::move(title)), width_(width), height_(height) {
+  if (width < 200 || height < 150) throw Error("SvgPlot: the picture must be at least 200 x 150 px");
+  x_axis_.min = x_axis_.max = y_axis_.min = y_axis_.max = kAuto;
+}
+
+void SvgPlot::set_x_axis(std::string label, AxisScale scale, double min, double max) {
+  x_axis_.label = std::move(label);
+  x_axis_.scale = scale;
+  x_axis_.min = min;
+  x_axis_.max = max;
+}
+
+void SvgPlot::set_y_axis(std::string label, AxisScale scale, double min, double max) {
+  y_axis_.label = std::move(label);
+  y_axis_.scale = scale;
+  y_axis_.min = min;
+  y_axis_.max = max;
+}
+
+void SvgPlot::set_x_ticks(std::vector<double> values, std::vector<std::string> labels) {
+  if (!labels.empty() && labels.size() != values.size())
+    throw Error("SvgPlot::set_x_ticks: one label per tick, or none");
+  x_axis_.tick_values = std::move(values);
+  x_axis_.tick_labels = std::move(labels);
+}
+
+void SvgPlot::set_y_ticks(std::vector<double> values, std::vector<std::string> labels) {
+  if (!labels.empty() && labels.size() != values.size())
+    throw Error("SvgPlot::set_y_ticks: one label per tick, or none");
+  y_axis_.tick_values = std::move(values);
+  y_axis_.tick_labels = std::move(labels);
+}
+
+std::string SvgPlot::next_colour() {
+  return kPalette[palette_index_++ % int(std::size(kPalette))];
+}
+
+void SvgPlot::add_line(std::string label, std::vector<double> x, std::vector<double> y,
+                       SvgStyle style) {
+  if (x.size() != y.size())
+    throw Error(fmt::format("SvgPlot::add_line '{}': {} x values but {} y values", label,
+                            x.size(), y.size()));
+  if (style.color.empty()) style.color = next_colour();
+  items_.push_back({Kind::line, std::move(label), std::move(x), std::move(y), {}, style});
+}
+
+void SvgPlot::add_points(std::string label, std::vector<double> x, std::vector<double> y,
+                         SvgStyle style, std::vector<std::string> point_labels) {
+  if (x.size() != y.size() || (!point_labels.empty() && point_labels.size() != x.size()))
+    throw Error(fmt::format("SvgPlot::add_points '{}': {} x, {} y and {} labels", label, x.size(),
+                            y.size(), point_labels.size()));
+  if (style.color.empty()) style.color = next_colour();
+  // A point's "width" is its radius; the line default of 2 px is too small to see.
+  if (style.width == SvgStyle{}.width) style.width = 4.5;
+  items_.push_back({Kind::points, std::move(label), std::move(x), std::move(y),
+                    std::move(point_labels), style});
+}
+
+void SvgPlot::add_hline(double y, std::string label, SvgStyle style) {
+  if (style.color.empty()) style.color = "#555555";
+  items_.push_back({Kind::hline, std::move(label), {}, {y}, {}, style});
+}
+
+void SvgPlot::add_vline(double x, std::string label, SvgStyle style) {
+  if (style.color.empty()) style.color = "#555555";
+  items_.push_back({Kind::vline, std::move(label), {x}, {}, {}, style});
+}
+
+void SvgPlot::add_segment(double x0, double y0, double x1, double y1, std::string label,
+                          SvgStyle style) {
+  if (style.color.empty()) style.color = "#555555";
+  items_.push_back({Kind::segment, std::move(label), {x0, x1}, {y0, y1}, {}, style});
+}
+
+void SvgPlot::add_rect(double x0, double y0, double x1, double y1, std::string text,
+                       SvgStyle style) {
+  if (style.color.empty()) style.color = next_colour();
+  items_.push_back({Kind::rect, std::move(text), {x0, x1}, {y0, y1}, {}, style});
+}
+
+void SvgPlot::add_text(double x, double y, std::string text, TextAnchor anchor,
+                       std::string color, int font_size) {
+  Item item{Kind::text, std::move(text), {x}, {y}, {}, {}};
+  item.style.color = std::move(color);
+  item.anchor = anchor;
+  item.font_size = font_size;
+  items_.push_back(std::move(item));
+}
+
+void SvgPlot::add_legend_entry(std::string label, SvgStyle style) {
+  if (style.color.empty()) style.color = next_colour();
+  items_.push_back({Kind::legend_only, std::move(label), {}, {}, {}, style});
+}
+
+std::string SvgPlot::render_impl(std::vector<TextBox>* boxes) const {
+  // --- resolve the ranges: every value an item places on an axis counts ---
+  auto resolve = [&](const Axis& axis, bool horizontal) {
+    const char* name = horizontal ? "x" : "y";
+    std::vector<double> values;
+    for (const Item& it : items_) {
+      if (it.kind == Kind::legend_only) continue;
+      if (horizontal && it.kind == Kind::hline) continue;
+      if (!horizontal && it.kind == Kind::vline) continue;
+      const std::vector<double>& v = horizontal ? it.x : it.y;
+      for (double d : v) {
+        if (!std::isfinite(d)) continue;  // a missing measurement: not drawn, not fatal
+        if (axis.scale == AxisScale::log && d <= 0.0)
+          throw Error(fmt::format("SvgPlot '{}': value {} on the log {} axis ('{}')", title_, d,
+                                  name, it.label));
+        values.push_back(d);
+      }
+    }
+    for (double d : axis.tick_values) values.push_back(d);
+    double lo = axis.min, hi = axis.max;
+    if (values.empty() && (std::isnan(lo) || std::isnan(hi)))
+      throw Error(fmt::format("SvgPlot '{}': nothing determines the {} range", title_, name));
+    const auto [mn, mx] = values.empty() ? std::pair<double, double>{lo, hi}
+                                         : std::pair<double, double>{
+                                               *std::min_element(values.begin(), values.end()),
+                                               *std::max_element(values.begin(), values.end())};
+    const bool auto_lo = std::isnan(lo), auto_hi = std::isnan(hi);
+    if (auto_lo) lo = mn;
+    if (auto_hi) hi = mx;
+    if (axis.scale == AxisScale::log && (lo <= 0.0 || hi <= 0.0))
+      throw Error(fmt::format("SvgPlot '{}': the log {} axis needs a range > 0", title_, name));
+    if (!(hi > lo)) {  // one value, or a degenerate fixed range: open it up around the value
+      if (axis.scale == AxisScale::log) {
+        lo /= 3.0;
+        hi *= 3.0;
+      } else {
+        const double pad = lo == 0.0 ? 1.0 : std::abs(lo) * 0.1;
+        lo -= pad;
+        hi += pad;
+      }
+    }
+    ResolvedAxis r{axis.scale, lo, hi, {}, {}};
+    if (axis.tick_values.empty()) {
+      // Automatic ranges round out to whole ticks, so the frame starts and ends on a label.
+      const std::vector<double> t =
+          axis.scale == AxisScale::log ? log_ticks(lo, hi) : linear_ticks(lo, hi);
+      if (auto_lo) r.lo = std::min(r.lo, t.front());
+      if (auto_hi) r.hi = std::max(r.hi, t.back());
+      for (double v : t)
+        if (v >= r.lo * (1 - 1e-12) - 1e-300 && v <= r.hi * (1 + 1e-12) + 1e-300) {
+          r.ticks.push_back(v);
+          r.labels.push_back(format_tick(v));
+        }
+    } else {
+      r.ticks = axis.tick_values;
+      for (std::size_t i = 0; i < r.ticks.size(); ++i)
+        r.labels.push_back(axis.tick_labels.empty() ? format_tick(r.ticks[i]) : axis.tick_labels[i]);
+    }
+    return r;
+  };
+  const ResolvedAxis ax = resolve(x_axis_, true);
+  const ResolvedAxis ay = resolve(y_axis_, false);
+  auto dash = [](const SvgStyle& s) {
+    return s.dashed ? std::string(" stroke-dasharray=\"6,4\"") : std::string();
+  };
+
+  // --- layout: the legend above the plot takes rows under the title; a right scale a column ---
+  std::vector<const Item*> entries;
+  for (const Item& it : items_)
+    if ((it.kind == Kind::line || it.kind == Kind::points || it.kind == Kind::legend_only) &&
+        !it.label.empty())
+      entries.push_back(&it);
+  const bool legend_shown = legend_ != LegendPosition::none && !entries.empty();
+  const double entry_w_pad = 38;  // swatch, gap, and a little air after the text
+  std::vector<double> entry_w;
+  for (const Item* e : entries) entry_w.push_back(entry_w_pad + text_width_px(e->label, 12));
+  // Rows of the legend above the plot: entries left to right, wrapped at the picture's width.
+  std::vector<int> above_row(entries.size(), 0);
+  int above_rows = 0;
+  if (legend_shown && legend_ == LegendPosition::above) {
+    double x = 0;
+    above_rows = 1;
+    for (std::size_t i = 0; i < entries.size(); ++i) {
+      if (x > 0 && x + entry_w[i] > width_ - kMarginLeft - kMarginRight) x = 0, ++above_rows;
+      above_row[i] = above_rows - 1;
+      x += entry_w[i];
+    }
+  }
+  const bool right_scale = !right_tick_values_.empty();
+  double right_w = 0;
+  for (const std::string& l : right_tick_labels_) right_w = std::max(right_w, text_width_px(l, 12));
+  const double left = kMarginLeft;
+  const double right = width_ - kMarginRight - (right_scale ? right_w + 30 : 0.0);
+  const double top = kMarginTop + 18.0 * above_rows;
+  const double bottom = height_ - kMarginBottom;
+  if (right - left < 40 || bottom - top < 40)
+    throw Error(fmt::format("SvgPlot '{}': no room left for the plot area", title_));
+  auto X = [&](double v) { return left + ax.unit(v) * (right - left); };
+  auto Y = [&](double v) { return bottom - ay.unit(v) * (bottom - top); };
+
+  // --- text placement: every text is a box; a label goes to the first of its candidate places
+  //     that is inside the picture and clear of every box placed before it ---
+  std::vector<TextBox> placed;     // texts
+  std::vector<TextBox> obstacles;  // drawn marks labels must not cover: legend frame, roofs, points
+  std::vector<int> obstacle_owner;  // the item that drew it (its own label may touch it)
+  auto inside_picture = [&](const TextBox& b) {
+    const double a = b.angle * std::numbers::pi / 180;
+    const double ex = std::abs(std::cos(a)) * b.half_w + std::abs(std::sin(a)) * b.half_h;
+    const double ey = std::abs(std::sin(a)) * b.half_w + std::abs(std::cos(a)) * b.half_h;
+    return b.cx - ex >= 0 && b.cx + ex <= width_ && b.cy - ey >= 0 && b.cy + ey <= height_;
+  };
+  auto is_free = [&](const TextBox& b, int owner) {
+    if (!inside_picture(b)) return false;
+    for (const TextBox& p : placed)
+      if (boxes_overlap(b, p)) return false;
+    for (std::size_t i = 0; i < obstacles.size(); ++i)
+      if (obstacle_owner[i] != owner && boxes_overlap(b, obstacles[i])) return false;
+    return true;
+  };
+  auto emit = [&](std::string& out, const Spec& s, const std::string& text,
+                  const std::string& attrs) {
+    out += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"{}\"{}", px(s.x), px(s.y),
+                       anchor_name(s.anchor), s.central ? " dominant-baseline=\"central\"" : "");
+    if (s.font_size != 12) out += fmt::format(" font-size=\"{}\"", s.font_size);
+    if (s.angle != 0)
+      out += fmt::format(" transform=\"rotate({:.2f} {} {})\"", s.angle, px(s.rx), px(s.ry));
+    out += fmt::format("{}>{}</text>\n", attrs, xml_escape(text));
+  };
+  // Places the text at the first free candidate; returns false (and draws nothing) if none is.
+  auto place = [&](std::string& out, const std::vector<Spec>& candidates, const std::string& text,
+                   const std::string& attrs, int owner = -1, bool force = false) {
+    for (const Spec& s : candidates) {
+      const TextBox b = box_of(s, text);
+      if (is_free(b, owner)) {
+        placed.push_back(b);
+        emit(out, s, text, attrs);
+        return true;
+      }
+    }
+    if (force && !candidates.empty()) {  // a text the plot cannot do without: drawn regardless
+      placed.push_back(box_of(candidates.front(), text));
+      emit(out, candidates.front(), text, attrs);
+      return true;
+    }
+    return false;
+  };
+  auto fill = [](const std::string& c) { return fmt::format(" fill=\"{}\"", c); };
+
+  std::string o;
+  o += fmt::format(
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" viewBox=\"0 0 {} {}\" "
+      "font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\" font-size=\"12\">\n",
+      width_, height_, width_, height_);
+  o += fmt::format("<rect width=\"{}\" height=\"{}\" fill=\"white\"/>\n", width_, height_);
+  o += fmt::format(
+      "<defs><clipPath id=\"plot-area\"><rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\"/>"
+      "</clipPath></defs>\n",
+      px(left), px(top), px(right - left), px(bottom - top));
+
+  // --- grid: light lines at the ticks (and at 2..9 x each decade on log axes with few decades) ---
+  o += "<g stroke=\"#e6e6e6\" stroke-width=\"1\">\n";
+  auto minor = [](const ResolvedAxis& a) {
+    std::vector<double> m;
+    if (a.scale != AxisScale::log) return m;
+    const double decades = std::log10(a.hi) - std::log10(a.lo);
+    if (decades > 7) return m;  // too dense to help
+    for (double d = std::pow(10.0, std::floor(std::log10(a.lo))); d < a.hi; d *= 10)
+      for (int k = 2; k <= 9; ++k)
+        if (d * k > a.lo && d * k < a.hi) m.push_back(d * k);
+    return m;
+  };
+  for (double v : minor(ax))
+    o += fmt::format("<line x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\" stroke=\"#f3f3f3\"/>\n",
+                     px(X(v)), px(top), px(bottom));
+  for (double v : minor(ay))
+    o += fmt::format("<line x1=\"{1}\" y1=\"{0}\" x2=\"{2}\" y2=\"{0}\" stroke=\"#f3f3f3\"/>\n",
+                     px(Y(v)), px(left), px(right));
+  for (double v : ax.ticks)
+    o += fmt::format("<line x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\"/>\n", px(X(v)), px(top),
+                     px(bottom));
+  for (double v : ay.ticks)
+    o += fmt::format("<line x1=\"{1}\" y1=\"{0}\" x2=\"{2}\" y2=\"{0}\"/>\n", px(Y(v)), px(left),
+                     px(right));
+  o += "</g>\n";
+
+  // --- the frame's texts first: title, axis labels, tick labels (a tick label that would
+  //     overlap the one before it is skipped), the right scale ---
+  std::string texts;
+  if (!title_.empty()) {
+    // A long title shrinks to fit the picture rather than running off it.
+    const double fs = std::min(16.0, (width_ - 16.0) / std::max(1.0, text_width_px(title_, 1.0)));
+    Spec s{width_ / 2.0, 26, TextAnchor::middle};
+    s.font_size = std::floor(fs * 10) / 10;
+    place(texts, {s}, title_, " font-weight=\"bold\"", -1, true);
+  }
+  if (!x_axis_.label.empty()) {
+    Spec s{(left + right) / 2, height_ - 16.0, TextAnchor::middle};
+    s.font_size = 13;
+    place(texts, {s}, x_axis_.label, "", -1, true);
+  }
+  if (!y_axis_.label.empty()) {
+    Spec s{18, (top + bottom) / 2, TextAnchor::middle};
+    s.font_size = 13, s.angle = -90, s.rx = 18, s.ry = (top + bottom) / 2;
+    place(texts, {s}, y_axis_.label, "", -1, true);
+  }
+  std::string ticks_svg;
+  for (std::size_t i = 0; i < ax.ticks.size(); ++i) {
+    const double x = X(ax.ticks[i]);
+    if (x < left - 0.5 || x > right + 0.5) continue;
+    ticks_svg +=
+        fmt::format("<line x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\" stroke=\"#333333\"/>\n",
+                    px(x), px(bottom), px(bottom + 5));
+    Spec s{x, bottom + 18, TextAnchor::middle};
+    place(ticks_svg, {s}, ax.labels[i], fill("#333333"));
+  }
+  for (std::size_t i = 0; i < ay.ticks.size(); ++i) {
+    const double y = Y(ay.ticks[i]);
+    if (y < top - 0.5 || y > bottom + 0.5) continue;
+    ticks_svg +=
+        fmt::format("<line x1=\"{1}\" y1=\"{0}\" x2=\"{2}\" y2=\"{0}\" stroke=\"#333333\"/>\n",
+                    px(y), px(left - 5), px(left));
+    Spec s{left - 8, y, TextAnchor::end};
+    s.central = true;
+    place(ticks_svg, {s}, ay.labels[i], fill("#333333"));
+  }
+  if (right_scale) {
+    for (std::size_t i = 0; i < right_tick_values_.size(); ++i) {
+      const double y = Y(right_tick_values_[i]);
+      if (y < top - 0.5 || y > bottom + 0.5) continue;
+      ticks_svg +=
+          fmt::format("<line x1=\"{1}\" y1=\"{0}\" x2=\"{2}\" y2=\"{0}\" stroke=\"#d62728\"/>\n",
+                      px(y), px(right), px(right + 5));
+      Spec s{right + 8, y, TextAnchor::start};
+      s.central = true;
+      place(ticks_svg, {s}, right_tick_labels_[i], fill("#d62728"));
+    }
+    if (!right_label_.empty()) {
+      const double rx = width_ - 14.0, ry = (top + bottom) / 2;
+      Spec s{rx, ry, TextAnchor::middle};
+      s.font_size = 13, s.angle = 90, s.rx = rx, s.ry = ry;
+      place(texts, {s}, right_label_, fill("#d62728"), -1, true);
+    }
+  }
+
+  // --- legend: a frame in a corner of the plot area, or rows above it ---
+  std::string legend_svg;
+  if (legend_shown) {
+    auto swatch = [&](const Item& e, double x, double cy) {
+      if (e.kind == Kind::line)
+        legend_svg += fmt::format(
+            "<line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"{}\" stroke-width=\"{}\"{}/>\n",
+            px(x), px(cy), px(x + 22), px(cy), e.style.color, e.style.width, dash(e.style));
+      else if (e.kind == Kind::points)
+        legend_svg += fmt::format("<circle cx=\"{}\" cy=\"{}\" r=\"4.5\" fill=\"{}\"/>\n",
+                                  px(x + 11), px(cy), e.style.color);
+      else
+        legend_svg += fmt::format(
+            "<rect x=\"{}\" y=\"{}\" width=\"22\" height=\"10\" fill=\"{}\" "
+            "fill-opacity=\"{}\"/>\n",
+            px(x), px(cy - 5), e.style.color, e.style.opacity);
+    };
+    legend_svg += "<g>";
+    if (legend_ == LegendPosition::above) {
+      std::vector<double> row_x(above_rows, left);
+      for (std::size_t i = 0; i < entries.size(); ++i) {
+        const double cy = kMarginTop - 6 + 18.0 * above_row[i];
+        double& x = row_x[above_row[i]];
+        swatch(*entries[i], x, cy);
+        Spec s{x + 28, cy, TextAnchor::start};
+        s.central = true;
+        place(legend_svg, {s}, entries[i]->label, "", -1, true);
+        x += entry_w[i];
+      }
+    } else {
+      double longest = 0;
+      for (double w : entry_w) longest = std::max(longest, w);
+      const double w = longest, h = 8 + 18.0 * double(entries.size());
+      const bool at_right =
+          legend_ == LegendPosition::top_right || legend_ == LegendPosition::bottom_right;
+      const bool at_bottom =
+          legend_ == LegendPosition::bottom_left || legend_ == LegendPosition::bottom_right;
+      const double bx = at_right ? right - 10 - w : left + 10;
+      const double by = at_bottom ? bottom - 10 - h : top + 10;
+      legend_svg += fmt::format(
+          "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"white\" fill-opacity=\"0.9\" "
+          "stroke=\"#bbbbbb\"/>\n",
+          px(bx), px(by), px(w), px(h));
+      for (std::size_t i = 0; i < entries.size(); ++i) {
+        const double cy = by + 4 + 18.0 * double(i) + 9;
+        swatch(*entries[i], bx + 6, cy);
+        Spec s{bx + 34, cy, TextAnchor::start};
+        s.central = true;
+        place(legend_svg, {s}, entries[i]->label, "", -1, true);
+      }
+      // The frame is an obstacle: no label of the data goes under it.
+      obstacles.push_back({"", bx + w / 2, by + h / 2, w / 2, h / 2, 0});
+      obstacle_owner.push_back(-1);
+    }
+    legend_svg += "</g>\n";
+  }
+
+  // --- data, clipped to the plot area; marks that labels must avoid become obstacles ---
+  o += "<g clip-path=\"url(#plot-area)\">\n";
+  auto clipped_segment = [&](double x0, double y0, double x1, double y1, int owner, double halfw) {
+    const double len = std::hypot(x1 - x0, y1 - y0);
+    if (len < 1e-9) return;
+    obstacles.push_back({"", (x0 + x1) / 2, (y0 + y1) / 2, len / 2, halfw,
+                         std::atan2(y1 - y0, x1 - x0) * 180.0 / std::numbers::pi});
+    obstacle_owner.push_back(owner);
+  };
+  for (std::size_t k = 0; k < items_.size(); ++k) {
+    const Item& it = items_[k];
+    const SvgStyle& s = it.style;
+    switch (it.kind) {
+      case Kind::rect: {
+        const double x0 = X(std::min(it.x[0], it.x[1])), x1 = X(std::max(it.x[0], it.x[1]));
+        const double y0 = Y(std::max(it.y[0], it.y[1])), y1 = Y(std::min(it.y[0], it.y[1]));
+        o += fmt::format(
+            "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\" fill-opacity=\"{}\" "
+            "stroke=\"{}\" stroke-width=\"1\"{}/>\n",
+            px(x0), px(y0), px(x1 - x0), px(y1 - y0), s.color, s.opacity, s.color, dash(s));
+        break;
+      }
+      case Kind::line: {
+        std::string points;
+        for (std::size_t i = 0; i < it.x.size(); ++i) {
+          if (!std::isfinite(it.x[i]) || !std::isfinite(it.y[i])) continue;
+          points += fmt::format("{},{} ", px(X(it.x[i])), px(Y(it.y[i])));
+        }
+        o += fmt::format(
+            "<polyline points=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"{}\" "
+            "stroke-opacity=\"{}\" stroke-linejoin=\"round\"{}/>\n",
+            points, s.color, s.width, s.opacity, dash(s));
+        break;
+      }
+      case Kind::hline:
+      case Kind::vline:
+      case Kind::segment: {
+        double x0, y0, x1, y1;
+        if (it.kind == Kind::hline) {
+          x0 = left, x1 = right, y0 = y1 = Y(it.y[0]);
+        } else if (it.kind == Kind::vline) {
+          y0 = top, y1 = bottom, x0 = x1 = X(it.x[0]);
+        } else {
+          x0 = X(it.x[0]), y0 = Y(it.y[0]), x1 = X(it.x[1]), y1 = Y(it.y[1]);
+        }
+        o += fmt::format(
+            "<line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"{}\" stroke-width=\"{}\" "
+            "stroke-opacity=\"{}\"{}/>\n",
+            px(x0), px(y0), px(x1), px(y1), s.color, s.width, s.opacity, dash(s));
+        if (it.kind == Kind::segment) {
+          // The visible part only: a roof running off the frame is no obstacle out there.
+          const double cx0 = std::clamp(x0, left, right), cx1 = std::clamp(x1, left, right);
+          const double t0 = x1 != x0 ? (cx0 - x0) / (x1 - x0) : 0.0,
+                       t1 = x1 != x0 ? (cx1 - x0) / (x1 - x0) : 1.0;
+          clipped_segment(x0 + t0 * (x1 - x0), y0 + t0 * (y1 - y0), x0 + t1 * (x1 - x0),
+                          y0 + t1 * (y1 - y0), int(k), s.width / 2 + 1);
+        } else if (it.kind == Kind::hline) {
+          clipped_segment(x0, y0, x1, y1, int(k), s.width / 2 + 1);
+        }
+        break;
+      }
+      case Kind::points: {
+        for (std::size_t i = 0; i < it.x.size(); ++i) {
+          if (!std::isfinite(it.x[i]) || !std::isfinite(it.y[i])) continue;
+          const double cx = X(it.x[i]), cy = Y(it.y[i]);
+          o += fmt::format(
+              "<circle cx=\"{}\" cy=\"{}\" r=\"{}\" fill=\"{}\" fill-opacity=\"{}\" "
+              "stroke=\"white\" stroke-width=\"1\"/>\n",
+              px(cx), px(cy), s.width, s.color, s.opacity);
+          if (cx >= left && cx <= right && cy >= top && cy <= bottom) {
+            obstacles.push_back({"", cx, cy, s.width + 1, s.width + 1, 0});
+            obstacle_owner.push_back(-1);  // no label may cover a point, not even its own
+          }
+        }
+        break;
+      }
+      case Kind::text:
+      case Kind::legend_only:
+        break;
+    }
+  }
+  o += "</g>\n";
+
+  // --- labels, most important first: free texts, reference lines, points, then bars ---
+  std::string labels;
+  for (std::size_t k = 0; k < items_.size(); ++k) {
+    const Item& it = items_[k];
+    if (it.kind != Kind::text || it.label.empty()) continue;
+    Spec s{X(it.x[0]), Y(it.y[0]), it.anchor};
+    s.font_size = it.font_size;
+    // Where asked, or nudged up or down a little when something is already there.
+    std::vector<Spec> c{s};
+    for (double dy : {-8.0, 8.0, -16.0, 16.0}) c.push_back(s), c.back().y += dy;
+    place(labels, c, it.label, fill(it.style.color), int(k), true);
+  }
+  for (std::size_t k = 0; k < items_.size(); ++k) {
+    const Item& it = items_[k];
+    if (it.label.empty()) continue;
+    const std::string attrs = fill(it.style.color);
+    if (it.kind == Kind::hline) {
+      const double y = Y(it.y[0]);
+      std::vector<Spec> c{{right - 4, y - 5, TextAnchor::end},
+                          {right - 4, y + 14, TextAnchor::end},
+                          {left + 4, y - 5, TextAnchor::start},
+                          {left + 4, y + 14, TextAnchor::start}};
+      place(labels, c, it.label, attrs, int(k));
+    } else if (it.kind == Kind::vline) {
+      const double x = X(it.x[0]);
+      // Turned to run along the line: left of it at the top, right of it, then at the bottom.
+      std::vector<Spec> c;
+      for (double dx : {-5.0, 14.0})
+        for (bool at_top : {true, false}) {
+          Spec s{x + dx, at_top ? top + 4 : bottom - 4,
+                 at_top ? TextAnchor::end : TextAnchor::start};
+          s.angle = -90, s.rx = s.x, s.ry = s.y;
+          c.push_back(s);
+        }
+      place(labels, c, it.label, attrs, int(k));
+    } else if (it.kind == Kind::segment) {
+      const double x0 = X(it.x[0]), y0 = Y(it.y[0]), x1 = X(it.x[1]), y1 = Y(it.y[1]);
+      const double cx0 = std::clamp(x0, left, right), cx1 = std::clamp(x1, left, right);
+      const double t0 = x1 != x0 ? (cx0 - x0) / (x1 - x0) : 0.0;
+      const double t1 = x1 != x0 ? (cx1 - x0) / (x1 - x0) : 1.0;
+      const double angle = std::atan2(y1 - y0, x1 - x0) * 180.0 / std::numbers::pi;
+      const double a = angle * std::numbers::pi / 180;
+      // Along the segment, above it (then below), at the middle of its visible part first.
+      std::vector<Spec> c;
+      for (double f : {0.5, 0.35, 0.65, 0.2, 0.8, 0.1, 0.9})
+        for (double off : {-6.0, 14.0, -18.0, 26.0}) {
+          const double t = t0 + f * (t1 - t0);
+          const double mx = x0 + t * (x1 - x0), my = y0 + t * (y1 - y0);
+          // The offset is perpendicular to the segment (in the text's own "up" direction).
+          Spec s{mx - std::sin(a) * off, my + std::cos(a) * off, TextAnchor::middle};
+          s.angle = angle, s.rx = s.x, s.ry = s.y;
+          c.push_back(s);
+        }
+      place(labels, c, it.label, attrs, int(k));
+    }
+  }
+  for (std::size_t k = 0; k < items_.size(); ++k) {
+    const Item& it = items_[k];
+    if (it.kind != Kind::points || it.texts.empty()) continue;
+    const double r = it.style.width;
+    for (std::size_t i = 0; i < it.x.size(); ++i) {
+      if (!std::isfinite(it.x[i]) || !std::isfinite(it.y[i]) || it.texts[i].empty()) continue;
+      const double cx = X(it.x[i]), cy = Y(it.y[i]);
+      Spec base{0, 0, TextAnchor::start};
+      base.font_size = 11;
+      std::vector<Spec> c;
+      // Right above, right below, left above, left below, centred above, centred below.
+      for (auto [dx, dy, an] : {std::tuple{r + 3, -r - 2, TextAnchor::start},
+                                {r + 3, r + 11, TextAnchor::start},
+                                {-r - 3, -r - 2, TextAnchor::end},
+                                {-r - 3, r + 11, TextAnchor::end},
+                                {0.0, -r - 4, TextAnchor::middle},
+                                {0.0, r + 13, TextAnchor::middle}}) {
+        Spec s = base;
+        s.x = cx + dx, s.y = cy + dy, s.anchor = an;
+        c.push_back(s);
+      }
+      place(labels, c, it.texts[i], fill(it.style.color));
+    }
+  }
+  for (std::size_t k = 0; k < items_.size(); ++k) {
+    const Item& it = items_[k];
+    if (it.kind != Kind::rect || it.label.empty()) continue;
+    const double x0 = X(std::min(it.x[0], it.x[1])), x1 = X(std::max(it.x[0], it.x[1]));
+    const double y0 = Y(std::max(it.y[0], it.y[1])), y1 = Y(std::min(it.y[0], it.y[1]));
+    // Only inside its bar, and only when it fits there: a narrow bar keeps its colour alone. A
+    // thin bar gets a smaller font, down to 8 px.
+    const double fs = std::min(11.0, std::floor((y1 - y0 + 1) / 1.1));
+    if (fs < 8 || text_width_px(it.label, fs) > x1 - x0 - 2) continue;
+    if (x0 < left || x1 > right || y0 < top - 0.5 || y1 > bottom + 0.5) continue;
+    Spec s{(x0 + x1) / 2, (y0 + y1) / 2, TextAnchor::middle};
+    s.central = true, s.font_size = fs;
+    place(labels, {s}, it.label, " fill=\"#111111\"");
+  }
+  o += labels;
+
+  // --- frame, ticks, axis labels, title, legend ---
+  o += fmt::format(
+      "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#333333\"/>\n",
+      px(left), px(top), px(right - left), px(bottom - top));
+  o += ticks_svg;
+  o += texts;
+  o += legend_svg;
+  o += "</svg>\n";
+  if (boxes) *boxes = std::move(placed);
+  return o;
+}
+
+std::string SvgPlot::render() const { return render_impl(nullptr); }
+
+std::vector<TextBox> SvgPlot::text_boxes() const {
+  std::vector<TextBox> boxes;
+  render_impl(&boxes);
+  return boxes;
+}
+
+void SvgPlot::set_right_ticks(std::vector<double> values, std::vector<std::string> labels,
+                              std::string label) {
+  if (labels.size() != values.size()) throw Error("SvgPlot::set_right_ticks: one label per tick");
+  right_tick_values_ = std::move(values);
+  right_tick_labels_ = std::move(labels);
+  right_label_ = std::move(label);
+}
+
+void SvgPlot::save(const std::string& path) const {
+  write_file_atomically(path, render(), "plot file");
+}
+
+std::string title_model_name(const std::string& model_name) {
+  if (model_name.rfind("synthetic:", 0) == 0) return model_name;  // its parentheses may hold a /
+  const std::size_t slash = model_name.find_last_of('/');
+  return slash == std::string::npos ? model_name : model_name.substr(slash + 1);
+}
+
+double text_width_px(const std::string& text, double font_size) {
+  std::size_t chars = 0;
+  for (unsigned char c : text)
+    if ((c & 0xC0) != 0x80) ++chars;  // count UTF-8 lead bytes only
+  return 0.62 * font_size * double(chars);
+}
+
+bool boxes_overlap(const TextBox& a, const TextBox& b) {
+  // Separating axes: the two edge directions of each rectangle.
+  auto corners = [](const TextBox& t) {
+    const double r = t.angle * std::numbers::pi / 180, c = std::cos(r), s = std::sin(r);
+    std::array<std::pair<double, double>, 4> p;
+    const double sx[4] = {-1, 1, 1, -1}, sy[4] = {-1, -1, 1, 1};
+    for (int i = 0; i < 4; ++i) {
+      const double dx = sx[i] * t.half_w, dy = sy[i] * t.half_h;
+      p[i] = {t.cx + c * dx - s * dy, t.cy + s * dx + c * dy};
+    }
+    return p;
+  };
+  const auto pa = corners(a), pb = corners(b);
+  for (const TextBox* t : {&a, &b}) {
+    const double r = t->angle * std::numbers::pi / 180;
+    for (auto [ux, uy] :
+         {std::pair{std::cos(r), std::sin(r)}, std::pair{-std::sin(r), std::cos(r)}}) {
+      double amin = 1e300, amax = -1e300, bmin = 1e300, bmax = -1e300;
+      for (auto [x, y] : pa)
+        amin = std::min(amin, x * ux + y * uy), amax = std::max(amax, x * ux + y * uy);
+      for (auto [x, y] : pb)
+        bmin = std::min(bmin, x * ux + y * uy), bmax = std::max(bmax, x * ux + y * uy);
+      if (amax <= bmin + 1e-9 || bmax <= amin + 1e-9) return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace inferlab
+
+namespace inferlab {
+
+std::vector<TextBox> read_text_boxes(const std::string& svg) {
+  auto attribute = [](const std::string& tag, const std::string& name) -> std::string {
+    const std::size_t at = tag.find(" " + name + "=\"");
+    if (at == std::string::npos) return {};
+    const std::size_t begin = at + name.size() + 3;
+    return tag.substr(begin, tag.find('"', begin) - begin);
+  };
+  auto unescape = [](std::string t) {
+    for (auto [from, to] : {std::pair{"&lt;", "<"}, {"&gt;", ">"}, {"&quot;", "\""},
+                            {"&apos;", "'"}, {"&amp;", "&"}})
+      for (std::size_t at = t.find(from); at != std::string::npos; at = t.find(from, at + 1))
+        t.replace(at, std::string(from).size(), to);
+    return t;
+  };
+  std::vector<TextBox> boxes;
+  for (std::size_t at = svg.find("<text "); at != std::string::npos; at = svg.find("<text ", at + 1)) {
+    const std::size_t tag_end = svg.find('>', at), close = svg.find("</text>", at);
+    if (tag_end == std::string::npos || close == std::string::npos)
+      throw Error("read_text_boxes: a <text> element is not closed");
+    const std::string tag = svg.substr(at, tag_end - at);
+    Spec s{std::stod(attribute(tag, "x")), std::stod(attribute(tag, "y"))};
+    const std::string anchor = attribute(tag, "text-anchor");
+    s.anchor = anchor == "middle" ? TextAnchor::middle : anchor == "end" ? TextAnchor::end : TextAnchor::start;
+    s.central = attribute(tag, "dominant-baseline") == "central";
+    if (const std::string fs = attribute(tag, "font-size"); !fs.empty()) s.font_size = std::stod(fs);
+    if (const std::string tr = attribute(tag, "transform"); tr.rfind("rotate(", 0) == 0) {
+      std::istringstream in(tr.substr(7));
+      in >> s.angle >> s.rx >> s.ry;
+    }
+    boxes.push_back(box_of(s, unescape(svg.substr(tag_end + 1, close - tag_end - 1))));
+  }
+  return boxes;
+}
+
+}  // namespace inferlab

@@ -1,0 +1,289 @@
+// Loading and validating llama2.c legacy checkpoints.
+#include "inferlab/model/model.hpp"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <cmath>
+#include <cstring>
+#include <string_view>
+#include <algorithm>
+#include <fstream>
+#include <limits>
+
+#include <fmt/format.h>
+
+#include "inferlab/base/error.hpp"
+#include "inferlab/base/safe_files.hpp"
+
+namespace inferlab {
+
+namespace {
+
+constexpr std::size_t kHeaderBytes = 7 * sizeof(std::int32_t);
+
+// Number of floats each tensor of the file body holds, in export order. The two RoPE tables
+// (freq_cis_real/imag, each S * hs/2) are a relic of early llama2.c exports: the file carries
+// them, the forward pass recomputes the rotation instead.
+struct BodyLayout {
+  std::size_t embedding, rms_att, wq, wk, wv, wo, rms_ffn, w1, w2, w3, rms_final, freq_cis, wcls;
+  std::size_t total() const {
+    return embedding + rms_att + wq + wk + wv + wo + rms_ffn + w1 + w2 + w3 + rms_final +
+           freq_cis + wcls;
+  }
+};
+
+BodyLayout layout_of(const ModelConfig& c) {
+  const std::size_t L = c.n_layers, D = c.dim, H = c.hidden_dim, V = c.vocab_size;
+  const std::size_t KV = c.kv_dim(), S = c.seq_len, hs = c.head_size();
+  BodyLayout b{};
+  b.embedding = V * D;
+  b.rms_att = L * D;
+  b.wq = L * D * D;
+  b.wk = L * KV * D;
+  b.wv = L * KV * D;
+  b.wo = L * D * D;
+  b.rms_ffn = L * D;
+  b.w1 = L * H * D;
+  b.w2 = L * D * H;
+  b.w3 = L * H * D;
+  b.rms_final = D;
+  b.freq_cis = S * hs;  // real and imaginary halves, S * hs/2 each
+  b.wcls = c.shared_classifier ? 0 : V * D;
+  return b;
+}
+
+// One pass over the weights: a single NaN or infinity would turn every later activation into
+// NaN (or, with greedy sampling, into confident garbage), far from its cause. The RoPE tables
+// are skipped: the forward pass never reads them.
+void check_finite_weights(const float* body, const ModelConfig& c, const std::string& path) {
+  const BodyLayout b = layout_of(c);
+  struct Tensor {
+    const char* name;
+    std::size_t floats;
+    bool per_layer;
+  };
+  const Tensor tensors[] = {
+      {"token_embedding", b.embedding, false}, {"rms_att", b.rms_att, true}, {"wq", b.wq, true},
+      {"wk", b.wk, true}, {"wv", b.wv, true}, {"wo", b.wo, true}, {"rms_ffn", b.rms_ffn, true},
+      {"w1", b.w1, true}, {"w2", b.w2, true}, {"w3", b.w3, true}, {"rms_final", b.rms_final, false},
+      {"freq_cis", b.freq_cis, false}, {"wcls", b.wcls, false}};
+  std::size_t offset = 0;
+  for (const Tensor& t : tensors) {
+    const float* p = body + offset;
+    offset += t.floats;
+    if (std::string_view(t.name) == "freq_cis") continue;
+    constexpr std::size_t kChunk = 4096;
+    for (std::size_t start = 0; start < t.floats; start += kChunk) {
+      const std::size_t end = std::min(t.floats, start + kChunk);
+      // Branch-free over a chunk (vectorizes); the exact index is found only on failure.
+      bool finite = true;
+      for (std::size_t i = start; i < end; ++i) finite &= std::isfinite(p[i]);
+      if (finite) continue;
+      std::size_t i = start;
+      while (std::isfinite(p[i])) ++i;
+      const std::string where =
+          t.per_layer ? fmt::format(" (layer {})", i / (t.floats / std::size_t(c.n_layers))) : "";
+      throw Error(fmt::format("cannot load model '{}': tensor {} holds {} at index {}{}, byte "
+                              "offset {}: the weights must be finite",
+                              path, t.name, p[i], i, where,
+                              kHeaderBytes + (offset - t.floats + i) * sizeof(float)));
+    }
+  }
+}
+
+}  // namespace
+
+std::size_t ModelConfig::n_params() const {
+  BodyLayout b = layout_of(*this);
+  return b.total() - b.freq_cis;
+}
+
+std::size_t ModelConfig::bytes_read_per_token() const {
+  BodyLayout b = layout_of(*this);
+  // Every matrix of every layer, the final norm, the classifier (the embedding table when
+  // shared) and one embedding row.
+  std::size_t floats = b.rms_att + b.wq + b.wk + b.wv + b.wo + b.rms_ffn + b.w1 + b.w2 + b.w3 +
+                       b.rms_final + std::size_t(vocab_size) * dim + dim;
+  return floats * sizeof(float);
+}
+
+void ModelConfig::validate(const std::string& source) const {
+  auto fail = [&](const std::string& what) {
+    throw Error(fmt::format("{}: invalid model configuration: {}", source, what));
+  };
+  const std::pair<const char*, int> dims[] = {{"dim", dim},           {"hidden_dim", hidden_dim},
+                                              {"n_layers", n_layers}, {"n_heads", n_heads},
+                                              {"n_kv_heads", n_kv_heads}, {"vocab_size", vocab_size},
+                                              {"seq_len", seq_len}};
+  for (auto [name, value] : dims) {
+    if (value <= 0) fail(fmt::format("{} = {} (must be positive)", name, value));
+  }
+  if (dim % n_heads != 0) fail(fmt::format("dim {} is not divisible by n_heads {}", dim, n_heads));
+  if (n_heads % n_kv_heads != 0)
+    fail(fmt::format("n_heads {} is not divisible by n_kv_heads {}", n_heads, n_kv_heads));
+  if (head_size() % 2 != 0) fail(fmt::format("head size {} is odd (RoPE rotates pairs)", head_size()));
+  // Guard the size arithmetic: every tensor must be addressable with 64-bit offsets, and each
+  // single matrix with int-sized dimensions products used by the kernels' row strides.
+  constexpr double kMaxFloats = double(std::numeric_limits<std::int64_t>::max()) / 8;
+  const double approx = double(vocab_size) * dim * 2 +
+                        double(n_layers) * (4.0 * dim * dim + 3.0 * dim * hidden_dim) +
+                        double(seq_len) * dim;
+  if (approx > kMaxFloats) fail("dimensions are too large");
+}
+
+struct Model::Storage {
+  void* map = nullptr;        // mmap'ed file, or
+  std::size_t map_bytes = 0;
+  std::vector<float> owned;   // an owned body (synthetic models)
+  ~Storage() {
+    if (map) munmap(map, map_bytes);
+  }
+};
+
+Model::Model(Model&&) noexcept = default;
+Model& Model::operator=(Model&&) noexcept = default;
+Model::~Model() = default;
+
+std::size_t Model::file_size_for(const ModelConfig& config) {
+  return kHeaderBytes + layout_of(config).total() * sizeof(float);
+}
+
+void Model::bind_weights(const float* p) {
+  const BodyLayout b = layout_of(config_);
+  Weights& w = weights_;
+  w.token_embedding = p;  p += b.embedding;
+  w.rms_att = p;          p += b.rms_att;
+  w.wq = p;               p += b.wq;
+  w.wk = p;               p += b.wk;
+  w.wv = p;               p += b.wv;
+  w.wo = p;               p += b.wo;
+  w.rms_ffn = p;          p += b.rms_ffn;
+  w.w1 = p;               p += b.w1;
+  w.w2 = p;               p += b.w2;
+  w.w3 = p;               p += b.w3;
+  w.rms_final = p;        p += b.rms_final;
+  p += b.freq_cis;
+  w.wcls = config_.shared_classifier ? w.token_embedding : p;
+}
+
+Model Model::load(const std::string& path) {
+  auto fail = [&](const std::string& what) -> Error {
+    return Error(fmt::format("cannot load model '{}': {}", path, what));
+  };
+  // A FIFO, a device or a directory is refused before open(), which would block on a FIFO.
+  if (const std::string why = regular_file_problem(path); !why.empty()) throw fail(why);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) throw fail(std::strerror(errno));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    throw fail("not a regular file");
+  }
+  const auto file_bytes = static_cast<std::size_t>(st.st_size);
+  std::int32_t header[7];
+  if (file_bytes < kHeaderBytes || ::pread(fd, header, kHeaderBytes, 0) != ssize_t(kHeaderBytes)) {
+    ::close(fd);
+    throw fail(fmt::format("file is {} bytes, shorter than the 28-byte header", file_bytes));
+  }
+  ModelConfig c;
+  c.dim = header[0];
+  c.hidden_dim = header[1];
+  c.n_layers = header[2];
+  c.n_heads = header[3];
+  c.n_kv_heads = header[4];
+  // llama2.c's convention: a negative vocab_size means the classifier is stored separately.
+  c.shared_classifier = header[5] > 0;
+  if (header[5] == std::numeric_limits<std::int32_t>::min()) {
+    ::close(fd);
+    throw fail(fmt::format("invalid model configuration: vocab_size = {} (its magnitude must be "
+                           "positive and at most {})",
+                           header[5], std::numeric_limits<std::int32_t>::max()));
+  }
+  c.vocab_size = std::abs(header[5]);
+  c.seq_len = header[6];
+  try {
+    c.validate(path);
+  } catch (...) {
+    ::close(fd);
+    throw;
+  }
+  const std::size_t expected = file_size_for(c);
+  if (file_bytes != expected) {
+    ::close(fd);
+    throw fail(fmt::format(
+        "file is {} bytes but its header (dim {}, hidden {}, {} layers, {} heads, {} KV heads, "
+        "vocab {}, seq_len {}, {} classifier) implies exactly {} bytes: the file is {}",
+        file_bytes, c.dim, c.hidden_dim, c.n_layers, c.n_heads, c.n_kv_heads, c.vocab_size,
+        c.seq_len, c.shared_classifier ? "shared" : "separate", expected,
+        file_bytes < expected ? "truncated" : "padded or not a llama2.c version-0 checkpoint"));
+  }
+  void* map = ::mmap(nullptr, file_bytes, PROT_READ, MAP_PRIVATE, fd, 0);
+  ::close(fd);  // the mapping stays valid
+  if (map == MAP_FAILED) throw fail(fmt::format("mmap failed: {}", std::strerror(errno)));
+  Model m;
+  m.config_ = c;
+  m.name_ = path;
+  m.storage_ = std::make_unique<Storage>();
+  m.storage_->map = map;
+  m.storage_->map_bytes = file_bytes;
+  const auto* body = reinterpret_cast<const float*>(static_cast<const char*>(map) + kHeaderBytes);
+  check_finite_weights(body, c, path);
+  m.bind_weights(body);
+  return m;
+}
+
+Model Model::from_buffer(const ModelConfig& config, std::vector<float> body, std::string name) {
+  config.validate(name);
+  const std::size_t expected = layout_of(config).total();
+  if (body.size() != expected) {
+    throw Error(fmt::format("{}: buffer holds {} floats, the configuration needs {}", name,
+                            body.size(), expected));
+  }
+  Model m;
+  m.config_ = config;
+  m.name_ = std::move(name);
+  m.storage_ = std::make_unique<Storage>();
+  m.storage_->owned = std::move(body);
+  m.bind_weights(m.storage_->owned.data());
+  return m;
+}
+
+Model Model::first_layers_view(const Model& base, int n_layers) {
+  if (n_layers < 1 || n_layers > base.config_.n_layers) {
+    throw Error(fmt::format("exit layer {} is outside the model's layers [1, {}]", n_layers,
+                            base.config_.n_layers));
+  }
+  Model m;
+  m.config_ = base.config_;
+  m.config_.n_layers = n_layers;
+  // Per-layer tensors are indexed layer * stride from their first element, so the first
+  // n_layers layers of base are exactly this model's layers; the final norm and classifier
+  // pointers are base's own.
+  m.weights_ = base.weights_;
+  m.name_ = fmt::format("{} (first {} of {} layers)", base.name_, n_layers, base.config_.n_layers);
+  return m;  // no storage: the view owns nothing
+}
+
+void Model::save(const std::string& path) const {
+  if (!storage_) throw Error(fmt::format("cannot save '{}': it is a view of another model", name_));
+  std::ofstream out(path, std::ios::binary);
+  if (!out) throw Error(fmt::format("cannot write model '{}'", path));
+  const ModelConfig& c = config_;
+  const std::int32_t header[7] = {c.dim,        c.hidden_dim,
+                                  c.n_layers,   c.n_heads,
+                                  c.n_kv_heads, c.shared_classifier ? c.vocab_size : -c.vocab_size,
+                                  c.seq_len};
+  out.write(reinterpret_cast<const char*>(header), sizeof header);
+  // The body is contiguous in both storages: from the embedding to the end.
+  const std::size_t floats = layout_of(c).total();
+  out.write(reinterpret_cast<const char*>(weights_.token_embedding),
+            static_cast<std::streamsize>(floats * sizeof(float)));
+  if (!out) throw Error(fmt::format("error while writing model '{}'", path));
+}
+
+}  // namespace inferlab

@@ -1,0 +1,58 @@
+// Model runners: the CPU one here, the CUDA one in runner_cuda.cpp (built with the backend).
+#include "inferlab/runtime/runner.hpp"
+
+#include <fmt/format.h>
+
+#include "inferlab/base/error.hpp"
+
+namespace inferlab {
+
+#ifdef INFERLAB_HAVE_CUDA
+std::unique_ptr<ModelRunner> make_cuda_runner(const Model& model);  // runner_cuda.cpp
+#endif
+
+namespace {
+
+// The CPU runner is the ForwardPass of forward.hpp over host pools.
+class CpuRunner final : public ModelRunner {
+ public:
+  explicit CpuRunner(const Model& model) : ModelRunner(model), pass_(model) {}
+  Device device() const override { return Device::cpu; }
+  std::unique_ptr<KVPool> make_pool(int num_blocks, int block_size, KVType type) const override {
+    return std::make_unique<HostKVPool>(config(), num_blocks, block_size, type);
+  }
+  void step(std::span<const BatchEntry> batch, LogitsMode mode,
+            std::vector<float>& logits) override {
+    pass_.forward_batch(batch, logits, mode);
+  }
+
+ private:
+  ForwardPass pass_;
+};
+
+}  // namespace
+
+std::unique_ptr<ModelRunner> make_runner(const Model& model, Device device) {
+  require_device(device);
+#ifdef INFERLAB_HAVE_CUDA
+  if (device == Device::cuda) return make_cuda_runner(model);
+#endif
+  return std::make_unique<CpuRunner>(model);
+}
+
+KVCache make_cache(const ModelRunner& runner, int capacity, KVType type) {
+  const int S = capacity == 0 ? runner.config().seq_len : capacity;
+  if (S <= 0 || S > runner.config().seq_len) {
+    throw Error(fmt::format("KV cache capacity {} outside [1, seq_len = {}]", S,
+                            runner.config().seq_len));
+  }
+  return KVCache(runner.make_pool(1, S, type));
+}
+
+void run_sequence(ModelRunner& runner, std::span<const int> tokens, int start_pos,
+                  KVSequence& cache, LogitsMode mode, std::vector<float>& logits) {
+  const BatchEntry entry{tokens, start_pos, &cache};
+  runner.step(std::span<const BatchEntry>(&entry, 1), mode, logits);
+}
+
+}  // namespace inferlab

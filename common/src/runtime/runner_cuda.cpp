@@ -1,0 +1,122 @@
+// The CUDA model runner: weights resident on the GPU, KV pools in device memory, one batched
+// step per call (CudaTransformer::forward_batch), logits copied back for host sampling.
+#include "inferlab/runtime/cuda_model.hpp"
+#include "inferlab/runtime/runner.hpp"
+
+#include <fmt/format.h>
+
+#include "inferlab/base/error.hpp"
+#include "inferlab/kernels/cuda/transformer.hpp"
+
+namespace inferlab {
+
+namespace {
+
+// A KV pool in device memory (float32: the CUDA kernels read f32 caches only).
+class DeviceKVPool final : public KVPool {
+ public:
+  DeviceKVPool(const ModelConfig& config, int num_blocks, int block_size)
+      : KVPool(config, num_blocks, block_size, KVType::f32),
+        pool_(config.n_layers, config.kv_dim(), num_blocks, block_size) {}
+  Device device() const override { return Device::cuda; }
+  void copy_block(int src, int dst) override {
+    check_block(src, "copy_block");
+    check_block(dst, "copy_block");
+    pool_.copy_block(src, dst);
+  }
+  void copy_row(std::size_t, std::size_t) override {
+    throw Error("copy_row: not built for the CUDA KV pool (speculative tree decoding runs on the CPU)");
+  }
+  void read_block(int id, std::span<std::uint8_t> out) const override {
+    check_block(id, "read_block");
+    if (out.size() != bytes_per_block()) throw Error("read_block: wrong buffer size");
+    pool_.read_block(id, reinterpret_cast<float*>(out.data()));
+  }
+  void write_block(int id, std::span<const std::uint8_t> in) override {
+    check_block(id, "write_block");
+    if (in.size() != bytes_per_block()) throw Error("write_block: wrong buffer size");
+    pool_.write_block(id, reinterpret_cast<const float*>(in.data()));
+  }
+  cuda::CudaKVPool& device_pool() { return pool_; }
+
+ private:
+  mutable cuda::CudaKVPool pool_;
+};
+
+class CudaRunner final : public ModelRunner {
+ public:
+  explicit CudaRunner(const Model& model) : ModelRunner(model), gpu_(cuda_model_desc(model)) {}
+  Device device() const override { return Device::cuda; }
+  std::unique_ptr<KVPool> make_pool(int num_blocks, int block_size, KVType type) const override {
+    if (type != KVType::f32) {
+      throw Error(fmt::format("--device cuda: the CUDA backend stores the KV cache in f32 only "
+                              "(asked for {})", kernels::kv_element_bytes(type) == 2 ? "f16" : "int8"));
+    }
+    try {
+      return std::make_unique<DeviceKVPool>(config(), num_blocks, block_size);
+    } catch (const Error&) {
+      throw;
+    } catch (const std::exception& e) {
+      throw Error(fmt::format("CUDA KV pool of {} blocks x {} positions: {}", num_blocks,
+                              block_size, e.what()));
+    }
+  }
+  void step(std::span<const BatchEntry> batch, LogitsMode mode,
+            std::vector<float>& logits) override {
+    if (batch.empty()) throw Error("forward: empty batch");
+    DeviceKVPool* pool = nullptr;
+    entries_.clear();
+    std::size_t rows = 0;
+    for (const BatchEntry& e : batch) {
+      if (e.cache == nullptr) throw Error("forward: batch entry without a cache");
+      // The CUDA attention kernels are causal only: a tree entry would be attended wrongly.
+      if (e.tree != nullptr)
+        throw Error("forward: the CUDA runner has no tree attention (speculative tree "
+                    "verification runs on the CPU)");
+      auto* p = dynamic_cast<DeviceKVPool*>(&e.cache->pool());
+      if (p == nullptr) throw Error("forward: the CUDA runner needs KV pools it made itself");
+      if (pool != nullptr && p != pool)
+        throw Error("forward: the CUDA runner runs a batch over one KV pool at a time");
+      pool = p;
+      if (e.cache->length() != e.start_pos) {
+        throw Error(fmt::format("forward: cache holds {} positions but start_pos is {}",
+                                e.cache->length(), e.start_pos));
+      }
+      const auto& blocks = e.cache->blocks();
+      entries_.push_back({e.tokens.data(), static_cast<int>(e.tokens.size()), e.start_pos,
+                          blocks.data(), static_cast<int>(blocks.size())});
+      rows += mode == LogitsMode::all ? e.tokens.size() : 1;
+    }
+    for (std::size_t i = 0; i < batch.size(); ++i)
+      for (std::size_t j = 0; j < i; ++j)
+        if (batch[i].cache == batch[j].cache) throw Error("forward: two batch entries share one cache");
+    logits.resize(rows * std::size_t(config().vocab_size));
+    try {
+      gpu_.forward_batch(entries_.data(), static_cast<int>(entries_.size()), pool->device_pool(),
+                         mode == LogitsMode::all, logits.data());
+    } catch (const std::exception& e) {
+      throw Error(fmt::format("CUDA forward: {}", e.what()));
+    }
+    logits_bytes_copied_ += logits.size() * sizeof(float);
+    for (const BatchEntry& e : batch)
+      e.cache->set_length(e.start_pos + static_cast<int>(e.tokens.size()));
+  }
+
+ private:
+  cuda::CudaTransformer gpu_;
+  std::vector<cuda::CudaBatchEntry> entries_;
+};
+
+}  // namespace
+
+std::unique_ptr<ModelRunner> make_cuda_runner(const Model& model) {
+  try {
+    return std::make_unique<CudaRunner>(model);
+  } catch (const Error&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw Error(fmt::format("--device cuda: {}", e.what()));
+  }
+}
+
+}  // namespace inferlab

@@ -1,0 +1,404 @@
+// The serving loop with its two clocks: the real model, and the roofline simulator.
+#include "inferlab/serving/engine.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <numeric>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "inferlab/base/error.hpp"
+#include "inferlab/runtime/runner.hpp"
+#include "inferlab/base/timer.hpp"
+
+namespace inferlab {
+
+namespace {
+
+// The two clocks. Real: seconds since the run began, and waiting really sleeps. Sim: a number
+// that only moves when a step is "run" or when the engine idles until the next arrival.
+class RealClock {
+ public:
+  RealClock() : t0_(now_seconds()) {}
+  double now() const { return now_seconds() - t0_; }
+  void wait_until(double t) const {
+    const double dt = t - now();
+    if (dt > 0) std::this_thread::sleep_for(std::chrono::duration<double>(dt));
+  }
+
+ private:
+  double t0_;
+};
+
+class SimClock {
+ public:
+  double now() const { return t_; }
+  void wait_until(double t) { t_ = std::max(t_, t); }
+  void advance(double dt) { t_ += dt; }
+
+ private:
+  double t_ = 0.0;
+};
+
+// Chapter 01's text: the prompt echoed, then every generated token up to (not including) a
+// final end-of-text BOS, through a StreamDecoder so no UTF-8 character is ever cut.
+std::string streamed_text(const Tokenizer& tokenizer, const std::vector<int>& tokens,
+                          int prompt_tokens) {
+  StreamDecoder printer(tokenizer);
+  std::string text;
+  std::size_t end = tokens.size();
+  if (end > static_cast<std::size_t>(prompt_tokens) && tokens.back() == kBosToken) --end;
+  for (std::size_t i = 1; i < end; ++i) text += printer.push(tokens[i - 1], tokens[i]);
+  return text + printer.flush();
+}
+
+// The loop both engines share. `run_step(plan)` executes the step (appending one token to every
+// chunk that samples) and returns the time it ended on `clock`.
+// Every request must fit the memory on its own, or it could never run: said before the run.
+void check_fits(const std::vector<Sequence>& seqs, const KVManager& kv, int block_size) {
+  for (const Sequence& s : seqs) {
+    long positions = s.prompt_tokens + s.max_new_tokens;  // + the next token's room
+    // Without paging, parallel branches each hold a whole reservation from the start.
+    if (block_size == 0) positions *= long(1 + s.forks.size());
+    if (kv.capacity_tokens() == 0 || std::size_t(positions) <= kv.capacity_tokens()) continue;
+    if (block_size > 0) {
+      throw Error(fmt::format("request {} needs {} blocks of {} positions ({} tokens); the pool "
+                              "has {}: raise --kv-memory or lower max_tokens",
+                              s.request.id, (positions + block_size - 1) / block_size,
+                              block_size, positions, kv.capacity_tokens() / block_size));
+    }
+    throw Error(fmt::format("request {} needs {} KV positions; the budget holds {}: raise "
+                            "--kv-memory or lower max_tokens",
+                            s.request.id, positions, kv.capacity_tokens()));
+  }
+}
+
+// The loop both engines share: schedule, run, postprocess. `run_step(plan)` executes the step
+// (appending one token to every chunk that samples) and returns the time it ended on `clock`.
+template <class Clock, class RunStep>
+EngineRun serve(std::vector<Sequence>& seqs, const SchedulerConfig& config, KVManager& kv,
+                int context, Clock& clock, RunStep&& run_step, const char* clock_name) {
+  const auto* paged = dynamic_cast<const PagedKVManager*>(&kv);
+  const int block_size = paged ? paged->block_size() : 0;
+  check_fits(seqs, kv, block_size);
+  Scheduler scheduler(config, &kv);
+  const PrefixCache* cache = kv.prefix_cache();
+  // Arrivals, earliest first (ties in request order): every request's first sequence, but not
+  // the later turns of a chat, which arrive think_time after the turn they continue finishes.
+  // Parallel branches start when their parent forks them.
+  std::multimap<double, std::size_t> arrivals;
+  std::map<int, std::size_t> by_id;                     // Request::id -> its first sequence
+  std::map<int, std::vector<std::size_t>> next_turns;  // Request::id -> turns continuing it
+  for (std::size_t i = 0; i < seqs.size(); ++i)
+    if (seqs[i].branch == 0) by_id[seqs[i].request.id] = i;
+  std::vector<std::size_t> order;
+  for (std::size_t i = 0; i < seqs.size(); ++i)
+    if (seqs[i].branch == 0) order.push_back(i);
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return seqs[a].request.arrival < seqs[b].request.arrival;
+  });
+  for (std::size_t i : order) {
+    const Request& r = seqs[i].request;
+    if (r.parent < 0) {
+      arrivals.emplace(r.arrival, i);
+      continue;
+    }
+    if (r.parent >= r.id || !by_id.count(r.parent)) {
+      throw Error(fmt::format("request {} continues request {}, which is not an earlier request",
+                              r.id, r.parent));
+    }
+    next_turns[r.parent].push_back(i);
+  }
+
+  EngineRun run;
+  run.clock = clock_name;
+  run.scheduler = config;
+  std::size_t peak_reserved = 0;
+  while (!arrivals.empty() || scheduler.has_work()) {
+    const double now = clock.now();
+    while (!arrivals.empty() && arrivals.begin()->first <= now) {
+      scheduler.add(seqs[arrivals.begin()->second]);
+      arrivals.erase(arrivals.begin());
+    }
+    const StepPlan plan = scheduler.schedule();
+    if (plan.empty()) {
+      if (arrivals.empty()) throw Error("engine: work left but the scheduler planned nothing");
+      clock.wait_until(arrivals.begin()->first);  // idle until someone arrives
+      continue;
+    }
+    EngineStep step;
+    step.start = now;
+    step.decode_tokens = plan.decode_tokens;
+    step.prefill_tokens = plan.prefill_tokens;
+    step.running = static_cast<int>(scheduler.running().size());
+    step.active = static_cast<int>(plan.chunks.size());
+    step.waiting = static_cast<int>(scheduler.waiting().size() + scheduler.swapped().size());
+    if (paged && (run.steps.empty() || step.kv_reserved > peak_reserved)) {
+      peak_reserved = step.kv_reserved;
+      run.peak_tables = {now, {}, {}};
+      for (const Sequence* s : scheduler.running()) {
+        if (!s->kv) continue;
+        run.peak_tables.requests.push_back(s->request.id);
+        run.peak_tables.tables.push_back(s->kv->blocks());
+      }
+    }
+    for (const ScheduledChunk& c : plan.chunks) {
+      if (c.seq->admitted_at < 0) c.seq->admitted_at = now;
+    }
+    step.end = run_step(plan);
+    // Memory during the step: what was reserved for it, and what it had written by its end.
+    step.kv_used = kv.used_tokens();
+    step.kv_reserved = kv.reserved_tokens();
+    step.kv_logical = kv.logical_tokens();
+    for (const ScheduledChunk& c : plan.chunks) {
+      Sequence& s = *c.seq;
+      step.chunks.push_back({s.request.id, s.slot, c.start, c.count, c.prefill, c.samples});
+      if (c.samples) s.timeline.token_times.push_back(step.end);
+    }
+    scheduler.postprocess(plan);  // the finish rule, and memory released
+    if (cache) {
+      step.cached_blocks = cache->cached_blocks();
+      run.peak_cached_blocks = std::max(run.peak_cached_blocks, step.cached_blocks);
+    }
+    // A finished chat turn lets the next one arrive, carrying the whole conversation.
+    for (const ScheduledChunk& c : plan.chunks) {
+      const Sequence& done = *c.seq;
+      if (!done.finished() || done.branch != 0) continue;
+      const auto it = next_turns.find(done.request.id);
+      if (it == next_turns.end()) continue;
+      for (std::size_t i : it->second) {
+        Sequence& turn = seqs[i];
+        continue_conversation(turn, done, context);
+        turn.request.arrival = std::max(turn.request.arrival, step.end + turn.request.think_time);
+        turn.timeline.arrival = turn.request.arrival;
+        arrivals.emplace(turn.request.arrival, i);
+      }
+      next_turns.erase(it);
+    }
+    run.steps.push_back(std::move(step));
+  }
+
+  std::vector<RequestMetrics> metrics;
+  for (Sequence& s : seqs) {
+    RequestResult r;
+    r.request = s.request;
+    r.prompt_tokens.assign(s.tokens.begin(), s.tokens.begin() + s.prompt_tokens);
+    r.tokens = s.tokens;
+    r.slot = s.slot;
+    r.admitted_at = s.admitted_at;
+    r.stop_reason = s.stop_reason;
+    r.branch = s.branch;
+    r.preemptions = s.preemptions;
+    r.cached_tokens = s.cached_tokens;
+    r.timeline = s.timeline;
+    r.metrics = request_metrics(s.timeline);
+    metrics.push_back(r.metrics);
+    run.requests.push_back(std::move(r));
+  }
+  std::sort(run.requests.begin(), run.requests.end(), [](const RequestResult& a, const RequestResult& b) {
+    return std::pair(a.request.id, a.branch) < std::pair(b.request.id, b.branch);
+  });
+  double last = 0.0;
+  for (const RequestResult& r : run.requests) last = std::max(last, r.timeline.token_times.back());
+  run.metrics = serving_metrics(metrics, last > 0.0 ? last : 1e-9);
+  double occupied = 0.0, active = 0.0;
+  for (const EngineStep& s : run.steps) {
+    occupied += s.running;
+    active += s.active;
+  }
+  const double denom = static_cast<double>(run.steps.size()) * config.max_seqs;
+  run.mean_occupancy = run.steps.empty() ? 0.0 : occupied / denom;
+  run.mean_slot_utilisation = run.steps.empty() ? 0.0 : active / denom;
+  run.allocator = kv.name();
+  run.kv_capacity_tokens = kv.capacity_tokens();
+  run.kv_bytes_per_token = kv.bytes_per_token();
+  run.block_size = block_size;
+  run.preemptions = scheduler.preemptions();
+  run.swapped_bytes = kv.swapped_bytes();
+  if (cache) {
+    run.prefix_cache = cache->name();
+    run.evicted_blocks = cache->evicted_blocks();
+    if (const auto* radix = dynamic_cast<const RadixPrefixCache*>(cache)) run.trie = radix->view();
+  }
+  return run;
+}
+
+}  // namespace
+
+StepShape step_shape(const std::vector<StepChunk>& chunks) {
+  StepShape shape;
+  for (const StepChunk& c : chunks) {
+    if (c.prefill) {
+      shape.add_prefill(c.count, c.start);
+    } else {
+      shape.add_decode(c.start + 1);  // the new token attends to itself and everything before
+    }
+  }
+  return shape;
+}
+
+const char* allocator_name(Allocator allocator) {
+  return allocator == Allocator::paged ? "paged" : "contiguous";
+}
+
+Allocator parse_allocator(const std::string& name) {
+  if (name == "contiguous") return Allocator::contiguous;
+  if (name == "paged") return Allocator::paged;
+  throw Error(fmt::format("unknown allocator '{}' (expected paged or contiguous)", name));
+}
+
+std::unique_ptr<KVManager> make_kv_manager(const MemoryConfig& memory, PoolFactory pools,
+                                           const ModelConfig& config, KVType type) {
+  const std::size_t per_token = kv_bytes_per_token(config, type);
+  if (memory.allocator == Allocator::contiguous) {
+    if (memory.prefix_cache != PrefixCacheKind::off)
+      throw Error("a prefix cache needs paged KV memory (it shares blocks between requests)");
+    return std::make_unique<ContiguousKVManager>(std::move(pools), config, type,
+                                                 memory.budget_bytes / per_token, memory.reserve);
+  }
+  if (memory.block_size < 1 || memory.block_size > config.seq_len) {
+    throw Error(fmt::format("block size {} outside [1, context = {}]", memory.block_size,
+                            config.seq_len));
+  }
+  const std::size_t per_block = per_token * std::size_t(memory.block_size);
+  if (memory.budget_bytes < per_block) {
+    throw Error(fmt::format("a KV budget of {} bytes is less than one block ({} positions x {} "
+                            "bytes = {} bytes)",
+                            memory.budget_bytes, memory.block_size, per_token, per_block));
+  }
+  const std::size_t blocks = memory.budget_bytes / per_block;
+  if (blocks > std::size_t(1) << 24)
+    throw Error(fmt::format("a KV budget of {} blocks is more than 2^24 blocks", blocks));
+  return std::make_unique<PagedKVManager>(std::move(pools), static_cast<int>(blocks),
+                                          memory.block_size, memory.swap_bytes,
+                                          memory.prefix_cache);
+}
+
+namespace {
+// Every request's sequence, followed by its parallel branches (Request::n), each branch listed
+// in its parent's forks. The scheduler keeps pointers: the vector never reallocates after this.
+std::vector<Sequence> make_sequences(const std::vector<Request>& requests, const Tokenizer* tok,
+                                     const ModelConfig& c, bool samplers) {
+  std::size_t total = 0;
+  for (const Request& r : requests) total += std::size_t(std::max(r.n, 1));
+  std::vector<Sequence> seqs;
+  seqs.reserve(total);
+  for (const Request& r : requests) {
+    seqs.push_back(make_sequence(r, tok, c.vocab_size, c.seq_len));
+    const std::size_t parent = seqs.size() - 1;
+    for (int b = 1; b < r.n; ++b) seqs.push_back(make_branch(seqs[parent], b));
+    for (int b = 1; b < r.n; ++b) seqs[parent].forks.push_back(&seqs[parent + std::size_t(b)]);
+  }
+  if (samplers)
+    for (Sequence& s : seqs) s.sampler.emplace(s.request.sampling, c.vocab_size);
+  return seqs;
+}
+}  // namespace
+
+EngineRun run_real(const std::vector<Request>& requests, const SchedulerConfig& config,
+                   const RealEngine& engine) {
+  if (!engine.model || !engine.tokenizer) throw Error("run_real: model and tokenizer are required");
+  const ModelConfig& c = engine.model->config();
+  std::vector<Sequence> seqs = make_sequences(requests, engine.tokenizer, c, /*samplers=*/true);
+  std::unique_ptr<ModelRunner> runner = make_runner(*engine.model, engine.device);
+  std::unique_ptr<KVManager> kv =
+      make_kv_manager(engine.memory, runner_pools(*runner, engine.kv_type), c, engine.kv_type);
+  std::vector<BatchEntry> entries;
+  std::vector<float> logits;
+  RealClock clock;
+  auto run_step = [&](const StepPlan& plan) {
+    entries.clear();
+    for (const ScheduledChunk& ch : plan.chunks) {
+      Sequence& s = *ch.seq;
+      entries.push_back({std::span<const int>(s.tokens.data() + ch.start, ch.count), ch.start,
+                         s.kv.get()});
+    }
+    runner->step(entries, LogitsMode::last, logits);
+    // Sampling runs on the host, per request, with the request's own parameters and RNG.
+    for (std::size_t i = 0; i < plan.chunks.size(); ++i) {
+      const ScheduledChunk& ch = plan.chunks[i];
+      if (!ch.samples) continue;  // a prompt chunk that is not the last: its logits are unused
+      const std::span<const float> row(logits.data() + i * c.vocab_size, c.vocab_size);
+      Sequence& s = *ch.seq;
+      s.tokens.push_back(s.sampler->sample(row, s.tokens));
+    }
+    return clock.now();
+  };
+  EngineRun run = serve(seqs, config, *kv, c.seq_len, clock, run_step, "real");
+  for (RequestResult& r : run.requests)
+    r.text = streamed_text(*engine.tokenizer, r.tokens, static_cast<int>(r.prompt_tokens.size()));
+  return run;
+}
+
+EngineRun run_sim(const std::vector<Request>& requests, const SchedulerConfig& config,
+                  const SimEngine& engine) {
+  std::vector<Sequence> seqs =
+      make_sequences(requests, engine.tokenizer, engine.config, /*samplers=*/false);
+  std::unique_ptr<KVManager> kv = make_kv_manager(
+      engine.memory, virtual_pools(engine.config, engine.kv_type), engine.config, engine.kv_type);
+  SimClock clock;
+  std::vector<StepChunk> chunks;
+  auto run_step = [&](const StepPlan& plan) {
+    chunks.clear();
+    for (const ScheduledChunk& ch : plan.chunks) {
+      chunks.push_back({ch.seq->request.id, ch.seq->slot, ch.start, ch.count, ch.prefill,
+                        ch.samples});
+      if (ch.samples) ch.seq->tokens.push_back(kUnkToken);  // a placeholder: no model runs
+      if (ch.seq->kv) ch.seq->kv->set_length(ch.start + ch.count);  // as a forward would
+    }
+    clock.advance(step_time_seconds(engine.config, engine.hardware, step_shape(chunks),
+                                    engine.cost));
+    return clock.now();
+  };
+  return serve(seqs, config, *kv, engine.config.seq_len, clock, run_step, "sim");
+}
+
+ServingMetrics run_serving_metrics(const EngineRun& run, const Slo& slo) {
+  std::vector<RequestMetrics> metrics;
+  for (const RequestResult& r : run.requests) metrics.push_back(r.metrics);
+  return serving_metrics(metrics, run.metrics.duration, slo);
+}
+
+DecodeThroughput measure_decode_throughput(const Model& model, int batch, int context,
+                                           int steps, Device device) {
+  const ModelConfig& c = model.config();
+  if (batch < 1 || context < 1 || steps < 1)
+    throw Error("measure_decode_throughput: batch, context and steps must be >= 1");
+  // In 64 bits: context + steps must not wrap around before it is compared.
+  const std::int64_t needed = std::int64_t{context} + steps + 1;
+  if (needed > c.seq_len) {
+    throw Error(fmt::format("decode sweep: context {} + {} steps does not fit the model's {} "
+                            "positions", context, steps, c.seq_len));
+  }
+  const int capacity = static_cast<int>(needed);
+  std::unique_ptr<ModelRunner> runner = make_runner(model, device);
+  std::vector<KVCache> caches;
+  caches.reserve(static_cast<std::size_t>(batch));
+  std::vector<float> logits;
+  for (int b = 0; b < batch; ++b) {
+    caches.push_back(make_cache(*runner, capacity));
+    const std::vector<int> prompt = synthetic_prompt(b, context, c.vocab_size);
+    run_sequence(*runner, prompt, 0, caches.back(), LogitsMode::last, logits);
+  }
+  // Every sequence feeds a fixed token: the time of a step does not depend on which.
+  const std::vector<int> token(static_cast<std::size_t>(batch), 3);
+  std::vector<BatchEntry> entries(static_cast<std::size_t>(batch));
+  auto decode_step = [&] {
+    for (int b = 0; b < batch; ++b)
+      entries[b] = {std::span<const int>(&token[b], 1), caches[b].length(), &caches[b]};
+    runner->step(entries, LogitsMode::last, logits);
+  };
+  decode_step();  // warm-up: buffers grow, caches warm
+  const double t0 = now_seconds();
+  for (int i = 0; i < steps; ++i) decode_step();
+  DecodeThroughput d;
+  d.batch = batch;
+  d.step_seconds = (now_seconds() - t0) / steps;
+  d.tokens_per_second = batch / d.step_seconds;
+  d.tokens_per_second_per_sequence = 1.0 / d.step_seconds;
+  return d;
+}
+
+}  // namespace inferlab

@@ -1,0 +1,97 @@
+// Chapter 05's measurements of KV memory.
+#include "inferlab/serving/paging.hpp"
+
+#include <algorithm>
+#include <fstream>
+#include <numeric>
+#include <random>
+
+#include <fmt/format.h>
+
+#include "inferlab/base/error.hpp"
+#include "inferlab/kernels/kv_quant.hpp"
+#include "inferlab/analysis/kv_calc.hpp"
+#include "inferlab/base/timer.hpp"
+
+namespace inferlab {
+
+MemorySummary memory_summary(const EngineRun& run) {
+  MemorySummary m;
+  m.allocator = run.allocator;
+  m.kv_bytes_budget = run.kv_capacity_tokens * run.kv_bytes_per_token;
+  double wasted = 0.0, reserved = 0.0;
+  for (const EngineStep& s : run.steps) {
+    m.peak_kv_bytes_used = std::max(m.peak_kv_bytes_used, s.kv_used * run.kv_bytes_per_token);
+    m.peak_kv_bytes_reserved =
+        std::max(m.peak_kv_bytes_reserved, s.kv_reserved * run.kv_bytes_per_token);
+    m.max_concurrent_sequences = std::max(m.max_concurrent_sequences, s.running);
+    m.peak_bytes_saved_by_sharing =
+        std::max(m.peak_bytes_saved_by_sharing,
+                 (s.kv_logical - std::min(s.kv_logical, s.kv_used)) * run.kv_bytes_per_token);
+    const double dt = std::max(s.end - s.start, 0.0);
+    wasted += dt * double(s.kv_reserved - std::min(s.kv_used, s.kv_reserved));
+    reserved += dt * double(s.kv_reserved);
+  }
+  m.waste_fraction = reserved > 0.0 ? wasted / reserved : 0.0;
+  m.preemptions = run.preemptions;
+  m.swapped_bytes = run.swapped_bytes;
+  m.throughput_tokens_per_s = run.metrics.throughput_tokens;
+  m.block_size = run.block_size;
+  m.blocks_total = run.block_size > 0 ? run.kv_capacity_tokens / std::size_t(run.block_size) : 0;
+  return m;
+}
+
+SwapVsRecompute swap_vs_recompute(const ModelConfig& config, const Hardware& hardware,
+                                  const CostOptions& cost, long tokens,
+                                  double link_bytes_per_s) {
+  SwapVsRecompute r;
+  r.tokens = tokens;
+  const double bytes = double(tokens) * kv_bytes_per_token(config, cost.kv_dtype);
+  r.swap_seconds = 2.0 * bytes / link_bytes_per_s;
+  StepShape shape;
+  shape.add_prefill(tokens, 0);
+  r.recompute_seconds = step_time_seconds(config, hardware, shape, cost);
+  return r;
+}
+
+double measure_attention_step_seconds(const ModelConfig& config, int seqs, int context,
+                                      int block_size, int reps) {
+  const int KV = config.kv_dim(), Nh = config.n_heads, Nkv = config.n_kv_heads;
+  const int hs = config.head_size();
+  const int B = block_size > 0 ? block_size : context;
+  const int per_seq = (context + B - 1) / B;
+  const int blocks = per_seq * seqs;
+  std::vector<float> keys(std::size_t(blocks) * B * KV), values(keys.size());
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  for (float& x : keys) x = u(rng);
+  for (float& x : values) x = u(rng);
+  // Physical blocks handed out in a shuffled order, as a busy pool would.
+  std::vector<int> ids(static_cast<std::size_t>(blocks));
+  std::iota(ids.begin(), ids.end(), 0);
+  if (block_size > 0) std::shuffle(ids.begin(), ids.end(), rng);
+  std::vector<float> q(std::size_t(Nh) * hs), out(q.size());
+  for (float& x : q) x = u(rng);
+  const int pos = context - 1;
+  std::vector<double> times;
+  for (int r = 0; r < std::max(reps, 1); ++r) {
+    const double t0 = now_seconds();
+    for (int s = 0; s < seqs; ++s) {
+      kernels::KVRowsView k;
+      kernels::KVRowsView v;
+      if (block_size > 0) {
+        k = {kernels::KVType::f32, keys.data(), nullptr, &ids[std::size_t(s * per_seq)], B};
+        v = {kernels::KVType::f32, values.data(), nullptr, &ids[std::size_t(s * per_seq)], B};
+      } else {  // contiguous: sequence s owns rows s*context.. of the same storage
+        k = {kernels::KVType::f32, keys.data() + std::size_t(s) * context * KV, nullptr, nullptr, 0};
+        v = {kernels::KVType::f32, values.data() + std::size_t(s) * context * KV, nullptr, nullptr, 0};
+      }
+      kernels::attention_kv_cpu(out.data(), q.data(), k, v, &pos, 1, Nh, Nkv, hs);
+    }
+    times.push_back(now_seconds() - t0);
+  }
+  std::nth_element(times.begin(), times.begin() + std::ptrdiff_t(times.size() / 2), times.end());
+  return times[times.size() / 2];
+}
+
+}  // namespace inferlab
