@@ -41,10 +41,10 @@ struct StepChunk {
 
 /// @brief One step of the engine.
 struct EngineStep {
-  /// When the step began, seconds since the run began.
-  double start = 0.0, end = 0.0;  ///< when the step ended, seconds since the run began
-  /// Decode tokens forwarded in the step (one per decoding sequence).
-  int decode_tokens = 0, prefill_tokens = 0;  ///< prompt tokens forwarded (all chunks)
+  double start = 0.0;       ///< when the step began, seconds since the run began
+  double end = 0.0;         ///< when the step ended, seconds since the run began
+  int decode_tokens = 0;    ///< decode tokens forwarded in the step (one per decoding sequence)
+  int prefill_tokens = 0;   ///< prompt tokens forwarded (all chunks)
   int running = 0;  ///< sequences holding a slot during the step
   int active = 0;   ///< sequences that forwarded tokens in the step (<= running)
   int waiting = 0;  ///< arrived requests still queued

@@ -66,8 +66,8 @@ enum class LengthKind {
 struct LengthDistribution {
   LengthKind kind = LengthKind::fixed;  ///< which family; selects the fields used below
   double mean = 128.0;  ///< fixed value, or the mean of lognormal / Pareto
-  /// Uniform: lower bound (inclusive), tokens.
-  int lo = 1, hi = 1;   ///< uniform: upper bound (inclusive), tokens
+  int lo = 1;           ///< uniform: lower bound (inclusive), tokens
+  int hi = 1;           ///< uniform: upper bound (inclusive), tokens
   double sigma = 0.8;   ///< lognormal: standard deviation of the underlying normal
   double alpha = 1.5;   ///< Pareto shape (> 1 so the mean exists)
 

@@ -48,8 +48,8 @@ void require_cuda_device();
 struct DeviceInfo {
   std::string name;  ///< e.g. "NVIDIA H100 80GB HBM3"
   int sm_count = 0;  ///< streaming multiprocessors
-  /// Compute capability, major part (8 for sm_80 / sm_86, 9 for sm_90).
-  int cc_major = 0, cc_minor = 0;  ///< compute capability, minor part
+  int cc_major = 0;                ///< compute capability, major part (8: sm_80/86, 9: sm_90)
+  int cc_minor = 0;                ///< compute capability, minor part
   double sm_clock_ghz = 0.0;       ///< peak SM clock
   double peak_bandwidth_gbs = 0.0;  ///< memory clock * bus width * 2 (DDR) / 8
   double peak_fp32_tflops = 0.0;    ///< SMs * clock * FP32 lanes per SM * 2 (FMA)
