@@ -1,5 +1,5 @@
-// The serving engine: batch invariance on the real model (every request's greedy tokens under
-// continuous batching with chunked prefill equal the golden single-request tokens), the
+// The serving engine: batch invariance (every request's greedy tokens under continuous batching
+// with chunked prefill equal the single-request tokens: llama2.c's golden ones when here), the
 // simulator's clock, and the trace / plot outputs.
 #include <filesystem>
 #include <fstream>
@@ -11,22 +11,23 @@
 #include "inferlab/base/error.hpp"
 #include "inferlab/app/trace.hpp"
 #include "inferlab/serving/workload.hpp"
+#include "model_cases.hpp"
 #include "test_support.hpp"
 
 using namespace inferlab;
 
 namespace {
 
-// One request per golden case, greedy, asking for exactly the tokens the reference generated
-// (its `steps` positions: steps - P + 1 new tokens), arriving a little apart so batches mix
-// prefill chunks of newcomers with decodes of earlier ones.
-std::vector<Request> golden_requests(const nlohmann::json& golden) {
+// One request per greedy case, asking for exactly the tokens the reference generated (its
+// `steps` positions: steps - P + 1 new tokens), arriving a little apart so batches mix prefill
+// chunks of newcomers with decodes of earlier ones.
+std::vector<Request> golden_requests(const std::vector<test::GreedyCase>& cases) {
   std::vector<Request> reqs;
-  for (const auto& c : golden["cases"]) {
+  for (const auto& c : cases) {
     Request r;
     r.id = static_cast<int>(reqs.size());
-    r.prompt = c["prompt"].get<std::string>();
-    r.max_tokens = c["steps"].get<int>() - static_cast<int>(c["prompt_tokens"].size()) + 1;
+    r.prompt = c.prompt;
+    r.max_tokens = c.steps - static_cast<int>(c.prompt_tokens.size()) + 1;
     r.sampling.temperature = 0.0f;
     reqs.push_back(r);
   }
@@ -43,12 +44,13 @@ SimEngine h100_llama() {
 }  // namespace
 
 TEST_CASE("batch invariance: batched greedy tokens equal each request's golden tokens",
-          "[engine][golden]") {
-  const Model model = Model::load(test::model_file("stories260K.bin"));
-  const Tokenizer tok = Tokenizer::load(test::model_file("tok512.bin"), 512);
-  std::ifstream in(test::golden_file("stories260K_greedy.json"));
-  const auto golden = nlohmann::json::parse(in);
-  const std::vector<Request> reqs = golden_requests(golden);
+          "[engine][invariant]") {
+  // The golden tokens are llama2.c's when its outputs are here, else generate()'s (one sequence
+  // alone): either way, batching must not change a single token.
+  const test::ModelCases mc = test::model_cases();
+  const Model& model = mc.model;
+  const Tokenizer& tok = mc.tokenizer;
+  const std::vector<Request> reqs = golden_requests(mc.cases);
   REQUIRE(reqs.size() >= 6);
   // Small budgets force prompts into several chunks next to other sequences' decodes; few
   // slots force queueing, so the batch composition changes all the time.
@@ -60,11 +62,11 @@ TEST_CASE("batch invariance: batched greedy tokens equal each request's golden t
     const EngineRun run = run_real(reqs, config, {&model, &tok, KVType::f32, Device::cpu, {}});
     REQUIRE(run.requests.size() == reqs.size());
     for (std::size_t i = 0; i < reqs.size(); ++i) {
-      const auto& c = golden["cases"][i];
-      INFO("case " << c["name"].get<std::string>());
-      CHECK(run.requests[i].prompt_tokens == c["prompt_tokens"].get<std::vector<int>>());
-      CHECK(run.requests[i].tokens == c["tokens"].get<std::vector<int>>());
-      CHECK(run.requests[i].text == c["text"].get<std::string>());
+      const test::GreedyCase& c = mc.cases[i];
+      INFO("case " << c.name);
+      CHECK(run.requests[i].prompt_tokens == c.prompt_tokens);
+      CHECK(run.requests[i].tokens == c.tokens);
+      CHECK(run.requests[i].text == c.text);
       CHECK(run.requests[i].metrics.output_tokens == run.requests[i].generated());
     }
     // The run really mixed things: some step had a prompt chunk next to a decode, and some

@@ -17,6 +17,7 @@
 #include "inferlab/model/model.hpp"
 #include "inferlab/model/tokenizer.hpp"
 #include "inferlab/serving/workload.hpp"
+#include "model_cases.hpp"
 #include "test_support.hpp"
 
 using namespace inferlab;
@@ -326,10 +327,11 @@ TEST_CASE("engine: with a prefix cache every request's greedy tokens equal those
   }
 }
 
-TEST_CASE("engine: the real model's greedy text is the same with and without the cache",
-          "[prefix][engine][model]") {
-  const Model model = Model::load(test::model_file("stories260K.bin"));
-  const Tokenizer tok = Tokenizer::load(test::model_file("tok512.bin"), model.config().vocab_size);
+TEST_CASE("engine: the model's greedy text is the same with and without the cache",
+          "[prefix][engine][invariant]") {
+  const test::ModelCases mc = test::model_cases();  // stories260K, else its synthetic stand-in
+  const Model& model = mc.model;
+  const Tokenizer& tok = mc.tokenizer;
   // Golden-style prompts sharing a prefix of different lengths.
   std::vector<Request> reqs;
   const char* prompts[] = {"Once upon a time, there was a little girl named Lily.",

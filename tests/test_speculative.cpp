@@ -24,6 +24,7 @@
 #include "inferlab/runtime/speculative.hpp"
 #include "inferlab/analysis/speculative_sim.hpp"
 #include "inferlab/model/tokenizer.hpp"
+#include "model_cases.hpp"
 #include "test_support.hpp"
 
 using namespace inferlab;
@@ -483,9 +484,8 @@ namespace {
 // blocks its positions need.
 void check_greedy_golden(const SpecModelOptions& storage) {
   use_one_thread();
-  const Model target_model = Model::load(test::model_file("stories260K.bin"));
-  std::ifstream in(test::golden_file("stories260K_greedy.json"));
-  const auto golden = nlohmann::json::parse(in);
+  const test::ModelCases mc = test::model_cases();
+  const Model& target_model = mc.model;
   const Model random_draft = make_synthetic_model("stories260K");  // a poor draft, same vocab
   SamplingParams greedy;
   greedy.temperature = 0.0f;
@@ -513,13 +513,13 @@ void check_greedy_golden(const SpecModelOptions& storage) {
   cases.push_back({"tree 3x2 self", std::make_unique<TreeProposer>(self_draft, greedy, 3, 2)});
   cases.push_back({"tree 2x2 random", std::make_unique<TreeProposer>(poor_draft, greedy, 2, 2)});
 
-  for (const auto& g : golden["cases"]) {
-    const std::vector<int> prompt = g["prompt_tokens"].get<std::vector<int>>();
-    const std::vector<int> expected = g["tokens"].get<std::vector<int>>();
-    const int steps = g["steps"].get<int>();
+  for (const test::GreedyCase& g : mc.cases) {
+    const std::vector<int>& prompt = g.prompt_tokens;
+    const std::vector<int>& expected = g.tokens;
+    const int steps = g.steps;
     for (Case& c : cases) {
       const SpecGeneration s = speculative_generate(target, *c.proposer, prompt, steps, greedy);
-      INFO(c.label << ", prompt '" << g["prompt"].get<std::string>() << "', steps " << steps
+      INFO(c.label << ", prompt '" << g.prompt << "', steps " << steps
                    << ", acceptance " << s.stats.acceptance_rate());
       CHECK(s.tokens == expected);
       if (c.label.rfind("draft(self)", 0) == 0) CHECK(s.stats.acceptance_rate() == 1.0);
@@ -535,13 +535,13 @@ void check_greedy_golden(const SpecModelOptions& storage) {
 }  // namespace
 
 TEST_CASE("greedy speculative decoding gives the golden greedy tokens for every proposer",
-          "[golden][speculative]") {
+          "[invariant][speculative]") {
   check_greedy_golden(SpecModelOptions{});
 }
 
 TEST_CASE("greedy speculative decoding on paged KV caches gives the golden greedy tokens for "
           "every proposer",
-          "[golden][speculative][paged]") {
+          "[invariant][speculative][paged]") {
   // Blocks of 5 positions: rounds of K = 1..8 tokens end and roll back inside and across blocks.
   SpecModelOptions paged;
   paged.block_size = 5;
@@ -654,7 +654,7 @@ void check_first_two_tokens(const SamplingParams& base_params,
 
 TEST_CASE("(b) speculative sampling at T = 1: the first two tokens follow the target exactly, "
           "for every proposer and bad drafts",
-          "[golden][speculative][statistical]") {
+          "[model][speculative][statistical]") {
   SamplingParams p;
   p.temperature = 1.0f;
   check_first_two_tokens(p);
@@ -662,7 +662,7 @@ TEST_CASE("(b) speculative sampling at T = 1: the first two tokens follow the ta
 
 TEST_CASE("(b) on paged KV caches: the first two tokens follow the target exactly (tree and "
           "early exit)",
-          "[golden][speculative][statistical][paged]") {
+          "[model][speculative][statistical][paged]") {
   // The same N, bins and significance as (b), so its power statement holds; two proposers
   // only (the tree's rollback moves rows between blocks, the early exit's truncates them) to
   // keep the run short.
@@ -673,7 +673,7 @@ TEST_CASE("(b) on paged KV caches: the first two tokens follow the target exactl
   check_first_two_tokens(p, paged, {"early-exit 2", "tree 2x2 early-exit"});
 }
 
-TEST_CASE("(c) the same at temperature 0.7, top-p 0.9", "[golden][speculative][statistical]") {
+TEST_CASE("(c) the same at temperature 0.7, top-p 0.9", "[model][speculative][statistical]") {
   SamplingParams p;
   p.temperature = 0.7f;
   p.top_p = 0.9f;

@@ -18,10 +18,18 @@ inline std::filesystem::path models_dir() {
   return std::filesystem::path(INFERLAB_SOURCE_DIR) / "models";
 }
 
-/// Directory of the golden reference outputs: $INFERLAB_GOLDEN, else <models>/../golden.
+/// Directory of the golden reference outputs (llama2.c's and SentencePiece's): $INFERLAB_GOLDEN,
+/// else the repository's tests/golden/, where scripts/make_golden.sh writes them (git-ignored),
+/// else a golden/ folder beside the models folder (the layout of a shared data disk).
 inline std::filesystem::path golden_dir() {
   if (const char* env = std::getenv("INFERLAB_GOLDEN"); env && *env) return env;
-  return models_dir() / ".." / "golden";
+  const auto in_repo = std::filesystem::path(INFERLAB_SOURCE_DIR) / "tests" / "golden";
+  const auto beside_models = models_dir() / ".." / "golden";
+  // make_golden.sh writes all the files at once: one of them says whether it has run.
+  if (!std::filesystem::exists(in_repo / "stories260K_greedy.json") &&
+      std::filesystem::exists(beside_models))
+    return beside_models;
+  return in_repo;
 }
 
 inline bool models_required() {
@@ -29,23 +37,33 @@ inline bool models_required() {
   return env && std::string(env) == "1";
 }
 
+/// How to get the model files, for the messages below.
+inline constexpr const char* kHowToGetModels =
+    "set INFERLAB_MODELS to the folder holding the models, or run scripts/download_models.sh";
+/// How to get the golden files, for the messages below.
+inline constexpr const char* kHowToGetGolden =
+    "set INFERLAB_GOLDEN to the folder holding llama2.c's reference outputs, or run "
+    "scripts/make_golden.sh (needs the internet) to write them into tests/golden/";
+
 /// Returns @p path if it exists. Otherwise the test FAILS when INFERLAB_REQUIRE_MODELS=1, and is
 /// SKIPPED (message + exit code INFERLAB_SKIP_CODE, which CTest counts as skipped) elsewhere.
-inline std::string require_file(const std::filesystem::path& path) {
+/// @p how_to_get says where the file comes from.
+inline std::string require_file(const std::filesystem::path& path,
+                                const char* how_to_get = kHowToGetModels) {
   if (std::filesystem::exists(path)) return path.string();
   if (models_required()) {
-    FAIL("required data file missing: " << path.string()
-                                        << " (INFERLAB_REQUIRE_MODELS=1; set INFERLAB_MODELS)");
+    FAIL("required data file missing: " << path.string() << " (INFERLAB_REQUIRE_MODELS=1; "
+                                        << how_to_get << ")");
   }
-  std::printf("SKIPPED: %s not found (set INFERLAB_MODELS to the folder holding the models, "
-              "or run scripts/download_models.sh)\n",
-              path.string().c_str());
+  std::printf("SKIPPED: %s not found (%s)\n", path.string().c_str(), how_to_get);
   std::fflush(stdout);
   std::exit(INFERLAB_SKIP_CODE);
 }
 
 inline std::string model_file(const std::string& name) { return require_file(models_dir() / name); }
-inline std::string golden_file(const std::string& name) { return require_file(golden_dir() / name); }
+inline std::string golden_file(const std::string& name) {
+  return require_file(golden_dir() / name, kHowToGetGolden);
+}
 
 /// |a - e| <= atol + rtol * |e|, non-finite expected values skipped (llm.c's rule).
 struct CloseReport {
