@@ -15,6 +15,7 @@
 #include "inferlab/model/model.hpp"
 #include "inferlab/analysis/model_points.hpp"
 #include "inferlab/analysis/roofline.hpp"
+#include "inferlab/analysis/roofline_measure.hpp"
 
 using inferlab::CostOptions;
 using inferlab::DType;
