@@ -11,7 +11,7 @@
 
 #include "inferlab/app/chapter_cli.hpp"
 #include "inferlab/base/device.hpp"
-#include "inferlab/serving/engine.hpp"
+#include "inferlab/serving/decode_throughput.hpp"
 #include "inferlab/base/error.hpp"
 #include "inferlab/model/model.hpp"
 

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "inferlab/serving/engine.hpp"
+#include "inferlab/serving/decode_throughput.hpp"
 #include "inferlab/base/error.hpp"
 #include "inferlab/app/trace.hpp"
 #include "inferlab/serving/workload.hpp"

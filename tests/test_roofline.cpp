@@ -3,7 +3,8 @@
 // Tests of the hardware table and the roofline cost model (hardware.hpp, roofline.hpp): the
 // worked example (Llama-3-8B on an H100 SXM: ~4.8 ms per batch-1 token, ~209 tokens/s, critical
 // batch ~295-297, a 2,000-token prefill in ~32 ms), the intensities the chapter states, the
-// step clock's properties, and a quick measurement of this machine that must be plausible.
+// step clock's properties, a quick measurement of this machine that must be plausible, and
+// chapter 03's report (roofline_report.hpp): its rows, its plot points, the above-roof notes.
 
 #include <cmath>
 #include <limits>
@@ -15,6 +16,8 @@
 #include "inferlab/model/model.hpp"
 #include "inferlab/analysis/model_points.hpp"
 #include "inferlab/analysis/roofline.hpp"
+#include "inferlab/analysis/roofline_measure.hpp"
+#include "inferlab/analysis/roofline_report.hpp"
 
 using inferlab::CostOptions;
 using inferlab::DType;
@@ -297,4 +300,104 @@ TEST_CASE("the FMA peak probe reports FLOP/s in plausible units", "[roofline][un
   CHECK((r.vector_width == 4 || r.vector_width == 8 || r.vector_width == 16));
   CHECK(r.flops > 1e7);   // even a Debug build under sanitizers
   CHECK(r.flops < 1e13);  // one core
+}
+
+TEST_CASE("chapter 03's prediction: one intensity row per batch asked, verdicts, the worked example",
+          "[unit][roofline]") {
+  const auto c = named_config("llama3-8b");
+  const auto h100 = hardware_by_name("h100-sxm");
+  inferlab::RooflineRequest r;
+  r.batch = 8;  // one of 1, 8, 64, 512: no extra row
+  r.prompt_tokens = 2000;
+  const auto p = inferlab::predict_roofline(c, h100, r);
+  REQUIRE(p.linear.size() == 5);
+  CHECK(p.linear[0].tokens == 1);
+  CHECK(p.linear[4].tokens == 2000);
+  CHECK(p.linear[0].memory_bound);    // one token: far below the ridge
+  CHECK(!p.linear[4].memory_bound);   // a 2,000-token prompt: above it
+  CHECK(p.linear[0].ops.size() == inferlab::linear_layer_costs(c, 1).size());
+  CHECK(p.attention_context == 4096);  // context 0 asks for the default
+  CHECK(p.attention_intensity_limit == Approx(2.0 * c.kv_group() / 2.0));
+  CHECK(p.attention_intensity_mha == Approx(1.0));  // bf16 without GQA
+  CHECK(p.decode.step.memory_bound());
+  CHECK(p.decode_textbook.tokens_per_second == Approx(209).margin(3));
+  CHECK(p.critical_textbook == Approx(295.2).margin(2));
+  REQUIRE(p.critical_by_context.size() == 7);
+  CHECK(p.critical_by_context.front().context == 0);
+  CHECK(p.critical_by_context.front().critical_batch == p.critical_with_activations);
+  CHECK(p.prefill_seconds_textbook == Approx(0.032).margin(0.002));
+  CHECK(p.prefill_seconds == p.prefill_seconds_at_peak);  // utilisation 1
+  CHECK(p.prefill_in_decode_steps ==
+        Approx(p.prefill_seconds / inferlab::decode_bound(c, h100, 1, 0, p.cost).seconds));
+  REQUIRE(p.memory_fit.has_value());
+  CHECK(p.memory_fit->fits);
+
+  r.batch = 3;  // not in the list: its own row, before the prompt's
+  r.utilisation = 0.5;
+  const auto q = inferlab::predict_roofline(c, h100, r);
+  REQUIRE(q.linear.size() == 6);
+  CHECK(q.linear[4].tokens == 3);
+  CHECK(q.prefill_seconds > q.prefill_seconds_at_peak);
+
+  r.utilisation = 0.0;
+  REQUIRE_THROWS_AS(inferlab::predict_roofline(c, h100, r), Error);
+  r.utilisation = 1.0;
+  r.prompt_tokens = 0;
+  REQUIRE_THROWS_AS(inferlab::predict_roofline(c, h100, r), Error);
+}
+
+TEST_CASE("chapter 03's report: names checked before anything runs, predicted plot points",
+          "[unit][roofline]") {
+  inferlab::RooflineRequest r;
+  r.hardware = "no-such-gpu";
+  REQUIRE_THROWS_AS(inferlab::roofline_report(r), Error);
+  r.hardware = "h100-sxm";
+  r.config = "no-such-model";
+  REQUIRE_THROWS_AS(inferlab::roofline_report(r), Error);
+  r.config = "llama3-8b";
+  r.prompt_tokens = 100;
+  const auto report = inferlab::roofline_report(r);
+  CHECK(!report.measured);
+  CHECK(report.above_roof.empty());
+  CHECK(report.threads >= 1);
+  REQUIRE(report.plot_points.size() == 4);  // decode B=1, B=64, the prefill, decode attention
+  CHECK(report.plot_points[0].label == "decode B=1");
+  CHECK(report.plot_points[2].label == "prefill 100 tokens");
+  CHECK(report.plot_points[3].label == "decode attention g=4 (model)");
+  for (const auto& point : report.plot_points) {
+    CHECK(!point.measured);
+    // A predicted point sits on the roof.
+    CHECK(point.flops_per_second ==
+          Approx(inferlab::attainable_flops(report.prediction.hardware, point.intensity)));
+  }
+}
+
+TEST_CASE("measured points: each timed kernel beside its prediction, and the ones above the roof",
+          "[unit][roofline]") {
+  inferlab::Hardware hw;
+  hw.peak_flops = 100e9;
+  hw.bandwidth = 10e9;  // ridge at 10 FLOP/byte
+  inferlab::MachineRoofline m;
+  // 1 FLOP/byte: the roof is 10 GFLOP/s. 1e9 FLOPs in 0.05 s = 20 GFLOP/s: 100 % above it.
+  m.linear.push_back({"linear B=1", 1e9, 1e9, 0.05});
+  // 20 FLOP/byte: the roof is the peak, 100 GFLOP/s. 1e9 FLOPs in 0.1 s = 10 GFLOP/s: below.
+  m.attention.push_back({"attention MHA S=8", 1e9, 5e7, 0.1});
+  const auto above = inferlab::above_roof(m, hw);
+  REQUIRE(above.size() == 1);
+  CHECK(above[0].name == "linear B=1");
+  CHECK(above[0].percent == Approx(100.0));
+
+  inferlab::RooflinePrediction p;
+  p.config = named_config("stories15M");
+  p.hardware = hw;
+  p.attention = inferlab::decode_attention_cost(p.config, 64, p.cost);
+  const auto points = inferlab::roofline_points(p, &m, "stories15M", 64);
+  REQUIRE(points.size() == 4);  // the linear layer predicted and measured, attention, attention
+  CHECK(points[0].label == "linear B=1 (model)");
+  CHECK(!points[0].measured);
+  CHECK(points[0].flops_per_second == Approx(10e9));
+  CHECK(points[1].measured);
+  CHECK(points[1].flops_per_second == Approx(20e9));
+  CHECK(points[2].label == "attention MHA S=8");
+  CHECK(points[3].label.find("(model)") != std::string::npos);
 }

@@ -17,6 +17,7 @@
 
 #include "inferlab/app/chapter_cli.hpp"
 #include "inferlab/serving/engine.hpp"
+#include "inferlab/serving/decode_throughput.hpp"
 #include "inferlab/base/error.hpp"
 #include "inferlab/app/cli_checks.hpp"
 #include "inferlab/runtime/metrics.hpp"

@@ -2,14 +2,14 @@
 #include "inferlab/analysis/model_points.hpp"
 
 #include <algorithm>
+#include <memory>
 #include <span>
 
 #include <fmt/format.h>
 
 #include "inferlab/base/error.hpp"
-#include "inferlab/runtime/forward.hpp"
-#include "inferlab/runtime/kv_cache.hpp"
 #include "inferlab/base/timer.hpp"
+#include "inferlab/runtime/runner.hpp"
 
 namespace inferlab {
 
@@ -46,7 +46,9 @@ ModelPoints measure_model_points(const Model& model, const ModelPointOptions& o)
   if (o.decode_steps < 1 || 1 + o.decode_steps * (o.reps + 1) > c.seq_len)
     throw Error(fmt::format("measure_model_points: {} decode steps x {} repetitions exceed the "
                             "context of {} tokens", o.decode_steps, o.reps + 1, c.seq_len));
-  ForwardPass pass(model);
+  // Through the model runner, as every caller of the forward pass goes (CPU: chapter 03 places
+  // these points on this machine's roofline).
+  const std::unique_ptr<ModelRunner> runner = make_runner(model, Device::cpu);
   std::vector<float> logits;
   const double weight_bytes = double(c.bytes_read_per_token());
   ModelPoints out;
@@ -56,12 +58,12 @@ ModelPoints measure_model_points(const Model& model, const ModelPointOptions& o)
     if (o.progress) o.progress(fmt::format("prefill of {} tokens", o.prompt_tokens));
     std::vector<int> prompt(static_cast<std::size_t>(o.prompt_tokens));
     for (int i = 0; i < o.prompt_tokens; ++i) prompt[std::size_t(i)] = (i * 7919 + 1) % c.vocab_size;
-    KVCache cache(c, o.prompt_tokens);
+    KVCache cache = make_cache(*runner, o.prompt_tokens);
     std::vector<double> times;
     for (int r = 0; r <= o.reps; ++r) {  // the first run warms up (page faults, threads)
       cache.clear();
       const double t0 = now_seconds();
-      pass.forward(prompt, 0, cache, LogitsMode::last, logits);
+      run_sequence(*runner, prompt, 0, cache, LogitsMode::last, logits);
       if (r > 0) times.push_back(now_seconds() - t0);
     }
     ModelPoint& p = out.prefill;
@@ -79,7 +81,7 @@ ModelPoints measure_model_points(const Model& model, const ModelPointOptions& o)
     const int capacity = 1 + o.decode_steps * (o.reps + 1);
     std::vector<KVCache> caches;
     caches.reserve(std::size_t(B));
-    for (int b = 0; b < B; ++b) caches.emplace_back(c, capacity);
+    for (int b = 0; b < B; ++b) caches.push_back(make_cache(*runner, capacity));
     std::vector<int> tokens(static_cast<std::size_t>(B));
     std::vector<BatchEntry> batch(static_cast<std::size_t>(B));
     auto step = [&] {
@@ -88,7 +90,7 @@ ModelPoints measure_model_points(const Model& model, const ModelPointOptions& o)
         batch[std::size_t(b)] = {std::span<const int>(&tokens[std::size_t(b)], 1),
                                  caches[std::size_t(b)].length(), &caches[std::size_t(b)]};
       }
-      pass.forward_batch(batch, logits);
+      runner->step(batch, LogitsMode::last, logits);
     };
     step();  // warm-up, and every sequence starts from one cached token
     std::vector<double> times;

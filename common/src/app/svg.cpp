@@ -232,318 +232,395 @@ void SvgPlot::add_legend_entry(std::string label, SvgStyle style) {
   items_.push_back({Kind::legend_only, std::move(label), {}, {}, {}, style});
 }
 
-std::string SvgPlot::render_impl(std::vector<TextBox>* boxes) const {
-  // --- resolve the ranges: every value an item places on an axis counts ---
-  auto resolve = [&](const Axis& axis, bool horizontal) {
-    const char* name = horizontal ? "x" : "y";
-    std::vector<double> values;
-    for (const Item& it : items_) {
-      if (it.kind == Kind::legend_only) continue;
-      if (horizontal && it.kind == Kind::hline) continue;
-      if (!horizontal && it.kind == Kind::vline) continue;
-      const std::vector<double>& v = horizontal ? it.x : it.y;
-      for (double d : v) {
-        if (!std::isfinite(d)) continue;  // a missing measurement: not drawn, not fatal
-        if (axis.scale == AxisScale::log && d <= 0.0)
-          throw Error(fmt::format("SvgPlot '{}': value {} on the log {} axis ('{}')", title_, d,
-                                  name, it.label));
-        values.push_back(d);
-      }
-    }
-    for (double d : axis.tick_values) values.push_back(d);
-    double lo = axis.min, hi = axis.max;
-    if (values.empty() && (std::isnan(lo) || std::isnan(hi)))
-      throw Error(fmt::format("SvgPlot '{}': nothing determines the {} range", title_, name));
-    const auto [mn, mx] = values.empty() ? std::pair<double, double>{lo, hi}
-                                         : std::pair<double, double>{
-                                               *std::min_element(values.begin(), values.end()),
-                                               *std::max_element(values.begin(), values.end())};
-    const bool auto_lo = std::isnan(lo), auto_hi = std::isnan(hi);
-    if (auto_lo) lo = mn;
-    if (auto_hi) hi = mx;
-    if (axis.scale == AxisScale::log && (lo <= 0.0 || hi <= 0.0))
-      throw Error(fmt::format("SvgPlot '{}': the log {} axis needs a range > 0", title_, name));
-    if (!(hi > lo)) {  // one value, or a degenerate fixed range: open it up around the value
-      if (axis.scale == AxisScale::log) {
-        lo /= 3.0;
-        hi *= 3.0;
-      } else {
-        const double pad = lo == 0.0 ? 1.0 : std::abs(lo) * 0.1;
-        lo -= pad;
-        hi += pad;
-      }
-    }
-    ResolvedAxis r{axis.scale, lo, hi, {}, {}};
-    if (axis.tick_values.empty()) {
-      // Automatic ranges round out to whole ticks, so the frame starts and ends on a label.
-      const std::vector<double> t =
-          axis.scale == AxisScale::log ? log_ticks(lo, hi) : linear_ticks(lo, hi);
-      if (auto_lo) r.lo = std::min(r.lo, t.front());
-      if (auto_hi) r.hi = std::max(r.hi, t.back());
-      for (double v : t)
-        if (v >= r.lo * (1 - 1e-12) - 1e-300 && v <= r.hi * (1 + 1e-12) + 1e-300) {
-          r.ticks.push_back(v);
-          r.labels.push_back(format_tick(v));
-        }
-    } else {
-      r.ticks = axis.tick_values;
-      for (std::size_t i = 0; i < r.ticks.size(); ++i)
-        r.labels.push_back(axis.tick_labels.empty() ? format_tick(r.ticks[i]) : axis.tick_labels[i]);
-    }
-    return r;
-  };
-  const ResolvedAxis ax = resolve(x_axis_, true);
-  const ResolvedAxis ay = resolve(y_axis_, false);
-  auto dash = [](const SvgStyle& s) {
-    return s.dashed ? std::string(" stroke-dasharray=\"6,4\"") : std::string();
-  };
+namespace {
 
-  // --- layout: the legend above the plot takes rows under the title; a right scale a column ---
-  std::vector<const Item*> entries;
-  for (const Item& it : items_)
-    if ((it.kind == Kind::line || it.kind == Kind::points || it.kind == Kind::legend_only) &&
-        !it.label.empty())
-      entries.push_back(&it);
-  const bool legend_shown = legend_ != LegendPosition::none && !entries.empty();
-  const double entry_w_pad = 38;  // swatch, gap, and a little air after the text
-  std::vector<double> entry_w;
-  for (const Item* e : entries) entry_w.push_back(entry_w_pad + text_width_px(e->label, 12));
-  // Rows of the legend above the plot: entries left to right, wrapped at the picture's width.
-  std::vector<int> above_row(entries.size(), 0);
-  int above_rows = 0;
-  if (legend_shown && legend_ == LegendPosition::above) {
-    double x = 0;
-    above_rows = 1;
-    for (std::size_t i = 0; i < entries.size(); ++i) {
-      if (x > 0 && x + entry_w[i] > width_ - kMarginLeft - kMarginRight) x = 0, ++above_rows;
-      above_row[i] = above_rows - 1;
-      x += entry_w[i];
+std::string dash(const SvgStyle& s) {
+  return s.dashed ? std::string(" stroke-dasharray=\"6,4\"") : std::string();
+}
+
+std::string fill(const std::string& colour) { return fmt::format(" fill=\"{}\"", colour); }
+
+// The <text> element of a text placed at s.
+void emit_text(std::string& out, const Spec& s, const std::string& text, const std::string& attrs) {
+  out += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"{}\"{}", px(s.x), px(s.y),
+                     anchor_name(s.anchor), s.central ? " dominant-baseline=\"central\"" : "");
+  if (s.font_size != 12) out += fmt::format(" font-size=\"{}\"", s.font_size);
+  if (s.angle != 0)
+    out += fmt::format(" transform=\"rotate({:.2f} {} {})\"", s.angle, px(s.rx), px(s.ry));
+  out += fmt::format("{}>{}</text>\n", attrs, xml_escape(text));
+}
+
+// Light grid lines at 2..9 x each decade of a log axis with few decades (none on a linear one).
+std::vector<double> minor_ticks(const ResolvedAxis& a) {
+  std::vector<double> m;
+  if (a.scale != AxisScale::log) return m;
+  const double decades = std::log10(a.hi) - std::log10(a.lo);
+  if (decades > 7) return m;  // too dense to help
+  for (double d = std::pow(10.0, std::floor(std::log10(a.lo))); d < a.hi; d *= 10)
+    for (int k = 2; k <= 9; ++k)
+      if (d * k > a.lo && d * k < a.hi) m.push_back(d * k);
+  return m;
+}
+
+}  // namespace
+
+// One rendering of a plot, in the order the picture is built: the axes' ranges and the layout
+// (constructor), then the parts. Every text is placed as a box: a label goes to the first of
+// its candidate places that is inside the picture and clear of every box placed before it and
+// of the marks already drawn (obstacles), so the parts must be rendered in a fixed order:
+// frame texts, ticks, legend, data, labels.
+class SvgPlot::Renderer {
+ public:
+  explicit Renderer(const SvgPlot& plot)
+      : plot_(plot), ax_(resolve_axis(plot.x_axis_, true)), ay_(resolve_axis(plot.y_axis_, false)) {
+    lay_out();
+  }
+
+  std::string header() const;
+  std::string grid() const;
+  std::string title_and_axis_labels();
+  std::string ticks();
+  std::string right_scale_label();
+  std::string legend();
+  std::string data();
+  std::string labels();
+  std::string frame() const;
+  std::vector<TextBox> take_placed() { return std::move(placed_); }
+
+ private:
+  ResolvedAxis resolve_axis(const Axis& axis, bool horizontal) const;
+  void lay_out();
+  double X(double v) const { return left_ + ax_.unit(v) * (right_ - left_); }
+  double Y(double v) const { return bottom_ - ay_.unit(v) * (bottom_ - top_); }
+  bool inside_picture(const TextBox& b) const;
+  bool is_free(const TextBox& b, int owner) const;
+  bool place(std::string& out, const std::vector<Spec>& candidates, const std::string& text,
+             const std::string& attrs, int owner = -1, bool force = false);
+  void add_segment_obstacle(double x0, double y0, double x1, double y1, int owner, double halfw);
+  void swatch(std::string& out, const Item& e, double x, double cy) const;
+  void text_labels(std::string& out);
+  void line_labels(std::string& out);
+  void point_labels(std::string& out);
+  void bar_labels(std::string& out);
+
+  const SvgPlot& plot_;
+  ResolvedAxis ax_, ay_;
+  // The legend's entries, their widths, and (above the plot) the row of each.
+  std::vector<const Item*> entries_;
+  std::vector<double> entry_w_;
+  std::vector<int> above_row_;
+  int above_rows_ = 0;
+  bool legend_shown_ = false;
+  bool right_scale_ = false;
+  double left_ = 0, right_ = 0, top_ = 0, bottom_ = 0;  // the plot area, in pixels
+  std::vector<TextBox> placed_;     // texts
+  std::vector<TextBox> obstacles_;  // drawn marks labels must not cover: legend frame, roofs, points
+  std::vector<int> obstacle_owner_;  // the item that drew it (its own label may touch it)
+};
+
+// Every value an item places on the axis counts toward its range.
+ResolvedAxis SvgPlot::Renderer::resolve_axis(const Axis& axis, bool horizontal) const {
+  const char* name = horizontal ? "x" : "y";
+  std::vector<double> values;
+  for (const Item& it : plot_.items_) {
+    if (it.kind == Kind::legend_only) continue;
+    if (horizontal && it.kind == Kind::hline) continue;
+    if (!horizontal && it.kind == Kind::vline) continue;
+    const std::vector<double>& v = horizontal ? it.x : it.y;
+    for (double d : v) {
+      if (!std::isfinite(d)) continue;  // a missing measurement: not drawn, not fatal
+      if (axis.scale == AxisScale::log && d <= 0.0)
+        throw Error(fmt::format("SvgPlot '{}': value {} on the log {} axis ('{}')", plot_.title_, d,
+                                name, it.label));
+      values.push_back(d);
     }
   }
-  const bool right_scale = !right_tick_values_.empty();
-  double right_w = 0;
-  for (const std::string& l : right_tick_labels_) right_w = std::max(right_w, text_width_px(l, 12));
-  const double left = kMarginLeft;
-  const double right = width_ - kMarginRight - (right_scale ? right_w + 30 : 0.0);
-  const double top = kMarginTop + 18.0 * above_rows;
-  const double bottom = height_ - kMarginBottom;
-  if (right - left < 40 || bottom - top < 40)
-    throw Error(fmt::format("SvgPlot '{}': no room left for the plot area", title_));
-  auto X = [&](double v) { return left + ax.unit(v) * (right - left); };
-  auto Y = [&](double v) { return bottom - ay.unit(v) * (bottom - top); };
-
-  // --- text placement: every text is a box; a label goes to the first of its candidate places
-  //     that is inside the picture and clear of every box placed before it ---
-  std::vector<TextBox> placed;     // texts
-  std::vector<TextBox> obstacles;  // drawn marks labels must not cover: legend frame, roofs, points
-  std::vector<int> obstacle_owner;  // the item that drew it (its own label may touch it)
-  auto inside_picture = [&](const TextBox& b) {
-    const double a = b.angle * std::numbers::pi / 180;
-    const double ex = std::abs(std::cos(a)) * b.half_w + std::abs(std::sin(a)) * b.half_h;
-    const double ey = std::abs(std::sin(a)) * b.half_w + std::abs(std::cos(a)) * b.half_h;
-    return b.cx - ex >= 0 && b.cx + ex <= width_ && b.cy - ey >= 0 && b.cy + ey <= height_;
-  };
-  auto is_free = [&](const TextBox& b, int owner) {
-    if (!inside_picture(b)) return false;
-    for (const TextBox& p : placed)
-      if (boxes_overlap(b, p)) return false;
-    for (std::size_t i = 0; i < obstacles.size(); ++i)
-      if (obstacle_owner[i] != owner && boxes_overlap(b, obstacles[i])) return false;
-    return true;
-  };
-  auto emit = [&](std::string& out, const Spec& s, const std::string& text,
-                  const std::string& attrs) {
-    out += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"{}\"{}", px(s.x), px(s.y),
-                       anchor_name(s.anchor), s.central ? " dominant-baseline=\"central\"" : "");
-    if (s.font_size != 12) out += fmt::format(" font-size=\"{}\"", s.font_size);
-    if (s.angle != 0)
-      out += fmt::format(" transform=\"rotate({:.2f} {} {})\"", s.angle, px(s.rx), px(s.ry));
-    out += fmt::format("{}>{}</text>\n", attrs, xml_escape(text));
-  };
-  // Places the text at the first free candidate; returns false (and draws nothing) if none is.
-  auto place = [&](std::string& out, const std::vector<Spec>& candidates, const std::string& text,
-                   const std::string& attrs, int owner = -1, bool force = false) {
-    for (const Spec& s : candidates) {
-      const TextBox b = box_of(s, text);
-      if (is_free(b, owner)) {
-        placed.push_back(b);
-        emit(out, s, text, attrs);
-        return true;
-      }
+  for (double d : axis.tick_values) values.push_back(d);
+  double lo = axis.min, hi = axis.max;
+  if (values.empty() && (std::isnan(lo) || std::isnan(hi)))
+    throw Error(fmt::format("SvgPlot '{}': nothing determines the {} range", plot_.title_, name));
+  const auto [mn, mx] = values.empty() ? std::pair<double, double>{lo, hi}
+                                       : std::pair<double, double>{
+                                             *std::min_element(values.begin(), values.end()),
+                                             *std::max_element(values.begin(), values.end())};
+  const bool auto_lo = std::isnan(lo), auto_hi = std::isnan(hi);
+  if (auto_lo) lo = mn;
+  if (auto_hi) hi = mx;
+  if (axis.scale == AxisScale::log && (lo <= 0.0 || hi <= 0.0))
+    throw Error(fmt::format("SvgPlot '{}': the log {} axis needs a range > 0", plot_.title_, name));
+  if (!(hi > lo)) {  // one value, or a degenerate fixed range: open it up around the value
+    if (axis.scale == AxisScale::log) {
+      lo /= 3.0;
+      hi *= 3.0;
+    } else {
+      const double pad = lo == 0.0 ? 1.0 : std::abs(lo) * 0.1;
+      lo -= pad;
+      hi += pad;
     }
-    if (force && !candidates.empty()) {  // a text the plot cannot do without: drawn regardless
-      placed.push_back(box_of(candidates.front(), text));
-      emit(out, candidates.front(), text, attrs);
+  }
+  ResolvedAxis r{axis.scale, lo, hi, {}, {}};
+  if (axis.tick_values.empty()) {
+    // Automatic ranges round out to whole ticks, so the frame starts and ends on a label.
+    const std::vector<double> t =
+        axis.scale == AxisScale::log ? log_ticks(lo, hi) : linear_ticks(lo, hi);
+    if (auto_lo) r.lo = std::min(r.lo, t.front());
+    if (auto_hi) r.hi = std::max(r.hi, t.back());
+    for (double v : t)
+      if (v >= r.lo * (1 - 1e-12) - 1e-300 && v <= r.hi * (1 + 1e-12) + 1e-300) {
+        r.ticks.push_back(v);
+        r.labels.push_back(format_tick(v));
+      }
+  } else {
+    r.ticks = axis.tick_values;
+    for (std::size_t i = 0; i < r.ticks.size(); ++i)
+      r.labels.push_back(axis.tick_labels.empty() ? format_tick(r.ticks[i]) : axis.tick_labels[i]);
+  }
+  return r;
+}
+
+// The legend above the plot takes rows under the title; a right scale takes a column.
+void SvgPlot::Renderer::lay_out() {
+  const SvgPlot& p = plot_;
+  for (const Item& it : p.items_)
+    if ((it.kind == Kind::line || it.kind == Kind::points || it.kind == Kind::legend_only) &&
+        !it.label.empty())
+      entries_.push_back(&it);
+  legend_shown_ = p.legend_ != LegendPosition::none && !entries_.empty();
+  const double entry_w_pad = 38;  // swatch, gap, and a little air after the text
+  for (const Item* e : entries_) entry_w_.push_back(entry_w_pad + text_width_px(e->label, 12));
+  // Rows of the legend above the plot: entries left to right, wrapped at the picture's width.
+  above_row_.assign(entries_.size(), 0);
+  if (legend_shown_ && p.legend_ == LegendPosition::above) {
+    double x = 0;
+    above_rows_ = 1;
+    for (std::size_t i = 0; i < entries_.size(); ++i) {
+      if (x > 0 && x + entry_w_[i] > p.width_ - kMarginLeft - kMarginRight) x = 0, ++above_rows_;
+      above_row_[i] = above_rows_ - 1;
+      x += entry_w_[i];
+    }
+  }
+  right_scale_ = !p.right_tick_values_.empty();
+  double right_w = 0;
+  for (const std::string& l : p.right_tick_labels_) right_w = std::max(right_w, text_width_px(l, 12));
+  left_ = kMarginLeft;
+  right_ = p.width_ - kMarginRight - (right_scale_ ? right_w + 30 : 0.0);
+  top_ = kMarginTop + 18.0 * above_rows_;
+  bottom_ = p.height_ - kMarginBottom;
+  if (right_ - left_ < 40 || bottom_ - top_ < 40)
+    throw Error(fmt::format("SvgPlot '{}': no room left for the plot area", p.title_));
+}
+
+bool SvgPlot::Renderer::inside_picture(const TextBox& b) const {
+  const double a = b.angle * std::numbers::pi / 180;
+  const double ex = std::abs(std::cos(a)) * b.half_w + std::abs(std::sin(a)) * b.half_h;
+  const double ey = std::abs(std::sin(a)) * b.half_w + std::abs(std::cos(a)) * b.half_h;
+  return b.cx - ex >= 0 && b.cx + ex <= plot_.width_ && b.cy - ey >= 0 && b.cy + ey <= plot_.height_;
+}
+
+bool SvgPlot::Renderer::is_free(const TextBox& b, int owner) const {
+  if (!inside_picture(b)) return false;
+  for (const TextBox& p : placed_)
+    if (boxes_overlap(b, p)) return false;
+  for (std::size_t i = 0; i < obstacles_.size(); ++i)
+    if (obstacle_owner_[i] != owner && boxes_overlap(b, obstacles_[i])) return false;
+  return true;
+}
+
+// Places the text at the first free candidate; returns false (and draws nothing) if none is.
+bool SvgPlot::Renderer::place(std::string& out, const std::vector<Spec>& candidates,
+                              const std::string& text, const std::string& attrs, int owner,
+                              bool force) {
+  for (const Spec& s : candidates) {
+    const TextBox b = box_of(s, text);
+    if (is_free(b, owner)) {
+      placed_.push_back(b);
+      emit_text(out, s, text, attrs);
       return true;
     }
-    return false;
-  };
-  auto fill = [](const std::string& c) { return fmt::format(" fill=\"{}\"", c); };
+  }
+  if (force && !candidates.empty()) {  // a text the plot cannot do without: drawn regardless
+    placed_.push_back(box_of(candidates.front(), text));
+    emit_text(out, candidates.front(), text, attrs);
+    return true;
+  }
+  return false;
+}
 
-  std::string o;
-  o += fmt::format(
+std::string SvgPlot::Renderer::header() const {
+  const int w = plot_.width_, h = plot_.height_;
+  std::string o = fmt::format(
       "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" viewBox=\"0 0 {} {}\" "
       "font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\" font-size=\"12\">\n",
-      width_, height_, width_, height_);
-  o += fmt::format("<rect width=\"{}\" height=\"{}\" fill=\"white\"/>\n", width_, height_);
+      w, h, w, h);
+  o += fmt::format("<rect width=\"{}\" height=\"{}\" fill=\"white\"/>\n", w, h);
   o += fmt::format(
       "<defs><clipPath id=\"plot-area\"><rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\"/>"
       "</clipPath></defs>\n",
-      px(left), px(top), px(right - left), px(bottom - top));
+      px(left_), px(top_), px(right_ - left_), px(bottom_ - top_));
+  return o;
+}
 
-  // --- grid: light lines at the ticks (and at 2..9 x each decade on log axes with few decades) ---
-  o += "<g stroke=\"#e6e6e6\" stroke-width=\"1\">\n";
-  auto minor = [](const ResolvedAxis& a) {
-    std::vector<double> m;
-    if (a.scale != AxisScale::log) return m;
-    const double decades = std::log10(a.hi) - std::log10(a.lo);
-    if (decades > 7) return m;  // too dense to help
-    for (double d = std::pow(10.0, std::floor(std::log10(a.lo))); d < a.hi; d *= 10)
-      for (int k = 2; k <= 9; ++k)
-        if (d * k > a.lo && d * k < a.hi) m.push_back(d * k);
-    return m;
-  };
-  for (double v : minor(ax))
+// Light lines at the ticks (and at 2..9 x each decade on log axes with few decades).
+std::string SvgPlot::Renderer::grid() const {
+  std::string o = "<g stroke=\"#e6e6e6\" stroke-width=\"1\">\n";
+  for (double v : minor_ticks(ax_))
     o += fmt::format("<line x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\" stroke=\"#f3f3f3\"/>\n",
-                     px(X(v)), px(top), px(bottom));
-  for (double v : minor(ay))
+                     px(X(v)), px(top_), px(bottom_));
+  for (double v : minor_ticks(ay_))
     o += fmt::format("<line x1=\"{1}\" y1=\"{0}\" x2=\"{2}\" y2=\"{0}\" stroke=\"#f3f3f3\"/>\n",
-                     px(Y(v)), px(left), px(right));
-  for (double v : ax.ticks)
-    o += fmt::format("<line x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\"/>\n", px(X(v)), px(top),
-                     px(bottom));
-  for (double v : ay.ticks)
-    o += fmt::format("<line x1=\"{1}\" y1=\"{0}\" x2=\"{2}\" y2=\"{0}\"/>\n", px(Y(v)), px(left),
-                     px(right));
+                     px(Y(v)), px(left_), px(right_));
+  for (double v : ax_.ticks)
+    o += fmt::format("<line x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\"/>\n", px(X(v)), px(top_),
+                     px(bottom_));
+  for (double v : ay_.ticks)
+    o += fmt::format("<line x1=\"{1}\" y1=\"{0}\" x2=\"{2}\" y2=\"{0}\"/>\n", px(Y(v)), px(left_),
+                     px(right_));
   o += "</g>\n";
+  return o;
+}
 
-  // --- the frame's texts first: title, axis labels, tick labels (a tick label that would
-  //     overlap the one before it is skipped), the right scale ---
+// The frame's texts come first, so nothing else takes their place.
+std::string SvgPlot::Renderer::title_and_axis_labels() {
+  const SvgPlot& p = plot_;
   std::string texts;
-  if (!title_.empty()) {
+  if (!p.title_.empty()) {
     // A long title shrinks to fit the picture rather than running off it.
-    const double fs = std::min(16.0, (width_ - 16.0) / std::max(1.0, text_width_px(title_, 1.0)));
-    Spec s{width_ / 2.0, 26, TextAnchor::middle};
+    const double fs = std::min(16.0, (p.width_ - 16.0) / std::max(1.0, text_width_px(p.title_, 1.0)));
+    Spec s{p.width_ / 2.0, 26, TextAnchor::middle};
     s.font_size = std::floor(fs * 10) / 10;
-    place(texts, {s}, title_, " font-weight=\"bold\"", -1, true);
+    place(texts, {s}, p.title_, " font-weight=\"bold\"", -1, true);
   }
-  if (!x_axis_.label.empty()) {
-    Spec s{(left + right) / 2, height_ - 16.0, TextAnchor::middle};
+  if (!p.x_axis_.label.empty()) {
+    Spec s{(left_ + right_) / 2, p.height_ - 16.0, TextAnchor::middle};
     s.font_size = 13;
-    place(texts, {s}, x_axis_.label, "", -1, true);
+    place(texts, {s}, p.x_axis_.label, "", -1, true);
   }
-  if (!y_axis_.label.empty()) {
-    Spec s{18, (top + bottom) / 2, TextAnchor::middle};
-    s.font_size = 13, s.angle = -90, s.rx = 18, s.ry = (top + bottom) / 2;
-    place(texts, {s}, y_axis_.label, "", -1, true);
+  if (!p.y_axis_.label.empty()) {
+    Spec s{18, (top_ + bottom_) / 2, TextAnchor::middle};
+    s.font_size = 13, s.angle = -90, s.rx = 18, s.ry = (top_ + bottom_) / 2;
+    place(texts, {s}, p.y_axis_.label, "", -1, true);
   }
-  std::string ticks_svg;
-  for (std::size_t i = 0; i < ax.ticks.size(); ++i) {
-    const double x = X(ax.ticks[i]);
-    if (x < left - 0.5 || x > right + 0.5) continue;
-    ticks_svg +=
-        fmt::format("<line x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\" stroke=\"#333333\"/>\n",
-                    px(x), px(bottom), px(bottom + 5));
-    Spec s{x, bottom + 18, TextAnchor::middle};
-    place(ticks_svg, {s}, ax.labels[i], fill("#333333"));
+  return texts;
+}
+
+// Tick marks and their labels (a label that would overlap the one before it is skipped), and
+// the right scale's.
+std::string SvgPlot::Renderer::ticks() {
+  std::string out;
+  for (std::size_t i = 0; i < ax_.ticks.size(); ++i) {
+    const double x = X(ax_.ticks[i]);
+    if (x < left_ - 0.5 || x > right_ + 0.5) continue;
+    out += fmt::format("<line x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\" stroke=\"#333333\"/>\n",
+                       px(x), px(bottom_), px(bottom_ + 5));
+    Spec s{x, bottom_ + 18, TextAnchor::middle};
+    place(out, {s}, ax_.labels[i], fill("#333333"));
   }
-  for (std::size_t i = 0; i < ay.ticks.size(); ++i) {
-    const double y = Y(ay.ticks[i]);
-    if (y < top - 0.5 || y > bottom + 0.5) continue;
-    ticks_svg +=
-        fmt::format("<line x1=\"{1}\" y1=\"{0}\" x2=\"{2}\" y2=\"{0}\" stroke=\"#333333\"/>\n",
-                    px(y), px(left - 5), px(left));
-    Spec s{left - 8, y, TextAnchor::end};
+  for (std::size_t i = 0; i < ay_.ticks.size(); ++i) {
+    const double y = Y(ay_.ticks[i]);
+    if (y < top_ - 0.5 || y > bottom_ + 0.5) continue;
+    out += fmt::format("<line x1=\"{1}\" y1=\"{0}\" x2=\"{2}\" y2=\"{0}\" stroke=\"#333333\"/>\n",
+                       px(y), px(left_ - 5), px(left_));
+    Spec s{left_ - 8, y, TextAnchor::end};
     s.central = true;
-    place(ticks_svg, {s}, ay.labels[i], fill("#333333"));
+    place(out, {s}, ay_.labels[i], fill("#333333"));
   }
-  if (right_scale) {
-    for (std::size_t i = 0; i < right_tick_values_.size(); ++i) {
-      const double y = Y(right_tick_values_[i]);
-      if (y < top - 0.5 || y > bottom + 0.5) continue;
-      ticks_svg +=
-          fmt::format("<line x1=\"{1}\" y1=\"{0}\" x2=\"{2}\" y2=\"{0}\" stroke=\"#d62728\"/>\n",
-                      px(y), px(right), px(right + 5));
-      Spec s{right + 8, y, TextAnchor::start};
+  if (!right_scale_) return out;
+  for (std::size_t i = 0; i < plot_.right_tick_values_.size(); ++i) {
+    const double y = Y(plot_.right_tick_values_[i]);
+    if (y < top_ - 0.5 || y > bottom_ + 0.5) continue;
+    out += fmt::format("<line x1=\"{1}\" y1=\"{0}\" x2=\"{2}\" y2=\"{0}\" stroke=\"#d62728\"/>\n",
+                       px(y), px(right_), px(right_ + 5));
+    Spec s{right_ + 8, y, TextAnchor::start};
+    s.central = true;
+    place(out, {s}, plot_.right_tick_labels_[i], fill("#d62728"));
+  }
+  return out;
+}
+
+std::string SvgPlot::Renderer::right_scale_label() {
+  std::string out;
+  if (!right_scale_ || plot_.right_label_.empty()) return out;
+  const double rx = plot_.width_ - 14.0, ry = (top_ + bottom_) / 2;
+  Spec s{rx, ry, TextAnchor::middle};
+  s.font_size = 13, s.angle = 90, s.rx = rx, s.ry = ry;
+  place(out, {s}, plot_.right_label_, fill("#d62728"), -1, true);
+  return out;
+}
+
+// A legend entry's mark: a line, a dot, or a filled box.
+void SvgPlot::Renderer::swatch(std::string& out, const Item& e, double x, double cy) const {
+  if (e.kind == Kind::line)
+    out += fmt::format(
+        "<line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"{}\" stroke-width=\"{}\"{}/>\n",
+        px(x), px(cy), px(x + 22), px(cy), e.style.color, e.style.width, dash(e.style));
+  else if (e.kind == Kind::points)
+    out += fmt::format("<circle cx=\"{}\" cy=\"{}\" r=\"4.5\" fill=\"{}\"/>\n", px(x + 11), px(cy),
+                       e.style.color);
+  else
+    out += fmt::format(
+        "<rect x=\"{}\" y=\"{}\" width=\"22\" height=\"10\" fill=\"{}\" fill-opacity=\"{}\"/>\n",
+        px(x), px(cy - 5), e.style.color, e.style.opacity);
+}
+
+// A frame in a corner of the plot area, or rows above it.
+std::string SvgPlot::Renderer::legend() {
+  std::string out;
+  if (!legend_shown_) return out;
+  const LegendPosition where = plot_.legend_;
+  out += "<g>";
+  if (where == LegendPosition::above) {
+    std::vector<double> row_x(above_rows_, left_);
+    for (std::size_t i = 0; i < entries_.size(); ++i) {
+      const double cy = kMarginTop - 6 + 18.0 * above_row_[i];
+      double& x = row_x[above_row_[i]];
+      swatch(out, *entries_[i], x, cy);
+      Spec s{x + 28, cy, TextAnchor::start};
       s.central = true;
-      place(ticks_svg, {s}, right_tick_labels_[i], fill("#d62728"));
+      place(out, {s}, entries_[i]->label, "", -1, true);
+      x += entry_w_[i];
     }
-    if (!right_label_.empty()) {
-      const double rx = width_ - 14.0, ry = (top + bottom) / 2;
-      Spec s{rx, ry, TextAnchor::middle};
-      s.font_size = 13, s.angle = 90, s.rx = rx, s.ry = ry;
-      place(texts, {s}, right_label_, fill("#d62728"), -1, true);
+  } else {
+    double longest = 0;
+    for (double w : entry_w_) longest = std::max(longest, w);
+    const double w = longest, h = 8 + 18.0 * double(entries_.size());
+    const bool at_right = where == LegendPosition::top_right || where == LegendPosition::bottom_right;
+    const bool at_bottom =
+        where == LegendPosition::bottom_left || where == LegendPosition::bottom_right;
+    const double bx = at_right ? right_ - 10 - w : left_ + 10;
+    const double by = at_bottom ? bottom_ - 10 - h : top_ + 10;
+    out += fmt::format(
+        "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"white\" fill-opacity=\"0.9\" "
+        "stroke=\"#bbbbbb\"/>\n",
+        px(bx), px(by), px(w), px(h));
+    for (std::size_t i = 0; i < entries_.size(); ++i) {
+      const double cy = by + 4 + 18.0 * double(i) + 9;
+      swatch(out, *entries_[i], bx + 6, cy);
+      Spec s{bx + 34, cy, TextAnchor::start};
+      s.central = true;
+      place(out, {s}, entries_[i]->label, "", -1, true);
     }
+    // The frame is an obstacle: no label of the data goes under it.
+    obstacles_.push_back({"", bx + w / 2, by + h / 2, w / 2, h / 2, 0});
+    obstacle_owner_.push_back(-1);
   }
+  out += "</g>\n";
+  return out;
+}
 
-  // --- legend: a frame in a corner of the plot area, or rows above it ---
-  std::string legend_svg;
-  if (legend_shown) {
-    auto swatch = [&](const Item& e, double x, double cy) {
-      if (e.kind == Kind::line)
-        legend_svg += fmt::format(
-            "<line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"{}\" stroke-width=\"{}\"{}/>\n",
-            px(x), px(cy), px(x + 22), px(cy), e.style.color, e.style.width, dash(e.style));
-      else if (e.kind == Kind::points)
-        legend_svg += fmt::format("<circle cx=\"{}\" cy=\"{}\" r=\"4.5\" fill=\"{}\"/>\n",
-                                  px(x + 11), px(cy), e.style.color);
-      else
-        legend_svg += fmt::format(
-            "<rect x=\"{}\" y=\"{}\" width=\"22\" height=\"10\" fill=\"{}\" "
-            "fill-opacity=\"{}\"/>\n",
-            px(x), px(cy - 5), e.style.color, e.style.opacity);
-    };
-    legend_svg += "<g>";
-    if (legend_ == LegendPosition::above) {
-      std::vector<double> row_x(above_rows, left);
-      for (std::size_t i = 0; i < entries.size(); ++i) {
-        const double cy = kMarginTop - 6 + 18.0 * above_row[i];
-        double& x = row_x[above_row[i]];
-        swatch(*entries[i], x, cy);
-        Spec s{x + 28, cy, TextAnchor::start};
-        s.central = true;
-        place(legend_svg, {s}, entries[i]->label, "", -1, true);
-        x += entry_w[i];
-      }
-    } else {
-      double longest = 0;
-      for (double w : entry_w) longest = std::max(longest, w);
-      const double w = longest, h = 8 + 18.0 * double(entries.size());
-      const bool at_right =
-          legend_ == LegendPosition::top_right || legend_ == LegendPosition::bottom_right;
-      const bool at_bottom =
-          legend_ == LegendPosition::bottom_left || legend_ == LegendPosition::bottom_right;
-      const double bx = at_right ? right - 10 - w : left + 10;
-      const double by = at_bottom ? bottom - 10 - h : top + 10;
-      legend_svg += fmt::format(
-          "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"white\" fill-opacity=\"0.9\" "
-          "stroke=\"#bbbbbb\"/>\n",
-          px(bx), px(by), px(w), px(h));
-      for (std::size_t i = 0; i < entries.size(); ++i) {
-        const double cy = by + 4 + 18.0 * double(i) + 9;
-        swatch(*entries[i], bx + 6, cy);
-        Spec s{bx + 34, cy, TextAnchor::start};
-        s.central = true;
-        place(legend_svg, {s}, entries[i]->label, "", -1, true);
-      }
-      // The frame is an obstacle: no label of the data goes under it.
-      obstacles.push_back({"", bx + w / 2, by + h / 2, w / 2, h / 2, 0});
-      obstacle_owner.push_back(-1);
-    }
-    legend_svg += "</g>\n";
-  }
+void SvgPlot::Renderer::add_segment_obstacle(double x0, double y0, double x1, double y1, int owner,
+                                             double halfw) {
+  const double len = std::hypot(x1 - x0, y1 - y0);
+  if (len < 1e-9) return;
+  obstacles_.push_back({"", (x0 + x1) / 2, (y0 + y1) / 2, len / 2, halfw,
+                        std::atan2(y1 - y0, x1 - x0) * 180.0 / std::numbers::pi});
+  obstacle_owner_.push_back(owner);
+}
 
-  // --- data, clipped to the plot area; marks that labels must avoid become obstacles ---
-  o += "<g clip-path=\"url(#plot-area)\">\n";
-  auto clipped_segment = [&](double x0, double y0, double x1, double y1, int owner, double halfw) {
-    const double len = std::hypot(x1 - x0, y1 - y0);
-    if (len < 1e-9) return;
-    obstacles.push_back({"", (x0 + x1) / 2, (y0 + y1) / 2, len / 2, halfw,
-                         std::atan2(y1 - y0, x1 - x0) * 180.0 / std::numbers::pi});
-    obstacle_owner.push_back(owner);
-  };
-  for (std::size_t k = 0; k < items_.size(); ++k) {
-    const Item& it = items_[k];
+// The items, clipped to the plot area; marks that labels must avoid become obstacles.
+std::string SvgPlot::Renderer::data() {
+  std::string o = "<g clip-path=\"url(#plot-area)\">\n";
+  for (std::size_t k = 0; k < plot_.items_.size(); ++k) {
+    const Item& it = plot_.items_[k];
     const SvgStyle& s = it.style;
     switch (it.kind) {
       case Kind::rect: {
@@ -572,9 +649,9 @@ std::string SvgPlot::render_impl(std::vector<TextBox>* boxes) const {
       case Kind::segment: {
         double x0, y0, x1, y1;
         if (it.kind == Kind::hline) {
-          x0 = left, x1 = right, y0 = y1 = Y(it.y[0]);
+          x0 = left_, x1 = right_, y0 = y1 = Y(it.y[0]);
         } else if (it.kind == Kind::vline) {
-          y0 = top, y1 = bottom, x0 = x1 = X(it.x[0]);
+          y0 = top_, y1 = bottom_, x0 = x1 = X(it.x[0]);
         } else {
           x0 = X(it.x[0]), y0 = Y(it.y[0]), x1 = X(it.x[1]), y1 = Y(it.y[1]);
         }
@@ -584,13 +661,13 @@ std::string SvgPlot::render_impl(std::vector<TextBox>* boxes) const {
             px(x0), px(y0), px(x1), px(y1), s.color, s.width, s.opacity, dash(s));
         if (it.kind == Kind::segment) {
           // The visible part only: a roof running off the frame is no obstacle out there.
-          const double cx0 = std::clamp(x0, left, right), cx1 = std::clamp(x1, left, right);
+          const double cx0 = std::clamp(x0, left_, right_), cx1 = std::clamp(x1, left_, right_);
           const double t0 = x1 != x0 ? (cx0 - x0) / (x1 - x0) : 0.0,
                        t1 = x1 != x0 ? (cx1 - x0) / (x1 - x0) : 1.0;
-          clipped_segment(x0 + t0 * (x1 - x0), y0 + t0 * (y1 - y0), x0 + t1 * (x1 - x0),
-                          y0 + t1 * (y1 - y0), int(k), s.width / 2 + 1);
+          add_segment_obstacle(x0 + t0 * (x1 - x0), y0 + t0 * (y1 - y0), x0 + t1 * (x1 - x0),
+                               y0 + t1 * (y1 - y0), int(k), s.width / 2 + 1);
         } else if (it.kind == Kind::hline) {
-          clipped_segment(x0, y0, x1, y1, int(k), s.width / 2 + 1);
+          add_segment_obstacle(x0, y0, x1, y1, int(k), s.width / 2 + 1);
         }
         break;
       }
@@ -602,9 +679,9 @@ std::string SvgPlot::render_impl(std::vector<TextBox>* boxes) const {
               "<circle cx=\"{}\" cy=\"{}\" r=\"{}\" fill=\"{}\" fill-opacity=\"{}\" "
               "stroke=\"white\" stroke-width=\"1\"/>\n",
               px(cx), px(cy), s.width, s.color, s.opacity);
-          if (cx >= left && cx <= right && cy >= top && cy <= bottom) {
-            obstacles.push_back({"", cx, cy, s.width + 1, s.width + 1, 0});
-            obstacle_owner.push_back(-1);  // no label may cover a point, not even its own
+          if (cx >= left_ && cx <= right_ && cy >= top_ && cy <= bottom_) {
+            obstacles_.push_back({"", cx, cy, s.width + 1, s.width + 1, 0});
+            obstacle_owner_.push_back(-1);  // no label may cover a point, not even its own
           }
         }
         break;
@@ -615,50 +692,56 @@ std::string SvgPlot::render_impl(std::vector<TextBox>* boxes) const {
     }
   }
   o += "</g>\n";
+  return o;
+}
 
-  // --- labels, most important first: free texts, reference lines, points, then bars ---
-  std::string labels;
-  for (std::size_t k = 0; k < items_.size(); ++k) {
-    const Item& it = items_[k];
+// Free texts: where asked, or nudged up or down a little when something is already there.
+void SvgPlot::Renderer::text_labels(std::string& out) {
+  for (std::size_t k = 0; k < plot_.items_.size(); ++k) {
+    const Item& it = plot_.items_[k];
     if (it.kind != Kind::text || it.label.empty()) continue;
     Spec s{X(it.x[0]), Y(it.y[0]), it.anchor};
     s.font_size = it.font_size;
-    // Where asked, or nudged up or down a little when something is already there.
     std::vector<Spec> c{s};
     for (double dy : {-8.0, 8.0, -16.0, 16.0}) c.push_back(s), c.back().y += dy;
-    place(labels, c, it.label, fill(it.style.color), int(k), true);
+    place(out, c, it.label, fill(it.style.color), int(k), true);
   }
-  for (std::size_t k = 0; k < items_.size(); ++k) {
-    const Item& it = items_[k];
+}
+
+// Labels of reference lines: horizontal, vertical (turned to run along the line) and segments
+// (along the segment).
+void SvgPlot::Renderer::line_labels(std::string& out) {
+  for (std::size_t k = 0; k < plot_.items_.size(); ++k) {
+    const Item& it = plot_.items_[k];
     if (it.label.empty()) continue;
     const std::string attrs = fill(it.style.color);
     if (it.kind == Kind::hline) {
       const double y = Y(it.y[0]);
-      std::vector<Spec> c{{right - 4, y - 5, TextAnchor::end},
-                          {right - 4, y + 14, TextAnchor::end},
-                          {left + 4, y - 5, TextAnchor::start},
-                          {left + 4, y + 14, TextAnchor::start}};
-      place(labels, c, it.label, attrs, int(k));
+      std::vector<Spec> c{{right_ - 4, y - 5, TextAnchor::end},
+                          {right_ - 4, y + 14, TextAnchor::end},
+                          {left_ + 4, y - 5, TextAnchor::start},
+                          {left_ + 4, y + 14, TextAnchor::start}};
+      place(out, c, it.label, attrs, int(k));
     } else if (it.kind == Kind::vline) {
       const double x = X(it.x[0]);
-      // Turned to run along the line: left of it at the top, right of it, then at the bottom.
+      // Left of the line at the top, right of it, then at the bottom.
       std::vector<Spec> c;
       for (double dx : {-5.0, 14.0})
         for (bool at_top : {true, false}) {
-          Spec s{x + dx, at_top ? top + 4 : bottom - 4,
+          Spec s{x + dx, at_top ? top_ + 4 : bottom_ - 4,
                  at_top ? TextAnchor::end : TextAnchor::start};
           s.angle = -90, s.rx = s.x, s.ry = s.y;
           c.push_back(s);
         }
-      place(labels, c, it.label, attrs, int(k));
+      place(out, c, it.label, attrs, int(k));
     } else if (it.kind == Kind::segment) {
       const double x0 = X(it.x[0]), y0 = Y(it.y[0]), x1 = X(it.x[1]), y1 = Y(it.y[1]);
-      const double cx0 = std::clamp(x0, left, right), cx1 = std::clamp(x1, left, right);
+      const double cx0 = std::clamp(x0, left_, right_), cx1 = std::clamp(x1, left_, right_);
       const double t0 = x1 != x0 ? (cx0 - x0) / (x1 - x0) : 0.0;
       const double t1 = x1 != x0 ? (cx1 - x0) / (x1 - x0) : 1.0;
       const double angle = std::atan2(y1 - y0, x1 - x0) * 180.0 / std::numbers::pi;
       const double a = angle * std::numbers::pi / 180;
-      // Along the segment, above it (then below), at the middle of its visible part first.
+      // Above the segment (then below), at the middle of its visible part first.
       std::vector<Spec> c;
       for (double f : {0.5, 0.35, 0.65, 0.2, 0.8, 0.1, 0.9})
         for (double off : {-6.0, 14.0, -18.0, 26.0}) {
@@ -669,11 +752,15 @@ std::string SvgPlot::render_impl(std::vector<TextBox>* boxes) const {
           s.angle = angle, s.rx = s.x, s.ry = s.y;
           c.push_back(s);
         }
-      place(labels, c, it.label, attrs, int(k));
+      place(out, c, it.label, attrs, int(k));
     }
   }
-  for (std::size_t k = 0; k < items_.size(); ++k) {
-    const Item& it = items_[k];
+}
+
+// Each labelled point: right above, right below, left above, left below, centred above,
+// centred below, whichever is free first.
+void SvgPlot::Renderer::point_labels(std::string& out) {
+  for (const Item& it : plot_.items_) {
     if (it.kind != Kind::points || it.texts.empty()) continue;
     const double r = it.style.width;
     for (std::size_t i = 0; i < it.x.size(); ++i) {
@@ -682,7 +769,6 @@ std::string SvgPlot::render_impl(std::vector<TextBox>* boxes) const {
       Spec base{0, 0, TextAnchor::start};
       base.font_size = 11;
       std::vector<Spec> c;
-      // Right above, right below, left above, left below, centred above, centred below.
       for (auto [dx, dy, an] : {std::tuple{r + 3, -r - 2, TextAnchor::start},
                                 {r + 3, r + 11, TextAnchor::start},
                                 {-r - 3, -r - 2, TextAnchor::end},
@@ -693,34 +779,62 @@ std::string SvgPlot::render_impl(std::vector<TextBox>* boxes) const {
         s.x = cx + dx, s.y = cy + dy, s.anchor = an;
         c.push_back(s);
       }
-      place(labels, c, it.texts[i], fill(it.style.color));
+      place(out, c, it.texts[i], fill(it.style.color));
     }
   }
-  for (std::size_t k = 0; k < items_.size(); ++k) {
-    const Item& it = items_[k];
+}
+
+// A bar's label goes only inside its bar, and only when it fits there: a narrow bar keeps its
+// colour alone. A thin bar gets a smaller font, down to 8 px.
+void SvgPlot::Renderer::bar_labels(std::string& out) {
+  for (const Item& it : plot_.items_) {
     if (it.kind != Kind::rect || it.label.empty()) continue;
     const double x0 = X(std::min(it.x[0], it.x[1])), x1 = X(std::max(it.x[0], it.x[1]));
     const double y0 = Y(std::max(it.y[0], it.y[1])), y1 = Y(std::min(it.y[0], it.y[1]));
-    // Only inside its bar, and only when it fits there: a narrow bar keeps its colour alone. A
-    // thin bar gets a smaller font, down to 8 px.
     const double fs = std::min(11.0, std::floor((y1 - y0 + 1) / 1.1));
     if (fs < 8 || text_width_px(it.label, fs) > x1 - x0 - 2) continue;
-    if (x0 < left || x1 > right || y0 < top - 0.5 || y1 > bottom + 0.5) continue;
+    if (x0 < left_ || x1 > right_ || y0 < top_ - 0.5 || y1 > bottom_ + 0.5) continue;
     Spec s{(x0 + x1) / 2, (y0 + y1) / 2, TextAnchor::middle};
     s.central = true, s.font_size = fs;
-    place(labels, {s}, it.label, " fill=\"#111111\"");
+    place(out, {s}, it.label, " fill=\"#111111\"");
   }
-  o += labels;
+}
 
-  // --- frame, ticks, axis labels, title, legend ---
-  o += fmt::format(
+// Labels, most important first: free texts, reference lines, points, then bars.
+std::string SvgPlot::Renderer::labels() {
+  std::string out;
+  text_labels(out);
+  line_labels(out);
+  point_labels(out);
+  bar_labels(out);
+  return out;
+}
+
+std::string SvgPlot::Renderer::frame() const {
+  return fmt::format(
       "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#333333\"/>\n",
-      px(left), px(top), px(right - left), px(bottom - top));
-  o += ticks_svg;
+      px(left_), px(top_), px(right_ - left_), px(bottom_ - top_));
+}
+
+std::string SvgPlot::render_impl(std::vector<TextBox>* boxes) const {
+  Renderer r(*this);
+  // Placed in this order (each text avoids those before it): the frame's texts, the ticks, the
+  // legend, then the data's marks and their labels.
+  std::string texts = r.title_and_axis_labels();
+  const std::string ticks = r.ticks();
+  texts += r.right_scale_label();
+  const std::string legend = r.legend();
+  // Drawn in this order (later on top): grid, data, labels, frame, ticks, frame texts, legend.
+  std::string o = r.header();
+  o += r.grid();
+  o += r.data();
+  o += r.labels();
+  o += r.frame();
+  o += ticks;
   o += texts;
-  o += legend_svg;
+  o += legend;
   o += "</svg>\n";
-  if (boxes) *boxes = std::move(placed);
+  if (boxes) *boxes = r.take_placed();
   return o;
 }
 

@@ -52,9 +52,9 @@ struct ModelPoints {
 /// @return the FLOP count.
 double forward_flops(const ModelConfig& config, int tokens, int first_pos, int logit_rows);
 
-/// @brief Times @p model's forward pass on this machine with the current OpenMP threads: a
-/// prefill of prompt_tokens, and decode steps of B sequences (forward_batch, one token each)
-/// for every B. Float32 KV cache.
+/// @brief Times @p model's forward pass on this machine with the current OpenMP threads, through
+/// the CPU model runner: a prefill of prompt_tokens (run_sequence), and decode steps of B
+/// sequences (one ModelRunner::step of B one-token entries) for every B. Float32 KV cache.
 /// @throws inferlab::Error for bad options (prompt longer than the context, batches not
 /// ascending from 1, reps < 1).
 /// @note Cost: about reps x (one prefill + decode_steps x sum(batches) tokens) forward tokens.

@@ -175,6 +175,7 @@ class SvgPlot {
   };
   std::string next_colour();
   std::string render_impl(std::vector<TextBox>* boxes) const;
+  class Renderer;  // render()'s steps: axes, layout, grid, ticks, legend, data, labels (svg.cpp)
 
   std::string title_;
   int width_, height_;

@@ -186,19 +186,4 @@ ServingMetrics run_serving_metrics(const EngineRun& run, const Slo& slo);
 /// @brief The StepShape of a list of chunks (what run_sim times).
 StepShape step_shape(const std::vector<StepChunk>& chunks);
 
-/// @brief One row of the decode-throughput sweep.
-struct DecodeThroughput {
-  int batch = 0;                ///< concurrent sequences decoding together
-  double step_seconds = 0.0;    ///< mean time of one batched decode step
-  double tokens_per_second = 0.0;               ///< batch / step_seconds
-  double tokens_per_second_per_sequence = 0.0;  ///< 1 / step_seconds: what one user sees
-};
-
-/// @brief Measures batched decode on the real model: @p batch sequences, each prefilled with
-/// @p context synthetic tokens, then @p steps decode steps of forward_batch (one token each),
-/// timed together after one warm-up step.
-/// @throws inferlab::Error if context + steps + 1 exceeds the model's context.
-DecodeThroughput measure_decode_throughput(const Model& model, int batch, int context, int steps,
-                                           Device device = Device::cpu);
-
 }  // namespace inferlab
