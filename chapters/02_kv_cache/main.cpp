@@ -197,7 +197,7 @@ int run(const Options& o) {
   Result res;
   res.kv_type = parse_kv_type(o.kv_dtype);
   const KVType kv_type = res.kv_type;
-  if (!o.kv_calc.empty()) res.sizing = kv_sizing_table(o.kv_calc, o.kv_context);  // before the run
+  if (!o.kv_calc.empty()) res.sizing = kv_sizing_table(o.kv_calc, o.kv_context);
   if (!o.plot.empty()) require_writable_output(o.plot, "--plot");
   const LoadedModel m = load_model(f);
   const ModelConfig& c = m.model->config();
@@ -272,7 +272,8 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--kv-calc", o.kv_calc,
                  "also print the KV memory calculator for a named configuration (" +
-                     fmt::format("{}", fmt::join(named_config_names(), ", ")) + ")");
+                     fmt::format("{}", fmt::join(named_config_names(), ", ")) + ")")
+      ->check(CLI::IsMember(named_config_names()));
   app.add_option("--kv-context", o.kv_context, "context length for --kv-calc")
       ->needs("--kv-calc")
       ->check(integer_in(1, std::int64_t{1} << 30))
