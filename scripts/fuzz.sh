@@ -6,7 +6,7 @@
 # exits non-zero if any target found a crash, a leak, a sanitizer report or an uncaught exception.
 #
 #   scripts/fuzz.sh 60          # what CI runs
-#   build-fuzz/bin/fuzz_trace_reader build-fuzz/artifacts/crash-...   # replay a finding
+#   build-fuzz/bin/fuzz_workload_reader build-fuzz/artifacts/crash-...   # replay a finding
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${1:-60}"
@@ -16,8 +16,8 @@ scripts/setup.sh --fuzz  # clang and libFuzzer, only for this step (a no-op when
 cmake --preset fuzz >/dev/null
 cmake --build --preset fuzz
 
-targets=(model_loader tokenizer_loader tokenizer_encode trace_reader constraint_compile)
-declare -A max_len=([model_loader]=4096 [tokenizer_loader]=8192 [tokenizer_encode]=4096 [trace_reader]=4096 [constraint_compile]=2048)
+targets=(model_loader tokenizer_loader tokenizer_encode workload_reader constraint_compile)
+declare -A max_len=([model_loader]=4096 [tokenizer_loader]=8192 [tokenizer_encode]=4096 [workload_reader]=4096 [constraint_compile]=2048)
 mkdir -p build-fuzz/artifacts
 status=0
 summary=()

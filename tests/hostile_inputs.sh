@@ -27,32 +27,32 @@ mkdir dir
 ln -s loop_a loop_b && ln -s loop_b loop_a
 int32() { printf "$(printf '\\x%02x\\x%02x\\x%02x\\x%02x' $(($1 & 255)) $(($1 >> 8 & 255)) $(($1 >> 16 & 255)) $(($1 >> 24 & 255)))"; }
 { for v in 64 172 5 8 4 -2147483648 512; do int32 "$v"; done; } > vocab_int_min.bin
-trace() { printf '%s\n' "$2" > "$1.jsonl"; }
-trace max_tokens_wraps '{"prompt_len": 8, "max_tokens": 4294967304}'
-trace prompt_len_wraps '{"prompt_len": 4294967297, "max_tokens": 4}'
-trace top_k_wraps '{"prompt_len": 8, "max_tokens": 4, "top_k": 4294967297}'
-trace top_k_negative_wraps '{"prompt_len": 8, "max_tokens": 4, "top_k": -4294967297}'
-trace max_tokens_float '{"prompt_len": 8, "max_tokens": 1e12}'
-trace seed_max '{"prompt_len": 8, "max_tokens": 2, "seed": 18446744073709551615}'
-trace seed_above '{"prompt_len": 8, "max_tokens": 2, "seed": 18446744073709551616}'
-trace arrival_day '{"arrival": 1e5, "prompt_len": 8, "max_tokens": 4}'
-trace arrival_huge '{"arrival": 1e308, "prompt_len": 8, "max_tokens": 4}'
-trace arrival_hour '{"arrival": 4000, "prompt_len": 8, "max_tokens": 4}'
-trace arrival_negative '{"arrival": -1, "prompt_len": 8, "max_tokens": 4}'
-trace prompt_empty '{"prompt": "", "max_tokens": 4}'
-trace prompt_ids_empty '{"prompt_ids": [], "max_tokens": 4}'
-trace prompt_ids_negative '{"prompt_ids": [3, -4294967297], "max_tokens": 4}'
-trace prompt_ids_vocab '{"prompt_ids": [3, 600], "max_tokens": 4}'
-trace parent_self '{"prompt_ids": [3], "max_tokens": 4, "parent": 0}'
+workload_file() { printf '%s\n' "$2" > "$1.jsonl"; }
+workload_file max_tokens_wraps '{"prompt_len": 8, "max_tokens": 4294967304}'
+workload_file prompt_len_wraps '{"prompt_len": 4294967297, "max_tokens": 4}'
+workload_file top_k_wraps '{"prompt_len": 8, "max_tokens": 4, "top_k": 4294967297}'
+workload_file top_k_negative_wraps '{"prompt_len": 8, "max_tokens": 4, "top_k": -4294967297}'
+workload_file max_tokens_float '{"prompt_len": 8, "max_tokens": 1e12}'
+workload_file seed_max '{"prompt_len": 8, "max_tokens": 2, "seed": 18446744073709551615}'
+workload_file seed_above '{"prompt_len": 8, "max_tokens": 2, "seed": 18446744073709551616}'
+workload_file arrival_day '{"arrival": 1e5, "prompt_len": 8, "max_tokens": 4}'
+workload_file arrival_huge '{"arrival": 1e308, "prompt_len": 8, "max_tokens": 4}'
+workload_file arrival_hour '{"arrival": 4000, "prompt_len": 8, "max_tokens": 4}'
+workload_file arrival_negative '{"arrival": -1, "prompt_len": 8, "max_tokens": 4}'
+workload_file prompt_empty '{"prompt": "", "max_tokens": 4}'
+workload_file prompt_ids_empty '{"prompt_ids": [], "max_tokens": 4}'
+workload_file prompt_ids_negative '{"prompt_ids": [3, -4294967297], "max_tokens": 4}'
+workload_file prompt_ids_vocab '{"prompt_ids": [3, 600], "max_tokens": 4}'
+workload_file parent_self '{"prompt_ids": [3], "max_tokens": 4, "parent": 0}'
 printf '%s\n' '{"prompt_ids": [3], "max_tokens": 4}' '{"prompt_ids": [3], "max_tokens": 4, "parent": 2}' > parent_ahead.jsonl
 printf '%s\n' '{"prompt_len": 200, "max_tokens": 300}' '{"prompt_len": 20, "max_tokens": 4, "parent": 0}' > chat_too_long.jsonl
-trace temperature_overflow '{"prompt_len": 8, "max_tokens": 4, "temperature": 1e999}'
+workload_file temperature_overflow '{"prompt_len": 8, "max_tokens": 4, "temperature": 1e999}'
 long_prompt="$(head -c 90000 /dev/zero | tr '\0' 'a')"
-trace long_prompt "{\"prompt\": \"$long_prompt\", \"max_tokens\": 4}"
+workload_file long_prompt "{\"prompt\": \"$long_prompt\", \"max_tokens\": 4}"
 { printf '{"prompt": "'; head -c 1100000 /dev/zero | tr '\0' 'a'; printf '", "max_tokens": 4}\n'; } > long_line.jsonl
-trace empty_prompt '{"prompt": "", "max_tokens": 4}'
-trace ids_over_context "{\"prompt_ids\": [$(seq -s, 3 602)], \"max_tokens\": 4}"
-trace parent_forward '{"prompt_ids": [5, 6], "max_tokens": 4, "parent": 1}
+workload_file empty_prompt '{"prompt": "", "max_tokens": 4}'
+workload_file ids_over_context "{\"prompt_ids\": [$(seq -s, 3 602)], \"max_tokens\": 4}"
+workload_file parent_forward '{"prompt_ids": [5, 6], "max_tokens": 4, "parent": 1}
 {"prompt_ids": [7, 8], "max_tokens": 4}'
 printf 'hello\n' > text.txt
 fixtures="$(ls -A | sort)"
@@ -204,7 +204,7 @@ m02=("$ch02" --steps 8); files m02 --model
 m04=("$ch04" --requests 2); files m04 --model
 s01=("$ch01" --synthetic stories260K --steps 8); files s01 --tokenizer
 s04=("$ch04" --synthetic stories260K --requests 2); files s04 --tokenizer
-files q04t --trace-file
+files q04t --workload-file
 files tok --tokenizer
 files bf --model
 
@@ -230,21 +230,21 @@ outputs q04 --perfetto
 outputs q04 --plot
 
 # --- the cases of the issue ---------------------------------------------------------------------
-check reject 1 "max_tokens.*4294967304 is outside \[1, 2147483647\]" "${q04t[@]}" --trace-file max_tokens_wraps.jsonl
-check reject 1 "prompt_len.*4294967297 is outside \[1, 2147483647\]" "${q04t[@]}" --trace-file prompt_len_wraps.jsonl
-check reject 1 "top_k.*4294967297 is outside \[0, 2147483647\]" "${q04t[@]}" --trace-file top_k_wraps.jsonl
-check reject 1 "top_k.*-4294967297 is outside \[0, 2147483647\]" "${q04t[@]}" --trace-file top_k_negative_wraps.jsonl
-check reject 1 "max_tokens.*must be an integer" "${q04t[@]}" --trace-file max_tokens_float.jsonl
-check ok 0 "" "${q04t[@]}" --trace-file seed_max.jsonl
-check reject 1 "seed_above.jsonl:1: .seed. .*\[0, 18446744073709551615\]" "${q04t[@]}" --trace-file seed_above.jsonl
-check reject 1 "arrival.*outside \[0, 86400\]" "${q04t[@]}" --trace-file arrival_day.jsonl
-check reject 1 "arrival.*outside \[0, 86400\]" "${q04t[@]}" --trace-file arrival_huge.jsonl
-check reject 1 "arrival.*outside \[0, 86400\]" "${q04t[@]}" --clock sim --trace-file arrival_huge.jsonl
-check reject 1 "arrives at 4000 s.*up to 3600 s" "${q04t[@]}" --trace-file arrival_hour.jsonl
-check reject 1 "arrival.*outside" "${q04t[@]}" --trace-file arrival_negative.jsonl
-check reject 1 "temperature_overflow.jsonl:1: .*(temperature|number overflow)" "${q04t[@]}" --trace-file temperature_overflow.jsonl
-check reject 1 "long_prompt.jsonl.*request 0: the prompt is [0-9]+ tokens but the context is 512" "${q04t[@]}" --trace-file long_prompt.jsonl
-check reject 1 "long_line.jsonl:1: line longer than the limit of 1048576 bytes" "${q04t[@]}" --trace-file long_line.jsonl
+check reject 1 "max_tokens.*4294967304 is outside \[1, 2147483647\]" "${q04t[@]}" --workload-file max_tokens_wraps.jsonl
+check reject 1 "prompt_len.*4294967297 is outside \[1, 2147483647\]" "${q04t[@]}" --workload-file prompt_len_wraps.jsonl
+check reject 1 "top_k.*4294967297 is outside \[0, 2147483647\]" "${q04t[@]}" --workload-file top_k_wraps.jsonl
+check reject 1 "top_k.*-4294967297 is outside \[0, 2147483647\]" "${q04t[@]}" --workload-file top_k_negative_wraps.jsonl
+check reject 1 "max_tokens.*must be an integer" "${q04t[@]}" --workload-file max_tokens_float.jsonl
+check ok 0 "" "${q04t[@]}" --trace-file seed_max.jsonl  # the old name of --workload-file still works
+check reject 1 "seed_above.jsonl:1: .seed. .*\[0, 18446744073709551615\]" "${q04t[@]}" --workload-file seed_above.jsonl
+check reject 1 "arrival.*outside \[0, 86400\]" "${q04t[@]}" --workload-file arrival_day.jsonl
+check reject 1 "arrival.*outside \[0, 86400\]" "${q04t[@]}" --workload-file arrival_huge.jsonl
+check reject 1 "arrival.*outside \[0, 86400\]" "${q04t[@]}" --clock sim --workload-file arrival_huge.jsonl
+check reject 1 "arrives at 4000 s.*up to 3600 s" "${q04t[@]}" --workload-file arrival_hour.jsonl
+check reject 1 "arrival.*outside" "${q04t[@]}" --workload-file arrival_negative.jsonl
+check reject 1 "temperature_overflow.jsonl:1: .*(temperature|number overflow)" "${q04t[@]}" --workload-file temperature_overflow.jsonl
+check reject 1 "long_prompt.jsonl.*request 0: the prompt is [0-9]+ tokens but the context is 512" "${q04t[@]}" --workload-file long_prompt.jsonl
+check reject 1 "long_line.jsonl:1: line longer than the limit of 1048576 bytes" "${q04t[@]}" --workload-file long_line.jsonl
 check reject 1 "--prompt is [0-9]+ tokens .* only 8 positions" "${q01[@]}" --prompt "$long_prompt"
 check reject 1 "--prompt is not valid UTF-8 \(byte 1: 0xFF\)" "${q01[@]}" --json --prompt "$(printf 'a\377b')"
 check reject 2 "--model excludes --synthetic" "${q01[@]}" --model x.bin
@@ -263,19 +263,19 @@ check reject 1 "--hardware applies only to --clock sim" "${q04[@]}" --hardware a
 check reject 1 "--config applies only to --clock sim" "${q04[@]}" --config llama3-70b
 check reject 1 "--sweep .* applies only to --clock real" "${q04[@]}" --clock sim --sweep
 check reject 1 "--sweep-steps applies only with --sweep" "${q04[@]}" --sweep-steps 4
-check reject 1 "--rate describes a generated workload" "${q04t[@]}" --trace-file seed_max.jsonl --rate 3
-check reject 1 "--workload describes a generated workload" "${q04t[@]}" --trace-file seed_max.jsonl --workload rag
+check reject 1 "--rate describes a generated workload" "${q04t[@]}" --workload-file seed_max.jsonl --rate 3
+check reject 1 "--workload describes a generated workload" "${q04t[@]}" --workload-file seed_max.jsonl --workload rag
 check reject 2 "--workload: unknown workload 'chat' \(expected random, shared-prefix, few-shot, multi-turn or rag\)" "${q04[@]}" --workload chat
 check reject 1 "--turns applies only to --workload multi-turn, not random" "${q04[@]}" --turns 3
 check reject 1 "--prefix-len 600 \(the system prompt\) leaves no room" "${q04mt[@]}" --prefix-len 600
 check reject 1 "request 1: continuing request 0 .*: lower --max-conversation to 512" "$ch04" --synthetic stories260K --threads 1 --requests 3 --policy continuous --workload multi-turn --max-conversation 4000 --prompt-lens fixed:200 --output-lens fixed:200
-check reject 1 "prompt_empty.jsonl:1: 'prompt' is empty" "${q04t[@]}" --trace-file prompt_empty.jsonl
-check reject 1 "prompt_ids_empty.jsonl:1: 'prompt_ids' is empty" "${q04t[@]}" --trace-file prompt_ids_empty.jsonl
-check reject 1 "prompt_ids_negative.jsonl:1: 'prompt_ids'\[1\] is -4294967297" "${q04t[@]}" --trace-file prompt_ids_negative.jsonl
-check reject 1 "prompt_ids_vocab.jsonl: request 0: prompt token id 600 is outside the vocabulary \[0, 512\)" "${q04t[@]}" --trace-file prompt_ids_vocab.jsonl
-check reject 1 "parent_self.jsonl:1: 'parent' 0 is not an earlier request" "${q04t[@]}" --trace-file parent_self.jsonl
-check reject 1 "parent_ahead.jsonl:2: 'parent' 2 is not an earlier request" "${q04t[@]}" --trace-file parent_ahead.jsonl
-check reject 1 "chat_too_long.jsonl: request 1: continuing request 0 .* 519 tokens in the worst case but the context is 512" "${q04t[@]}" --trace-file chat_too_long.jsonl
+check reject 1 "prompt_empty.jsonl:1: 'prompt' is empty" "${q04t[@]}" --workload-file prompt_empty.jsonl
+check reject 1 "prompt_ids_empty.jsonl:1: 'prompt_ids' is empty" "${q04t[@]}" --workload-file prompt_ids_empty.jsonl
+check reject 1 "prompt_ids_negative.jsonl:1: 'prompt_ids'\[1\] is -4294967297" "${q04t[@]}" --workload-file prompt_ids_negative.jsonl
+check reject 1 "prompt_ids_vocab.jsonl: request 0: prompt token id 600 is outside the vocabulary \[0, 512\)" "${q04t[@]}" --workload-file prompt_ids_vocab.jsonl
+check reject 1 "parent_self.jsonl:1: 'parent' 0 is not an earlier request" "${q04t[@]}" --workload-file parent_self.jsonl
+check reject 1 "parent_ahead.jsonl:2: 'parent' 2 is not an earlier request" "${q04t[@]}" --workload-file parent_ahead.jsonl
+check reject 1 "chat_too_long.jsonl: request 1: continuing request 0 .* 519 tokens in the worst case but the context is 512" "${q04t[@]}" --workload-file chat_too_long.jsonl
 check reject 1 "at a rate of 1e-300/s .* after the limit of 86400 s" "${q04[@]}" --clock sim --rate 1e-300
 check reject 2 "--utilisation: 1e-320 is outside" "${q03[@]}" --utilisation 1e-320
 check reject 1 "--quick applies only to --hardware this" "${q03[@]}" --quick

@@ -7,8 +7,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "inferlab/serving/decode_sweep.hpp"
 #include "inferlab/serving/engine.hpp"
 #include "inferlab/serving/decode_throughput.hpp"
+#include "inferlab/serving/run_compare.hpp"
 #include "inferlab/base/error.hpp"
 #include "inferlab/app/trace.hpp"
 #include "inferlab/serving/workload.hpp"
@@ -103,6 +105,14 @@ TEST_CASE("the real engine samples each request with its own RNG: same tokens un
     CHECK(a.requests[i].tokens == b.requests[i].tokens);
     CHECK(a.requests[i].generated() == reqs[i].max_tokens);  // ignore_eos: exact lengths
   }
+  // The chapters' agreement check says the same, and notices one changed token.
+  std::vector<EngineRun> runs = {a, b};
+  CHECK(same_tokens(runs));
+  runs[1].requests[3].tokens.back() += 1;
+  CHECK_FALSE(same_tokens(runs));
+  runs[1] = a;
+  runs[1].requests.pop_back();
+  CHECK_FALSE(same_tokens(runs));
 }
 
 TEST_CASE("sim clock: every step takes step_time_seconds of its shape", "[engine]") {
@@ -253,4 +263,31 @@ TEST_CASE("decode sweep: batched decode on the real forward pass", "[engine]") {
   CHECK(four.tokens_per_second == Approx(4.0 / four.step_seconds));
   CHECK(four.tokens_per_second_per_sequence == Approx(1.0 / four.step_seconds));
   CHECK_THROWS_AS(measure_decode_throughput(model, 1, model.config().seq_len, 4), Error);
+}
+
+TEST_CASE("decode sweep: medians at 1..64 sequences and the ridge their ends imply", "[engine]") {
+  const Model model = make_synthetic_model("stories260K");
+  const DecodeSweep s = decode_throughput_sweep(model, 4, 2, 2, Device::cpu);
+  REQUIRE(s.rows.size() == 7);
+  CHECK(s.rows.front().batch == 1);
+  CHECK(s.rows.back().batch == 64);
+  CHECK(s.reps == 2);
+  double widest = 0.0;
+  for (const DecodeSweepRow& r : s.rows) {
+    CHECK(r.step_seconds > 0.0);
+    CHECK(r.step_spread >= 0.0);
+    CHECK(r.tokens_per_second == Approx(r.batch / r.step_seconds));
+    CHECK(r.tokens_per_second_per_sequence == Approx(1.0 / r.step_seconds));
+    CHECK(r.vs_batch1 == Approx(r.tokens_per_second / s.rows.front().tokens_per_second));
+    widest = std::max(widest, r.step_spread);
+  }
+  CHECK(s.max_spread == widest);
+  CHECK(s.speedup_at_16 == s.rows[4].vs_batch1);
+  const double params = static_cast<double>(model.config().n_params());
+  CHECK(s.weight_bytes == params * 4.0);
+  CHECK(s.bandwidth == Approx(params * 4.0 / s.rows.front().step_seconds));
+  CHECK(s.flops == Approx(2.0 * params * 64 / s.rows.back().step_seconds));
+  CHECK(s.ridge() == Approx(s.flops / s.bandwidth));
+  CHECK(decode_throughput_sweep(model, 4, 2, 1, Device::cpu).too_noisy());  // one sample each
+  CHECK_THROWS_AS(decode_throughput_sweep(model, model.config().seq_len, 2, 1, Device::cpu), Error);
 }

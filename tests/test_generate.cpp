@@ -6,6 +6,7 @@
 
 #include "inferlab/base/error.hpp"
 #include "inferlab/runtime/generate.hpp"
+#include "inferlab/runtime/repeated_generation.hpp"
 #include "model_cases.hpp"
 #include "test_support.hpp"
 
@@ -171,4 +172,41 @@ TEST_CASE("the cuda device is refused with a clear reason where it cannot run", 
   // A GPU is present: the CUDA backend refuses only what it does not support.
   o.kv_type = KVType::int8;
   REQUIRE_THROWS_WITH(generate(model, tok, o), Catch::Contains("f32 only"));
+}
+
+TEST_CASE("repeated generation: each step's median over the runs, the median run's metrics",
+          "[unit][generate]") {
+  const Model model = make_synthetic_model("stories260K");
+  const Tokenizer tok = Tokenizer::synthetic(model.config().vocab_size);
+  GenerateOptions o;
+  o.prompt = "Once upon a time";
+  o.steps = 24;
+  o.sampling.temperature = 0.8f;
+  o.sampling.seed = 7;
+  o.loop = LoopKind::naive;
+  o.keep_logits = true;
+  const GenerationResult first = generate(model, tok, o);
+  o.keep_logits = false;
+  const RepeatedGeneration rep = repeat_for_medians(model, tok, o, 3, first);
+  CHECK(rep.reps == 3);
+  CHECK(rep.median.tokens == first.tokens);
+  CHECK(rep.median.logits == first.logits);  // the first run's, kept for --dump-logits
+  REQUIRE(rep.spread.size() == first.steps.size());
+  double widest = 0.0;
+  for (std::size_t i = 0; i < rep.spread.size(); ++i) {
+    CHECK(rep.spread[i] >= 0.0);
+    CHECK(rep.median.steps[i].seconds > 0.0);
+    CHECK(rep.median.steps[i].position == first.steps[i].position);
+    widest = std::max(widest, rep.spread[i]);
+  }
+  CHECK(rep.max_spread == widest);
+  // One run: its own times, no spread.
+  const RepeatedGeneration one = repeat_for_medians(model, tok, o, 1, first);
+  for (std::size_t i = 0; i < first.steps.size(); ++i)
+    CHECK(one.median.steps[i].seconds == first.steps[i].seconds);
+  CHECK(one.max_spread == 0.0);
+  // Another seed gives other tokens: the repetition is refused.
+  GenerateOptions other = o;
+  other.sampling.seed = 8;
+  CHECK_THROWS_AS(repeat_for_medians(model, tok, other, 2, first), Error);
 }

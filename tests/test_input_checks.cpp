@@ -1,6 +1,6 @@
 // Tests of the checks every entry point shares (issue 10): regular files only, bounded reads and
 // lines, atomic outputs, the flag validators, allocation sizes, UTF-8; and of what they protect:
-// the priority-queue BPE against run.c's quadratic one, 64-bit trace integers, finite weights.
+// the priority-queue BPE against run.c's quadratic one, 64-bit workload-file integers, finite weights.
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -81,7 +81,7 @@ TEST_CASE("only regular files are opened: FIFO, directory, device and symlink lo
   // The loaders use it: a FIFO is refused at once instead of blocking in open().
   CHECK_THAT(error_of([&] { Model::load(f.at("fifo")); }), Catch::Contains("FIFO"));
   CHECK_THAT(error_of([&] { Tokenizer::load(f.at("fifo")); }), Catch::Contains("FIFO"));
-  CHECK_THAT(error_of([&] { load_trace(f.at("sub")); }), Catch::Contains("is a directory"));
+  CHECK_THAT(error_of([&] { load_workload_file(f.at("sub")); }), Catch::Contains("is a directory"));
 }
 
 TEST_CASE("reads are bounded: a file over the limit and a line over the limit are refused",
@@ -178,11 +178,11 @@ TEST_CASE("UTF-8 validation finds the first bad byte", "[unit][checks]") {
              Catch::Equals("--prompt is not valid UTF-8 (byte 1: 0xFF)"));
 }
 
-TEST_CASE("trace integers are read as 64 bits and range-checked, never wrapped",
+TEST_CASE("workload-file integers are read as 64 bits and range-checked, never wrapped",
           "[unit][checks][workload]") {
   auto error_of_line = [](const std::string& line) {
     std::istringstream in(line);
-    return error_of([&] { read_trace(in, "t.jsonl"); });
+    return error_of([&] { read_workload_file(in, "t.jsonl"); });
   };
   CHECK_THAT(error_of_line("{\"prompt_len\": 8, \"max_tokens\": 4294967304}"),
              Catch::Contains("t.jsonl:1:") && Catch::Contains("4294967304 is outside [1, 2147483647]"));
@@ -197,10 +197,10 @@ TEST_CASE("trace integers are read as 64 bits and range-checked, never wrapped",
   CHECK_THAT(error_of_line("{\"prompt_len\": 8, \"max_tokens\": 4, \"temperature\": 1e999}"),
              Catch::Contains("t.jsonl:1:"));
   std::istringstream ok("{\"prompt_len\": 8, \"max_tokens\": 4, \"seed\": 18446744073709551615}");
-  const std::vector<Request> r = read_trace(ok, "t.jsonl");
+  const std::vector<Request> r = read_workload_file(ok, "t.jsonl");
   CHECK(r.at(0).sampling.seed == std::numeric_limits<std::uint64_t>::max());
   std::istringstream huge(std::string(kMaxTraceLineBytes + 1, ' '));
-  CHECK_THAT(error_of([&] { read_trace(huge, "t.jsonl"); }),
+  CHECK_THAT(error_of([&] { read_workload_file(huge, "t.jsonl"); }),
              Catch::Contains("t.jsonl:1: line longer than the limit"));
   WorkloadSpec spec;
   spec.rate = 1e-300;

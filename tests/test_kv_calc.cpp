@@ -10,6 +10,7 @@
 
 #include "inferlab/base/error.hpp"
 #include "inferlab/analysis/kv_calc.hpp"
+#include "inferlab/analysis/kv_sizing.hpp"
 #include "inferlab/model/model.hpp"
 
 using inferlab::DType;
@@ -142,4 +143,50 @@ TEST_CASE("memory_fit: Llama-3-70B does not fit on one 80 GB GPU, Llama-3-8B doe
   CHECK_THROWS_WITH(memory_fit(big, DType::bf16, DType::bf16, 0, 1, 80e9), Catch::Contains("batch 0"));
   CHECK_THROWS_WITH(memory_fit(big, DType::bf16, DType::bf16, 1, -1, 80e9), Catch::Contains("context -1"));
   CHECK_THROWS_WITH(memory_fit(big, DType::bf16, DType::bf16, 1, 1, 0.0), Catch::Contains("positive"));
+}
+
+TEST_CASE("sizing table: the fewest 80 GB GPUs that hold the bf16 weights and one sequence",
+          "[unit][kv_calc]") {
+  using namespace inferlab;
+  // Llama-3-70B in bf16 is 141 GB of weights: two 80 GB GPUs are the fewest, whatever the KV type.
+  const KVSizingTable t = kv_sizing_table("llama3-70b", 4096);
+  CHECK(t.name == "llama3-70b");
+  CHECK(t.context_tokens == 4096);
+  REQUIRE(t.rows.size() == all_dtypes().size());
+  for (const KVSizingRow& r : t.rows) {
+    CHECK(r.bytes_per_token == kv_bytes_per_token(t.config, r.dtype));
+    CHECK(r.bytes_per_sequence == kv_bytes(t.config, r.dtype, 4096));
+    CHECK(r.gpus == 2);
+    CHECK_FALSE(r.one_gpu.fits);
+    // The answer is the calculator's on that many GPUs, and one fewer holds no sequence.
+    ServingBudget b;
+    b.kv_dtype = r.dtype;
+    b.context_tokens = 4096;
+    b.devices = r.gpus;
+    CHECK(max_concurrent_sequences(t.config, b).max_sequences == r.max_sequences);
+    CHECK(r.max_sequences >= 1);
+    b.devices = r.gpus - 1;
+    CHECK(max_concurrent_sequences(t.config, b).max_sequences == 0);
+  }
+  // The search starts where the budget says and stops at the cap.
+  ServingBudget small;
+  small.memory_bytes_per_device = 1e9;
+  CHECK(fewest_devices_for_one_sequence(t.config, small, 8).max_sequences == 0);
+  CHECK(small.devices == 8);
+  CHECK_THROWS_AS(kv_sizing_table("no-such-model", 4096), Error);
+}
+
+TEST_CASE("the calculator predicts the bytes the KV cache allocates, int8 scales included",
+          "[unit][kv_calc]") {
+  using namespace inferlab;
+  const ModelConfig c = named_config("stories260K");
+  for (KVType t : {KVType::f32, KVType::f16, KVType::int8}) {
+    const KVPredictionCheck p = check_kv_prediction(c, t);
+    CHECK(p.type == t);
+    CHECK(p.allocated_bytes_per_token == KVCache(c, 1, t).bytes_per_token());
+    CHECK(p.equal());
+  }
+  // f32: 2 (K, V) x layers x KV heads x head size x 4 bytes.
+  CHECK(check_kv_prediction(c, KVType::f32).predicted_bytes_per_token ==
+        2.0 * c.n_layers * c.n_kv_heads * c.head_size() * 4);
 }

@@ -326,3 +326,55 @@ TEST_CASE("parallel sampling: each branch equals its solo run, and paging stores
   CHECK(contiguous.peak_bytes_saved_by_sharing == 0);
   CHECK(paged.peak_kv_bytes_reserved < contiguous.peak_kv_bytes_reserved);
 }
+
+TEST_CASE("block size sweep: the engine's waste and the attention time at every block size",
+          "[paged][engine]") {
+  const Model model = make_synthetic_model("stories260K");
+  const Tokenizer tok = Tokenizer::synthetic(model.config().vocab_size);
+  WorkloadSpec spec;
+  spec.requests = 6;
+  spec.prompt = parse_length_distribution("uniform:5:40");
+  spec.output = parse_length_distribution("uniform:5:30");
+  const auto reqs = generate_workload(spec);
+  MemoryConfig memory;
+  memory.budget_bytes = kv_bytes_per_token(model.config(), KVType::f32) * 2048;
+  std::vector<int> served;  // the block sizes the engine was asked for, in order
+  auto serve = [&](const MemoryConfig& m) {
+    CHECK(m.allocator == Allocator::paged);
+    served.push_back(m.block_size);
+    return run_real(reqs, {Policy::continuous, 6, 64}, {&model, &tok, KVType::f32, Device::cpu, m});
+  };
+  const BlockSizeSweep s = block_size_sweep(serve, memory, model.config());
+  CHECK(served == std::vector<int>{1, 4, 8, 16, 32, 64, 128});
+  CHECK(s.context == std::min(1024, model.config().seq_len));
+  CHECK(s.contiguous_seconds > 0.0);
+  REQUIRE(s.rows.size() == served.size());
+  for (const BlockSizeRow& r : s.rows) {
+    CHECK(r.waste_fraction >= 0.0);
+    CHECK(r.max_concurrent_sequences >= 1);
+    CHECK(r.attention_seconds > 0.0);
+    CHECK(r.vs_contiguous == Approx(r.attention_seconds / s.contiguous_seconds));
+  }
+  // One-position blocks waste nothing; a block of 128 wastes the most.
+  CHECK(s.rows.front().waste_fraction <= s.rows.back().waste_fraction);
+}
+
+TEST_CASE("swap vs recompute table: 256 to 64K tokens, cut at the model's context",
+          "[paged][unit]") {
+  const Hardware h100 = hardware_by_name("h100-sxm");
+  const CostOptions cost = cost_options_for(h100);
+  const auto full = swap_vs_recompute_table(named_config("llama3-8b"), h100, cost, 50e9);
+  REQUIRE(full.size() == 3);  // llama3-8b's context is 8192 positions
+  CHECK(full[0].tokens == 256);
+  CHECK(full[2].tokens == 4096);
+  ModelConfig c = named_config("llama3-8b");
+  c.seq_len = 131072;
+  const auto rows = swap_vs_recompute_table(c, h100, cost, 50e9);
+  REQUIRE(rows.size() == 5);
+  for (const SwapVsRecompute& r : rows) {
+    const SwapVsRecompute one = swap_vs_recompute(c, h100, cost, r.tokens, 50e9);
+    CHECK(r.swap_seconds == one.swap_seconds);
+    CHECK(r.recompute_seconds == one.recompute_seconds);
+  }
+  CHECK(rows.back().tokens == 65536);
+}

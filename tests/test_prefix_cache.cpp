@@ -534,3 +534,21 @@ TEST_CASE("side channel: without a tenant salt a seen prefix answers faster, wit
   CHECK(closed.ratio() == Approx(1.0).epsilon(0.02));  // both of bob's prompts prefilled whole
   CHECK_THROWS_AS(measure_side_channel(serve, 0, 1.0, false), Error);
 }
+
+TEST_CASE("the seed's worked number: a 2,000-token prefill of Llama-3-70B on 4x A100",
+          "[prefix][unit]") {
+  const PrefillSaving seed = seed_prefill_saving();
+  // The same roofline by hand: one A100 with 4x its FLOP/s, bandwidth and memory.
+  Hardware four = hardware_by_name("a100-sxm");
+  four.peak_flops *= 4;
+  four.bandwidth *= 4;
+  four.memory_bytes *= 4;
+  const PrefillSaving hand =
+      prefill_saving(named_config("llama3-70b"), four, cost_options_for(four), 2000, 100.0);
+  CHECK(seed.prefill_seconds == hand.prefill_seconds);
+  CHECK(seed.rate == 100.0);
+  CHECK(seed.gpu_seconds_saved_per_second == Approx(seed.prefill_seconds * 100.0));
+  // The seed says about 400 ms per request and 40 GPU-seconds saved per second.
+  CHECK(seed.prefill_seconds > 0.1);
+  CHECK(seed.prefill_seconds < 1.0);
+}

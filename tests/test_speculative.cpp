@@ -704,6 +704,9 @@ TEST_CASE("simulated draft-target pair on an H100: speculation pays at batch 1 a
   for (std::size_t i = 1; i < points.size(); ++i) CHECK(points[i].speedup <= points[i - 1].speedup + 1e-12);
   CHECK(break_even_batch(points) > 1);
   CHECK_FALSE(points.back().verify_memory_bound);
+  // A sequence's tokens/s is its speed-up over the plain step's one token per step.
+  for (const SpecSimPoint& p : points)
+    CHECK(p.tokens_per_s == Approx(p.speedup / p.plain_step_s));
   CHECK_THROWS_WITH(simulate_speculation(named_config("llama3-70b"), named_config("llama3-8b"),
                                          h100, 1.5, 4, 1024, batches),
                     Catch::Contains("--acceptance 1.5"));

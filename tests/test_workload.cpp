@@ -1,5 +1,5 @@
 // The workload generator (determinism, distribution means, the shared-prefix kinds' sharing)
-// and the JSONL trace reader (its fields and its line-numbered errors).
+// and the JSONL workload-file reader (its fields and its line-numbered errors).
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -31,7 +31,7 @@ double sample_mean(const LengthDistribution& d, int n, std::uint64_t seed) {
 std::string error_of(const std::string& jsonl) {
   std::istringstream in(jsonl);
   try {
-    read_trace(in, "t.jsonl");
+    read_workload_file(in, "t.jsonl");
   } catch (const Error& e) {
     return e.what();
   }
@@ -111,7 +111,7 @@ TEST_CASE("workload: distribution strings are parsed and checked", "[unit][workl
     CHECK_THROWS_AS(parse_length_distribution(bad), Error);
 }
 
-TEST_CASE("trace: JSONL lines become requests, sorted by arrival", "[unit][workload]") {
+TEST_CASE("workload file: JSONL lines become requests, sorted by arrival", "[unit][workload]") {
   std::istringstream in(
       "{\"arrival\": 0.5, \"prompt\": \"Once upon a time\", \"max_tokens\": 64}\n"
       "\n"
@@ -121,7 +121,7 @@ TEST_CASE("trace: JSONL lines become requests, sorted by arrival", "[unit][workl
   SamplingParams defaults;
   defaults.temperature = 0.7f;
   defaults.seed = 10;
-  const auto reqs = read_trace(in, "t.jsonl", defaults);
+  const auto reqs = read_workload_file(in, "t.jsonl", defaults);
   REQUIRE(reqs.size() == 2);
   CHECK(reqs[0].id == 1);  // numbered in line order, sorted by arrival
   CHECK(reqs[0].arrival == 0.25);
@@ -138,7 +138,7 @@ TEST_CASE("trace: JSONL lines become requests, sorted by arrival", "[unit][workl
   CHECK_FALSE(reqs[1].ignore_eos);
 }
 
-TEST_CASE("trace: a bad line is reported with its line number", "[unit][workload]") {
+TEST_CASE("workload file: a bad line is reported with its line number", "[unit][workload]") {
   const std::string good = "{\"prompt\": \"Hi\", \"max_tokens\": 4}\n";
   CHECK_THAT(error_of(good + "{not json\n"), Catch::Contains("t.jsonl:2:"));
   CHECK_THAT(error_of(good + good + "\n{\"prompt\": \"Hi\"}\n"),
@@ -155,7 +155,7 @@ TEST_CASE("trace: a bad line is reported with its line number", "[unit][workload
   CHECK_THAT(error_of("{\"prompt\": 5, \"max_tokens\": 2}"), Catch::Contains("t.jsonl:1:"));
   CHECK_THAT(error_of("[1, 2]"), Catch::Contains("t.jsonl:1:"));
   CHECK_THAT(error_of("\n"), Catch::Contains("no request"));
-  CHECK_THROWS_AS(load_trace("/nonexistent/trace.jsonl"), Error);
+  CHECK_THROWS_AS(load_workload_file("/nonexistent/workload.jsonl"), Error);
 }
 
 // --- workloads that share prompt prefixes (chapter 06) ---
@@ -540,12 +540,12 @@ TEST_CASE("workload: parameters of the kinds are checked", "[unit][workload]") {
   CHECK_THAT(generate_error(spec), Catch::Contains("tenants"));
 }
 
-TEST_CASE("trace: prompt_ids, tenant, parent and think_time are read", "[unit][workload]") {
+TEST_CASE("workload file: prompt_ids, tenant, parent and think_time are read", "[unit][workload]") {
   std::istringstream in(
       "{\"arrival\": 0.5, \"prompt_ids\": [3, 4, 511], \"max_tokens\": 8, \"tenant\": \"alice\"}\n"
       "{\"prompt\": \"and then?\", \"max_tokens\": 4, \"parent\": 0, \"think_time\": 1.5}\n"
       "{\"prompt_ids\": [7], \"max_tokens\": 2, \"parent\": 1}\n");
-  const auto reqs = read_trace(in, "t.jsonl");
+  const auto reqs = read_workload_file(in, "t.jsonl");
   REQUIRE(reqs.size() == 3);
   // Sorted by arrival: the continuations (arrival 0, scheduled after their parent) come first.
   CHECK(reqs[2].id == 0);
@@ -562,7 +562,7 @@ TEST_CASE("trace: prompt_ids, tenant, parent and think_time are read", "[unit][w
   CHECK(reqs[1].think_time == 0.0);
 }
 
-TEST_CASE("trace: bad prompt_ids, empty prompts and bad parents are clear errors",
+TEST_CASE("workload file: bad prompt_ids, empty prompts and bad parents are clear errors",
           "[unit][workload]") {
   const std::string good = "{\"prompt\": \"Hi\", \"max_tokens\": 4}\n";
   CHECK_THAT(error_of("{\"prompt\": \"\", \"max_tokens\": 4}"),
@@ -616,9 +616,9 @@ TEST_CASE("workload: conversations are checked against the context in the worst 
   };
   ServingFlags from_file;
   from_file.workload_file = "chat.jsonl";
-  auto trace_workload = [](const std::string& jsonl) {
+  auto file_workload = [](const std::string& jsonl) {
     std::istringstream in(jsonl);
-    return Workload{read_trace(in, "chat.jsonl"), "trace"};
+    return Workload{read_workload_file(in, "chat.jsonl"), "workload file"};
   };
   // 1 + 3 prompt ids, max_tokens 200: the reply may make the conversation 204 tokens; the next
   // turn adds 100 ids (304 + 200 = 504), the third 9 more: 513 > 512. Line order != arrival order.
@@ -630,19 +630,19 @@ TEST_CASE("workload: conversations are checked against the context in the worst 
   const std::string turn1 = "{\"arrival\": 1, \"prompt_ids\": [3, 4, 5], \"max_tokens\": 200}\n";
   const std::string turn2 =
       "{\"prompt_ids\": " + ids100 + ", \"max_tokens\": 200, \"parent\": 0, \"think_time\": 1}\n";
-  CHECK(lengths_error(trace_workload(turn1 + turn2), from_file) == "no error");
-  CHECK(lengths_error(trace_workload(turn1 + turn2 +
+  CHECK(lengths_error(file_workload(turn1 + turn2), from_file) == "no error");
+  CHECK(lengths_error(file_workload(turn1 + turn2 +
                                      "{\"prompt_ids\": [3, 3, 3, 3, 3, 3, 3, 3], \"max_tokens\": "
                                      "1, \"parent\": 1}\n"),
                       from_file) == "no error");  // 504 + 8 + BOS-free = 512: fits exactly
-  CHECK_THAT(lengths_error(trace_workload(turn1 + turn2 +
+  CHECK_THAT(lengths_error(file_workload(turn1 + turn2 +
                                           "{\"prompt_ids\": [3, 3, 3, 3, 3, 3, 3, 3, 3], "
                                           "\"max_tokens\": 1, \"parent\": 1}\n"),
                            from_file),
              Catch::Contains("chat.jsonl: request 2: continuing request 1") &&
                  Catch::Contains("513 tokens") && Catch::Contains("context is 512"));
   // Ids outside the served vocabulary.
-  CHECK_THAT(lengths_error(trace_workload("{\"prompt_ids\": [3, 600], \"max_tokens\": 2}\n"),
+  CHECK_THAT(lengths_error(file_workload("{\"prompt_ids\": [3, 600], \"max_tokens\": 2}\n"),
                            from_file),
              Catch::Contains("chat.jsonl: request 0: prompt token id 600 is outside"));
   // A generated conversation budget larger than the context: the error says which flag to lower.

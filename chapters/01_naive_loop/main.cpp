@@ -17,14 +17,17 @@
 #include "inferlab/runtime/generate.hpp"
 #include "inferlab/app/cli_checks.hpp"
 #include "inferlab/runtime/metrics.hpp"
+#include "inferlab/runtime/repeated_generation.hpp"
 
 using namespace inferlab;
 
 namespace {
 
 // The lesson in one table: how long each forward took against how many tokens it re-processed.
-// r's step times are the medians over the repetitions; spread[i] is step i's (max - min) / median.
-void print_step_table(const GenerationResult& r, const std::vector<double>& spread, int reps) {
+// The step times are the medians over the repetitions.
+void print_step_table(const RepeatedGeneration& rep) {
+  const GenerationResult& r = rep.median;
+  const int reps = rep.reps;
   std::printf("\nstep time vs position (each step re-processes the whole sequence; median of %d):\n",
               reps);
   std::printf("  %8s  %16s  %10s\n", "position", "tokens forwarded", "step ms");
@@ -46,38 +49,23 @@ void print_step_table(const GenerationResult& r, const std::vector<double>& spre
                 "%.1fx as long\n",
                 double(b.tokens_forwarded) / a.tokens_forwarded, b.seconds / a.seconds);
   }
-  print_timing_noise(reps, spread.empty() ? 0.0 : *std::max_element(spread.begin(), spread.end()));
+  print_timing_noise(reps, rep.max_spread);
 }
 
-// Runs the same generation reps - 1 more times (same seed, so the same tokens) and gives r each
-// step's median time, the run whose end-to-end time is the median for the latency metrics, and
-// each step's spread. One sample on a busy machine can be off by 2x; the median of a few is not.
-std::vector<double> repeat_for_medians(const LoadedModel& m, const GenerateOptions& g, int reps,
-                                       GenerationResult& r) {
-  std::vector<GenerationResult> runs;
-  runs.push_back(r);
-  for (int i = 1; i < reps; ++i) {
-    runs.push_back(generate(*m.model, *m.tokenizer, g));
-    if (runs.back().tokens != r.tokens)
-      throw Error("--reps: a repetition generated different tokens (the loop is not deterministic)");
-  }
-  std::vector<double> e2e;
-  for (const GenerationResult& x : runs) e2e.push_back(x.metrics.e2e);
-  std::vector<std::size_t> order(runs.size());
-  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return e2e[a] < e2e[b]; });
-  GenerationResult median_run = runs[order[order.size() / 2]];
-  median_run.logits = std::move(r.logits);
-  std::vector<double> spread(r.steps.size(), 0.0);
-  for (std::size_t i = 0; i < r.steps.size(); ++i) {
-    std::vector<double> t;
-    for (const GenerationResult& x : runs) t.push_back(x.steps[i].seconds);
-    const Summary s = summarize(t);
-    median_run.steps[i].seconds = s.p50;
-    spread[i] = s.p50 > 0 ? (s.max - s.min) / s.p50 : 0.0;
-  }
-  r = std::move(median_run);
-  return spread;
+nlohmann::json result_json(const LoadedModel& m, const GenerationFlags& f,
+                           const RepeatedGeneration& rep) {
+  nlohmann::json out = generation_json("01_naive_loop", m, f, rep.median);
+  out["reps"] = rep.reps;
+  out["max_step_spread"] = rep.max_spread;
+  return out;
+}
+
+void print_result(const RepeatedGeneration& rep) {
+  std::printf("\n\n--- measurements ---\n");
+  print_generation_metrics(rep.median);
+  print_step_table(rep);
+  std::printf("\nNext: chapter 02 keeps each position's keys and values (the KV cache), so a step "
+              "forwards one token instead of all of them.\n");
 }
 
 int run(const GenerationFlags& f, int reps) {
@@ -95,20 +83,10 @@ int run(const GenerationFlags& f, int reps) {
   if (!f.dump_logits.empty()) write_logits_file(f.dump_logits, r);
   if (!f.json && reps > 1) std::fprintf(stderr, "\n[repeating the generation %d more times...]", reps - 1);
   g.keep_logits = false;
-  const std::vector<double> spread = repeat_for_medians(m, g, reps, r);
+  const RepeatedGeneration rep = repeat_for_medians(*m.model, *m.tokenizer, g, reps, std::move(r));
 
-  if (f.json) {
-    nlohmann::json out = generation_json("01_naive_loop", m, f, r);
-    out["reps"] = reps;
-    out["max_step_spread"] = spread.empty() ? 0.0 : *std::max_element(spread.begin(), spread.end());
-    std::cout << out.dump(1) << '\n';
-    return 0;
-  }
-  std::printf("\n\n--- measurements ---\n");
-  print_generation_metrics(r);
-  print_step_table(r, spread, reps);
-  std::printf("\nNext: chapter 02 keeps each position's keys and values (the KV cache), so a step "
-              "forwards one token instead of all of them.\n");
+  if (f.json) std::cout << result_json(m, f, rep).dump(1) << '\n';
+  else print_result(rep);
   return 0;
 }
 

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <iostream>
+#include <optional>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -20,6 +21,7 @@
 #include "inferlab/runtime/generate.hpp"
 #include "inferlab/app/cli_checks.hpp"
 #include "inferlab/analysis/kv_calc.hpp"
+#include "inferlab/analysis/kv_sizing.hpp"
 #include "inferlab/analysis/loop_compare.hpp"
 #include "inferlab/base/safe_files.hpp"
 #include "inferlab/app/svg.hpp"
@@ -68,67 +70,134 @@ void write_plot(const std::string& path, const std::vector<StepLatency>& steps,
   plot.save(path);
 }
 
-// The calculator's prediction for the loaded model must be what the cache really allocates.
-nlohmann::json kv_prediction_check(const ModelConfig& c, KVType type) {
-  const DType dtype = type == KVType::f32 ? DType::fp32 : type == KVType::f16 ? DType::fp16 : DType::int8;
-  const double scale_bytes = type == KVType::int8 ? sizeof(float) : 0.0;
-  const double predicted = kv_bytes_per_token(c, dtype, scale_bytes);
-  const std::size_t allocated = KVCache(c, 1, type).bytes_per_token();
-  return {{"dtype", kv_type_name(type)}, {"predicted_bytes_per_token", predicted},
-          {"allocated_bytes_per_token", allocated}, {"equal", predicted == double(allocated)}};
+// Everything the chapter measured, for print_result() and result_json().
+struct Result {
+  GenerationResult generation;      // the cached loop's run
+  KVType kv_type = KVType::f32;     // its KV storage
+  std::vector<StepLatency> lesson;  // naive vs cached step at growing positions
+  std::vector<KVQuality> quality;   // --compare-kv: each storage type against f32
+  KVPredictionCheck prediction;     // the calculator against the cache's allocation
+  std::optional<KVSizingTable> sizing;  // --kv-calc
+};
+
+nlohmann::json sizing_json(const KVSizingTable& t) {
+  nlohmann::json rows = nlohmann::json::array();
+  for (const KVSizingRow& r : t.rows)
+    rows.push_back({{"dtype", dtype_name(r.dtype)}, {"bytes_per_token", r.bytes_per_token},
+                    {"bytes_per_sequence", r.bytes_per_sequence},
+                    {"one_gpu_80GB", {{"fits", r.one_gpu.fits},
+                                      {"needed_bytes", r.one_gpu.needed_bytes},
+                                      {"message", memory_fit_message(r.one_gpu)}}},
+                    {"gpus_80GB", r.gpus}, {"max_sequences", r.max_sequences}});
+  return {{"config", t.name}, {"context_tokens", t.context_tokens}, {"rows", rows}};
 }
 
-// The KV memory calculator for a named configuration: bytes per token for every type, the
-// total at the chosen context, and the concurrency on the fewest 80 GB GPUs that hold the bf16
-// weights.
-nlohmann::json kv_calc_table(const std::string& name, std::int64_t context, bool print) {
-  const ModelConfig c = named_config(name);
-  nlohmann::json rows = nlohmann::json::array();
-  if (print) {
-    std::printf("\nKV cache calculator: %s (%d layers x %d KV heads x head dim %d x 2 for K and V), "
-                "%lld tokens of context\n",
-                name.c_str(), c.n_layers, c.n_kv_heads, c.head_size(), static_cast<long long>(context));
-    std::printf("  %5s  %14s  %26s  %s\n", "type", "bytes/token", "per sequence", "sequences that fit");
-  }
+// Bytes per token for every type, the total at the chosen context, and the concurrency on the
+// fewest 80 GB GPUs that hold the bf16 weights.
+void print_sizing(const KVSizingTable& t) {
+  const ModelConfig& c = t.config;
+  std::printf("\nKV cache calculator: %s (%d layers x %d KV heads x head dim %d x 2 for K and V), "
+              "%lld tokens of context\n",
+              t.name.c_str(), c.n_layers, c.n_kv_heads, c.head_size(),
+              static_cast<long long>(t.context_tokens));
+  std::printf("  %5s  %14s  %26s  %s\n", "type", "bytes/token", "per sequence", "sequences that fit");
   std::string one_gpu_note;  // set when bf16 weights + one bf16 sequence exceed one 80 GB GPU
-  for (DType d : all_dtypes()) {
-    const double per_token = kv_bytes_per_token(c, d);
-    // The fewest 80 GB GPUs whose memory holds the bf16 weights and at least one sequence.
-    ServingBudget budget;
-    budget.kv_dtype = d;
-    budget.context_tokens = context;
-    Concurrency conc = max_concurrent_sequences(c, budget);
-    while (conc.max_sequences == 0 && budget.devices < 64) {
-      ++budget.devices;
-      conc = max_concurrent_sequences(c, budget);
-    }
-    // One sequence next to the bf16 weights on a single 80 GB GPU: the question a learner asks
-    // first, answered with what it needs when the answer is no.
-    const MemoryFit one = memory_fit(c, DType::bf16, d, 1, context, 80e9);
-    rows.push_back({{"dtype", dtype_name(d)}, {"bytes_per_token", per_token},
-                    {"bytes_per_sequence", kv_bytes(c, d, context)},
-                    {"one_gpu_80GB", {{"fits", one.fits}, {"needed_bytes", one.needed_bytes},
-                                      {"message", memory_fit_message(one)}}},
-                    {"gpus_80GB", budget.devices}, {"max_sequences", conc.max_sequences}});
-    if (print)
-      std::printf("  %5s  %14.0f  %26s  %lld on %dx 80 GB\n", dtype_name(d), per_token,
-                  format_bytes(kv_bytes(c, d, context)).c_str(),
-                  static_cast<long long>(conc.max_sequences), budget.devices);
-    if (d == DType::bf16 && !one.fits) one_gpu_note = memory_fit_message(one);
+  for (const KVSizingRow& r : t.rows) {
+    std::printf("  %5s  %14.0f  %26s  %lld on %dx 80 GB\n", dtype_name(r.dtype), r.bytes_per_token,
+                format_bytes(r.bytes_per_sequence).c_str(),
+                static_cast<long long>(r.max_sequences), r.gpus);
+    if (r.dtype == DType::bf16 && !r.one_gpu.fits) one_gpu_note = memory_fit_message(r.one_gpu);
   }
-  if (print) {
-    std::printf("  (GiB = 2^30 bytes, GB = 10^9 bytes; weights in bf16, no memory reserved)\n");
-    if (!one_gpu_note.empty())
-      std::printf("  %s on one 80 GB GPU, with one bf16 sequence: %s\n", name.c_str(),
-                  one_gpu_note.c_str());
+  std::printf("  (GiB = 2^30 bytes, GB = 10^9 bytes; weights in bf16, no memory reserved)\n");
+  if (!one_gpu_note.empty())
+    std::printf("  %s on one 80 GB GPU, with one bf16 sequence: %s\n", t.name.c_str(),
+                one_gpu_note.c_str());
+}
+
+nlohmann::json result_json(const LoadedModel& m, const Options& o, const Result& res) {
+  const GenerationResult& r = res.generation;
+  const KVPredictionCheck& p = res.prediction;
+  nlohmann::json out = generation_json("02_kv_cache", m, o.gen, r);
+  out["kv_calculator_check"] = {{"dtype", kv_type_name(p.type)},
+                                {"predicted_bytes_per_token", p.predicted_bytes_per_token},
+                                {"allocated_bytes_per_token", p.allocated_bytes_per_token},
+                                {"equal", p.equal()}};
+  if (res.sizing) out["kv_calc"] = sizing_json(*res.sizing);
+  out["kv_cache"] = {{"dtype", kv_type_name(res.kv_type)},
+                     {"bytes_per_token", r.kv_bytes_per_token},
+                     {"bytes_in_use", r.kv_bytes_in_use}};
+  nlohmann::json rows = nlohmann::json::array();
+  for (const StepLatency& s : res.lesson)
+    rows.push_back({{"position", s.position}, {"naive_s", s.naive_s}, {"cached_s", s.cached_s},
+                    {"naive_spread", s.naive_spread}, {"cached_spread", s.cached_spread},
+                    {"identical_logits", s.identical}});
+  out["naive_vs_cached"] = rows;
+  out["reps"] = o.reps;
+  if (!res.quality.empty()) {
+    nlohmann::json q = nlohmann::json::array();
+    for (const KVQuality& k : res.quality)
+      q.push_back({{"dtype", kv_type_name(k.type)}, {"bytes_per_token", k.bytes_per_token},
+                   {"max_abs_logit_diff", k.max_abs_logit_diff},
+                   {"mean_abs_logit_diff", k.mean_abs_logit_diff}, {"positions", k.positions},
+                   {"argmax_changed", k.argmax_changed}, {"sequences", k.sequences},
+                   {"sequences_changed", k.sequences_changed},
+                   {"tokens_changed", k.tokens_changed}});
+    out["kv_quality"] = q;
   }
-  return {{"config", name}, {"context_tokens", context}, {"rows", rows}};
+  return out;
+}
+
+void print_result(const Options& o, const Result& res) {
+  const GenerationResult& r = res.generation;
+  std::printf("\n\n--- measurements ---\n");
+  print_generation_metrics(r);
+  std::printf("KV cache:         %zu positions x %zu bytes = %.1f KiB in use (%s); the "
+              "calculator predicts %.0f bytes/token: %s\n",
+              r.tokens.size() - 1, r.kv_bytes_per_token, r.kv_bytes_in_use / 1024.0,
+              kv_type_name(res.kv_type), res.prediction.predicted_bytes_per_token,
+              res.prediction.equal() ? "equal" : "DIFFERENT");
+
+  std::printf("\nnaive step vs cached step (median of %d; same tokens, same position):\n", o.reps);
+  std::printf("  %8s  %12s  %12s  %9s  %s\n", "position", "naive ms", "cached ms", "speed-up",
+              "same logits");
+  bool all_identical = true;
+  double spread = 0.0;
+  for (const StepLatency& s : res.lesson) {
+    std::printf("  %8d  %12.3f  %12.3f  %8.1fx  %s\n", s.position, s.naive_s * 1e3,
+                s.cached_s * 1e3, s.naive_s / s.cached_s, s.identical ? "yes (bit for bit)" : "NO");
+    all_identical = all_identical && s.identical;
+    spread = std::max({spread, s.naive_spread, s.cached_spread});
+  }
+  print_timing_noise(o.reps, spread);
+  std::printf("  the naive step grows with the position (it re-forwards every token); the cached "
+              "step forwards one\n  token and only its attention grows. %s\n",
+              all_identical ? "Both loops compute the same logits."
+                            : "WARNING: the logits differ (f16/int8 naive steps quantize too, "
+                              "but over a different cache history)");
+  if (!o.plot.empty()) std::printf("  plot written to %s\n", o.plot.c_str());
+
+  if (!res.quality.empty()) {
+    std::printf("\nKV storage type vs f32 over %zu prompts (teacher-forced logits; free-running "
+                "greedy tokens):\n",
+                kQualityPrompts.size());
+    std::printf("  %5s  %11s  %13s  %14s  %16s  %15s\n", "type", "bytes/token", "max |dlogit|",
+                "mean |dlogit|", "argmax changed", "tokens changed");
+    for (const KVQuality& k : res.quality)
+      std::printf("  %5s  %11zu  %13.5f  %14.6f  %9d / %-5d  %8d in %d/%d\n", kv_type_name(k.type),
+                  k.bytes_per_token, k.max_abs_logit_diff, k.mean_abs_logit_diff, k.argmax_changed,
+                  k.positions, k.tokens_changed, k.sequences_changed, k.sequences);
+  }
+  if (res.sizing) print_sizing(*res.sizing);
+  std::printf("\nNext: chapter 03 asks why a decode step costs what it costs: bytes moved vs "
+              "FLOPs done (the roofline).\n");
 }
 
 int run(const Options& o) {
   const GenerationFlags& f = o.gen;
-  const KVType kv_type = parse_kv_type(o.kv_dtype);
-  if (!o.kv_calc.empty()) named_config(o.kv_calc);  // an unknown name fails before the run
+  Result res;
+  res.kv_type = parse_kv_type(o.kv_dtype);
+  const KVType kv_type = res.kv_type;
+  if (!o.kv_calc.empty()) res.sizing = kv_sizing_table(o.kv_calc, o.kv_context);
   if (!o.plot.empty()) require_writable_output(o.plot, "--plot");
   const LoadedModel m = load_model(f);
   const ModelConfig& c = m.model->config();
@@ -143,13 +212,13 @@ int run(const Options& o) {
                                 p, n, f.steps, allowed));
     }
   }
-  const std::size_t kv_per_token = KVCache(c, 1, kv_type).bytes_per_token();
+  res.prediction = check_kv_prediction(c, kv_type);
   if (!f.json) {
     print_run_header("InferLab chapter 02: the KV cache", m, f,
                      fmt::format("KV cache:  {}, {} bytes per token ({} layers x {} KV heads x {} "
                                  "head dim x 2 (K and V){})",
-                                 kv_type_name(kv_type), kv_per_token, c.n_layers, c.n_kv_heads,
-                                 c.head_size(),
+                                 kv_type_name(kv_type), res.prediction.allocated_bytes_per_token,
+                                 c.n_layers, c.n_kv_heads, c.head_size(),
                                  kv_type == KVType::int8 ? " + per-head scales" : ""));
   }
 
@@ -157,102 +226,32 @@ int run(const Options& o) {
   GenerateOptions g = generate_options(f);
   g.loop = LoopKind::cached;
   g.kv_type = kv_type;
-  const GenerationResult r = generate(*m.model, *m.tokenizer, g, [&](std::string_view piece) {
+  res.generation = generate(*m.model, *m.tokenizer, g, [&](std::string_view piece) {
     if (!f.json) {
       std::fwrite(piece.data(), 1, piece.size(), stdout);
       std::fflush(stdout);
     }
   });
+  const GenerationResult& r = res.generation;
   if (!f.dump_logits.empty()) write_logits_file(f.dump_logits, r);
 
   // --- the lesson: naive vs cached step, at growing positions of the sequence just generated ---
   const int last = static_cast<int>(r.tokens.size()) - 2;  // last forwarded position
   if (!f.json) std::fprintf(stderr, "\n[measuring naive vs cached steps at %zu positions...]",
                             lesson_positions(last).size());
-  const std::vector<StepLatency> lesson =
-      compare_step_latency(*m.model, r.tokens, lesson_positions(last), kv_type, o.reps);
-  if (!o.plot.empty()) write_plot(o.plot, lesson, title_model_name(m.model->name()));
+  res.lesson = compare_step_latency(*m.model, r.tokens, lesson_positions(last), kv_type, o.reps);
+  if (!o.plot.empty()) write_plot(o.plot, res.lesson, title_model_name(m.model->name()));
 
-  std::vector<KVQuality> quality;
   if (o.compare_kv) {
     for (KVType t : {KVType::f32, KVType::f16, KVType::int8}) {
       if (!f.json) std::fprintf(stderr, "\n[comparing %s against f32 over %zu prompts...]",
                                 kv_type_name(t), kQualityPrompts.size());
-      quality.push_back(compare_kv_type(*m.model, *m.tokenizer, kQualityPrompts, f.steps, t));
+      res.quality.push_back(compare_kv_type(*m.model, *m.tokenizer, kQualityPrompts, f.steps, t));
     }
   }
 
-  const nlohmann::json prediction = kv_prediction_check(c, kv_type);
-  if (f.json) {
-    nlohmann::json out = generation_json("02_kv_cache", m, f, r);
-    out["kv_calculator_check"] = prediction;
-    if (!o.kv_calc.empty()) out["kv_calc"] = kv_calc_table(o.kv_calc, o.kv_context, false);
-    out["kv_cache"] = {{"dtype", kv_type_name(kv_type)},
-                       {"bytes_per_token", r.kv_bytes_per_token},
-                       {"bytes_in_use", r.kv_bytes_in_use}};
-    nlohmann::json rows = nlohmann::json::array();
-    for (const StepLatency& s : lesson)
-      rows.push_back({{"position", s.position}, {"naive_s", s.naive_s}, {"cached_s", s.cached_s},
-                      {"naive_spread", s.naive_spread}, {"cached_spread", s.cached_spread},
-                      {"identical_logits", s.identical}});
-    out["naive_vs_cached"] = rows;
-    out["reps"] = o.reps;
-    if (!quality.empty()) {
-      nlohmann::json q = nlohmann::json::array();
-      for (const KVQuality& k : quality)
-        q.push_back({{"dtype", kv_type_name(k.type)}, {"bytes_per_token", k.bytes_per_token},
-                     {"max_abs_logit_diff", k.max_abs_logit_diff},
-                     {"mean_abs_logit_diff", k.mean_abs_logit_diff}, {"positions", k.positions},
-                     {"argmax_changed", k.argmax_changed}, {"sequences", k.sequences},
-                     {"sequences_changed", k.sequences_changed},
-                     {"tokens_changed", k.tokens_changed}});
-      out["kv_quality"] = q;
-    }
-    std::cout << out.dump(1) << '\n';
-    return 0;
-  }
-
-  std::printf("\n\n--- measurements ---\n");
-  print_generation_metrics(r);
-  std::printf("KV cache:         %zu positions x %zu bytes = %.1f KiB in use (%s); the "
-              "calculator predicts %.0f bytes/token: %s\n",
-              r.tokens.size() - 1, r.kv_bytes_per_token, r.kv_bytes_in_use / 1024.0,
-              kv_type_name(kv_type), prediction["predicted_bytes_per_token"].get<double>(),
-              prediction["equal"].get<bool>() ? "equal" : "DIFFERENT");
-
-  std::printf("\nnaive step vs cached step (median of %d; same tokens, same position):\n", o.reps);
-  std::printf("  %8s  %12s  %12s  %9s  %s\n", "position", "naive ms", "cached ms", "speed-up",
-              "same logits");
-  bool all_identical = true;
-  double spread = 0.0;
-  for (const StepLatency& s : lesson) {
-    std::printf("  %8d  %12.3f  %12.3f  %8.1fx  %s\n", s.position, s.naive_s * 1e3,
-                s.cached_s * 1e3, s.naive_s / s.cached_s, s.identical ? "yes (bit for bit)" : "NO");
-    all_identical = all_identical && s.identical;
-    spread = std::max({spread, s.naive_spread, s.cached_spread});
-  }
-  print_timing_noise(o.reps, spread);
-  std::printf("  the naive step grows with the position (it re-forwards every token); the cached "
-              "step forwards one\n  token and only its attention grows. %s\n",
-              all_identical ? "Both loops compute the same logits."
-                            : "WARNING: the logits differ (f16/int8 naive steps quantize too, "
-                              "but over a different cache history)");
-  if (!o.plot.empty()) std::printf("  plot written to %s\n", o.plot.c_str());
-
-  if (!quality.empty()) {
-    std::printf("\nKV storage type vs f32 over %zu prompts (teacher-forced logits; free-running "
-                "greedy tokens):\n",
-                kQualityPrompts.size());
-    std::printf("  %5s  %11s  %13s  %14s  %16s  %15s\n", "type", "bytes/token", "max |dlogit|",
-                "mean |dlogit|", "argmax changed", "tokens changed");
-    for (const KVQuality& k : quality)
-      std::printf("  %5s  %11zu  %13.5f  %14.6f  %9d / %-5d  %8d in %d/%d\n", kv_type_name(k.type),
-                  k.bytes_per_token, k.max_abs_logit_diff, k.mean_abs_logit_diff, k.argmax_changed,
-                  k.positions, k.tokens_changed, k.sequences_changed, k.sequences);
-  }
-  if (!o.kv_calc.empty()) kv_calc_table(o.kv_calc, o.kv_context, true);
-  std::printf("\nNext: chapter 03 asks why a decode step costs what it costs: bytes moved vs "
-              "FLOPs done (the roofline).\n");
+  if (f.json) std::cout << result_json(m, o, res).dump(1) << '\n';
+  else print_result(o, res);
   return 0;
 }
 
@@ -263,6 +262,7 @@ int main(int argc, char** argv) {
   Options o;
   add_generation_flags(app, o.gen);
   app.add_option("--kv-dtype", o.kv_dtype, "KV cache storage: f32, f16 or int8")
+      ->check(CLI::IsMember({"f32", "f16", "int8"}))
       ->capture_default_str();
   app.add_option("--plot", o.plot, "write an SVG of step time vs position, naive vs cached");
   app.add_flag("--compare-kv", o.compare_kv,
@@ -272,7 +272,8 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--kv-calc", o.kv_calc,
                  "also print the KV memory calculator for a named configuration (" +
-                     fmt::format("{}", fmt::join(named_config_names(), ", ")) + ")");
+                     fmt::format("{}", fmt::join(named_config_names(), ", ")) + ")")
+      ->check(CLI::IsMember(named_config_names()));
   app.add_option("--kv-context", o.kv_context, "context length for --kv-calc")
       ->needs("--kv-calc")
       ->check(integer_in(1, std::int64_t{1} << 30))

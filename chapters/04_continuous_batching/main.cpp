@@ -1,6 +1,6 @@
 // Chapter 04: continuous batching.
 //
-// Serves a workload (generated: Poisson arrivals, random lengths; or a JSONL trace) with two
+// Serves a workload (generated: Poisson arrivals, random lengths; or a JSONL workload file) with two
 // scheduling policies on the same requests — static batching and continuous (iteration-level)
 // batching with chunked prefill — and prints their latency and throughput side by side. The
 // clock is the real model on this machine (--clock real) or the chapter 03 roofline for a chosen
@@ -11,13 +11,15 @@
 #include <cstdio>
 #include <iostream>
 #include <limits>
+#include <optional>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include "inferlab/app/chapter_cli.hpp"
+#include "inferlab/serving/decode_sweep.hpp"
 #include "inferlab/serving/engine.hpp"
-#include "inferlab/serving/decode_throughput.hpp"
+#include "inferlab/serving/run_compare.hpp"
 #include "inferlab/base/error.hpp"
 #include "inferlab/app/cli_checks.hpp"
 #include "inferlab/runtime/metrics.hpp"
@@ -42,6 +44,7 @@ struct Options {
   int sweep_context = 64;
   int sweep_steps = 16;
   int reps = 3;
+  std::string kv_dtype = "f32";
 };
 
 double ms(double s) { return s * 1e3; }
@@ -119,69 +122,44 @@ void print_table(const std::vector<const EngineRun*>& runs, const std::vector<Se
   });
 }
 
-void run_sweep(const Options& o, const LoadedModel& m, nlohmann::json* json) {
-  const std::vector<int> batches = {1, 2, 4, 8, 16, 32, 64};
-  if (!json) {
-    std::printf("\ndecode throughput vs concurrent sequences (real model, %d cached tokens each, "
-                "mean of %d steps, median of %d runs):\n",
-                o.sweep_context, o.sweep_steps, o.reps);
-    std::printf("  %5s  %10s  %8s  %16s  %18s  %9s\n", "batch", "step (ms)", "spread",
-                "tokens/s (all)", "tokens/s per seq", "vs B=1");
-  }
+nlohmann::json sweep_json(const DecodeSweep& s) {
   nlohmann::json rows = nlohmann::json::array();
-  double base = 0.0, at16 = 0.0, max_spread = 0.0;
-  for (int b : batches) {
-    // One sample can be off by 2x on a busy machine, enough to move the ridge computed below by
-    // as much: every row is the median of --reps runs, with its spread.
-    std::vector<double> samples;
-    for (int r = 0; r < o.reps; ++r)
-      samples.push_back(measure_decode_throughput(*m.model, b, o.sweep_context, o.sweep_steps,
-                                                  parse_device(o.gen.device))
-                            .step_seconds);
-    const Summary t = summarize(samples);
-    const double step = t.p50, spread = t.p50 > 0 ? (t.max - t.min) / t.p50 : 0.0;
-    max_spread = std::max(max_spread, spread);
-    const double tokens_per_s = b / step;
-    if (b == 1) base = tokens_per_s;
-    if (b == 16) at16 = tokens_per_s;
-    rows.push_back({{"batch", b}, {"step_s", step}, {"step_spread", spread},
-                    {"tokens_per_s", tokens_per_s},
-                    {"tokens_per_s_per_sequence", 1.0 / step}});
-    if (!json)
-      std::printf("  %5d  %10.3f  %7.0f%%  %16.1f  %18.1f  %8.1fx\n", b, ms(step), 100.0 * spread,
-                  tokens_per_s, 1.0 / step, tokens_per_s / base);
-  }
-  if (json) {
-    (*json)["sweep"] = rows;
-    (*json)["sweep_reps"] = o.reps;
-    return;
-  }
-  print_timing_noise(o.reps, max_spread);
-  // Chapter 03 on this machine: batch 1 is bound by reading the weights, batch 64 by the
-  // arithmetic; their ratio is the ridge point, and in float32 a linear layer's intensity is
-  // about B / 2 FLOP/byte, so decode turns compute-bound near B = 2 x ridge.
-  const double params = static_cast<double>(m.model->config().n_params());
-  const double bandwidth = params * 4.0 / rows.front()["step_s"].get<double>();
-  const double flops = 2.0 * params * 64 / rows.back()["step_s"].get<double>();
-  std::printf("  16 sequences decode %.1fx as many tokens/s as one.\n", at16 / base);
-  if (o.reps == 1 || max_spread > 0.25) {
+  for (const DecodeSweepRow& r : s.rows)
+    rows.push_back({{"batch", r.batch}, {"step_s", r.step_seconds}, {"step_spread", r.step_spread},
+                    {"tokens_per_s", r.tokens_per_second},
+                    {"tokens_per_s_per_sequence", r.tokens_per_second_per_sequence}});
+  return rows;
+}
+
+void print_sweep(const DecodeSweep& s) {
+  std::printf("\ndecode throughput vs concurrent sequences (real model, %d cached tokens each, "
+              "mean of %d steps, median of %d runs):\n",
+              s.context, s.steps, s.reps);
+  std::printf("  %5s  %10s  %8s  %16s  %18s  %9s\n", "batch", "step (ms)", "spread",
+              "tokens/s (all)", "tokens/s per seq", "vs B=1");
+  for (const DecodeSweepRow& r : s.rows)
+    std::printf("  %5d  %10.3f  %7.0f%%  %16.1f  %18.1f  %8.1fx\n", r.batch, ms(r.step_seconds),
+                100.0 * r.step_spread, r.tokens_per_second, r.tokens_per_second_per_sequence,
+                r.vs_batch1);
+  print_timing_noise(s.reps, s.max_spread);
+  std::printf("  16 sequences decode %.1fx as many tokens/s as one.\n", s.speedup_at_16);
+  if (s.too_noisy()) {
     // A ridge from two noisy samples is not a property of the machine: say so instead.
     std::printf("  The timings are too noisy (widest spread %.0f%%, %d runs) to locate this "
                 "machine's ridge: rerun\n  with --threads 1 --reps 5 on an idle machine.\n",
-                100.0 * max_spread, o.reps);
+                100.0 * s.max_spread, s.reps);
     return;
   }
   std::printf("  Batch 1 streams the %.0f MB of weights at %.1f GB/s; batch 64 computes at %.1f "
               "GFLOP/s. Their\n  ratio, %.1f FLOP/byte, is this machine's ridge: in float32 "
               "decode turns compute-bound near\n  B = %.0f, and beyond it more sequences add "
               "latency, not throughput.\n",
-              params * 4.0 / 1e6, bandwidth / 1e9, flops / 1e9, flops / bandwidth,
-              2.0 * flops / bandwidth);
-  if (params * 4.0 < 32e6)
+              s.weight_bytes / 1e6, s.bandwidth / 1e9, s.flops / 1e9, s.ridge(), 2.0 * s.ridge());
+  if (s.weight_bytes < 32e6)
     std::printf("  (%.1f MB of weights fit in the CPU caches, so that bandwidth is the caches' and "
                 "a step costs\n  per token: try --synthetic stories110M --sweep-context 8 for "
                 "the memory-bound regime.)\n",
-                params * 4.0 / 1e6);
+                s.weight_bytes / 1e6);
 }
 
 // The flags that only mean something in one mode: given in another, they are errors, not
@@ -196,26 +174,108 @@ void check_mode_flags(const CLI::App& app, const Options& o) {
   }
 }
 
-int run(Options o) {
+// Everything one run of the chapter served and measured.
+struct Result {
+  bool sim = false;                     // --clock sim
+  std::string model;                    // the model's name, or the simulated configuration
+  std::string sim_description;          // sim: the simulated model and machine
+  Workload workload;                    // the requests every policy served
+  std::vector<EngineRun> runs;          // one per policy
+  std::vector<ServingMetrics> metrics;  // runs[i]'s, against the SLO
+  bool same_tokens = true;              // each request's tokens equal under every policy
+  std::optional<DecodeSweep> sweep;     // --sweep
+};
+
+nlohmann::json result_json(const Options& o, const Slo& slo, const Result& res) {
+  const ServingFlags& sf = o.serving;
+  nlohmann::json out = {{"chapter", "04_continuous_batching"},
+                        {"model", res.model},
+                        {"clock", sf.clock},
+                        {"workload", res.workload.description},
+                        {"max_seqs", sf.max_seqs},
+                        {"max_batched_tokens", sf.max_batched_tokens},
+                        {"slo", {{"ttft_s", slo.ttft}, {"tpot_s", slo.tpot}}},
+                        {"same_tokens_across_policies", res.same_tokens}};
+  if (res.sim) out["hardware"] = sf.hardware;
+  nlohmann::json reqs = nlohmann::json::array();
+  for (std::size_t i = 0; i < res.workload.requests.size(); ++i) {
+    const RequestResult& r = res.runs[0].requests[i];
+    nlohmann::json latencies;
+    for (const EngineRun& run : res.runs)
+      latencies[policy_name(run.scheduler.policy)] = latency_json(run.requests[i]);
+    reqs.push_back({{"id", r.request.id},
+                    {"prompt", r.request.prompt},
+                    {"prompt_tokens", r.prompt_tokens},
+                    {"tokens", r.tokens},
+                    {"generated_tokens", r.generated()},
+                    {"stop_reason", stop_reason_name(r.stop_reason)},
+                    {"text", r.text},
+                    {"latencies", latencies}});
+  }
+  out["requests"] = reqs;
+  nlohmann::json summary;
+  for (std::size_t i = 0; i < res.runs.size(); ++i)
+    summary[policy_name(res.runs[i].scheduler.policy)] = summary_json(res.runs[i], res.metrics[i]);
+  out["summary"] = summary;
+  if (res.sweep) {
+    out["sweep"] = sweep_json(*res.sweep);
+    out["sweep_reps"] = res.sweep->reps;
+  }
+  return out;
+}
+
+void print_result(const Options& o, const Slo& slo, const Result& res) {
+  std::vector<const EngineRun*> views;
+  for (const EngineRun& r : res.runs) views.push_back(&r);
+  print_table(views, res.metrics, slo);
+  const std::vector<ServingMetrics>& m = res.metrics;
+  if (res.runs.size() == 2) {
+    std::printf("\ncontinuous vs static on the same %zu requests: %.2fx the throughput, p99 TTFT "
+                "%.1f ms vs %.1f ms, goodput %.2f vs %.2f req/s\n",
+                res.workload.requests.size(), m[1].throughput_tokens / m[0].throughput_tokens,
+                ms(m[1].ttft.p99), ms(m[0].ttft.p99), m[1].goodput, m[0].goodput);
+  }
+  if (!res.sim && res.runs.size() == 2)
+    std::printf("(one run on the real clock: its times can move by tens of percent from run to run "
+                "on a busy\n machine, so trust only large differences; the steps and slot rows are "
+                "exact counts and do not move)\n");
+  if (!res.sim)
+    std::printf("each request's tokens under every policy: %s\n",
+                res.same_tokens ? "identical (batch-invariant forward, one RNG per request)"
+                                : "DIFFERENT (batch invariance is broken!)");
+  if (!o.perfetto.empty())
+    std::printf("trace written to %s (open it in https://ui.perfetto.dev)\n", o.perfetto.c_str());
+  if (!o.plot.empty()) std::printf("Gantt chart written to %s\n", o.plot.c_str());
+  if (res.sweep) print_sweep(*res.sweep);
+}
+
+int run(const Options& o) {
   const GenerationFlags& f = o.gen;
   if (!f.dump_logits.empty()) throw Error("--dump-logits does not apply to this chapter");
-  const bool sim = sim_clock(o.serving);
   const ServingFlags& sf = o.serving;
+  Result res;
+  res.sim = sim_clock(sf);
+  const bool sim = res.sim;
   std::vector<Policy> policies;
   if (o.policy == "both") policies = {Policy::static_batching, Policy::continuous};
   else policies = {parse_policy(o.policy)};
+  const KVType kv_type = parse_kv_type(o.kv_dtype);
   const Slo slo{o.slo_ttft, o.slo_tpot};
   if (!o.perfetto.empty()) require_writable_output(o.perfetto, "--perfetto");
   if (!o.plot.empty()) require_writable_output(o.plot, "--plot");
-  f.sampling.validate();  // before reading a trace, whose lines take these as defaults
+  f.sampling.validate();  // before reading a workload file, whose lines take these as defaults
 
   // --- the workload: one list of requests, served by every policy ---
-  const Workload w = make_workload(sf, f.sampling);
-  const std::vector<Request>& requests = w.requests;
+  res.workload = make_workload(sf, f.sampling);
+  const Workload& w = res.workload;
   // The simulated clock needs only a tokenizer: it runs without any model file.
   const LoadedModel m = sim ? load_model_or_tokenizer(f) : load_model(f);
   SimEngine sim_engine;
-  if (sim) sim_engine = make_sim_engine(sf, m);
+  if (sim) {
+    sim_engine = make_sim_engine(sf, m);
+    sim_engine.kv_type = kv_type;
+  }
+  res.model = sim ? sf.config : m.model->name();
   // Every length against the context, now, not when the engine reaches it.
   check_workload_lengths(w, sf, *m.tokenizer, sim ? sim_engine.config : m.model->config());
   if (o.sweep && std::int64_t{o.sweep_context} + o.sweep_steps + 1 > m.model->config().seq_len)
@@ -237,27 +297,26 @@ int run(Options o) {
                 sf.max_seqs, sf.max_batched_tokens);
   }
 
-  std::vector<EngineRun> runs;
   for (Policy p : policies) {
     const SchedulerConfig config = scheduler_config(sf, p);
-    if (!f.json) {
-      std::fprintf(stderr, "[serving with %s batching...]\n", policy_name(p));
-    }
-    runs.push_back(sim ? run_sim(requests, config, sim_engine)
-                       : run_real(requests, config,
-                                  {&*m.model, &*m.tokenizer, KVType::f32, parse_device(f.device), {}}));
+    if (!f.json) std::fprintf(stderr, "[serving with %s batching...]\n", policy_name(p));
+    res.runs.push_back(sim ? run_sim(w.requests, config, sim_engine)
+                           : run_real(w.requests, config,
+                                      {&*m.model, &*m.tokenizer, kv_type, parse_device(f.device), {}}));
   }
   std::vector<const EngineRun*> views;
-  std::vector<ServingMetrics> metrics;
-  for (const EngineRun& r : runs) {
+  for (const EngineRun& r : res.runs) {
     views.push_back(&r);
-    metrics.push_back(run_serving_metrics(r, slo));
+    res.metrics.push_back(run_serving_metrics(r, slo));
   }
   // The chapter's agreement check: each request's tokens do not depend on the policy (own RNG,
   // batch-invariant forward pass).
-  bool same_tokens = true;
-  for (std::size_t i = 0; i < requests.size(); ++i)
-    for (const EngineRun& r : runs) same_tokens = same_tokens && r.requests[i].tokens == runs[0].requests[i].tokens;
+  res.same_tokens = same_tokens(res.runs);
+  if (o.sweep) {  // real clock only (check_mode_flags)
+    if (!f.json) std::fprintf(stderr, "[decode sweep...]\n");
+    res.sweep = decode_throughput_sweep(*m.model, o.sweep_context, o.sweep_steps, o.reps,
+                                        parse_device(f.device));
+  }
 
   if (!o.perfetto.empty()) write_perfetto_trace(o.perfetto, views);
   if (!o.plot.empty())
@@ -266,63 +325,9 @@ int run(Options o) {
                                       : title_model_name(m.model->name()),
                                   sf.clock))
         .save(o.plot);
-
-  if (f.json) {
-    nlohmann::json out = {{"chapter", "04_continuous_batching"},
-                          {"model", sim ? sf.config : m.model->name()},
-                          {"clock", sf.clock},
-                          {"workload", w.description},
-                          {"max_seqs", sf.max_seqs},
-                          {"max_batched_tokens", sf.max_batched_tokens},
-                          {"slo", {{"ttft_s", slo.ttft}, {"tpot_s", slo.tpot}}},
-                          {"same_tokens_across_policies", same_tokens}};
-    if (sim) out["hardware"] = sf.hardware;
-    nlohmann::json reqs = nlohmann::json::array();
-    for (std::size_t i = 0; i < requests.size(); ++i) {
-      const RequestResult& r = runs[0].requests[i];
-      nlohmann::json latencies;
-      for (const EngineRun& run : runs)
-        latencies[policy_name(run.scheduler.policy)] = latency_json(run.requests[i]);
-      reqs.push_back({{"id", r.request.id},
-                      {"prompt", r.request.prompt},
-                      {"prompt_tokens", r.prompt_tokens},
-                      {"tokens", r.tokens},
-                      {"generated_tokens", r.generated()},
-                      {"stop_reason", stop_reason_name(r.stop_reason)},
-                      {"text", r.text},
-                      {"latencies", latencies}});
-    }
-    out["requests"] = reqs;
-    nlohmann::json summary;
-    for (std::size_t i = 0; i < runs.size(); ++i)
-      summary[policy_name(runs[i].scheduler.policy)] = summary_json(runs[i], metrics[i]);
-    out["summary"] = summary;
-    if (o.sweep && !sim) run_sweep(o, m, &out);
-    std::cout << out.dump(1) << '\n';
-    return 0;
-  }
-
-  print_table(views, metrics, slo);
-  if (runs.size() == 2) {
-    std::printf("\ncontinuous vs static on the same %zu requests: %.2fx the throughput, p99 TTFT "
-                "%.1f ms vs %.1f ms, goodput %.2f vs %.2f req/s\n",
-                requests.size(), metrics[1].throughput_tokens / metrics[0].throughput_tokens,
-                ms(metrics[1].ttft.p99), ms(metrics[0].ttft.p99), metrics[1].goodput,
-                metrics[0].goodput);
-  }
-  if (!sim && runs.size() == 2)
-    std::printf("(one run on the real clock: its times can move by tens of percent from run to run "
-                "on a busy\n machine, so trust only large differences; the steps and slot rows are "
-                "exact counts and do not move)\n");
-  if (!sim)
-    std::printf("each request's tokens under every policy: %s\n",
-                same_tokens ? "identical (batch-invariant forward, one RNG per request)"
-                            : "DIFFERENT (batch invariance is broken!)");
-  if (!o.perfetto.empty())
-    std::printf("trace written to %s (open it in https://ui.perfetto.dev)\n", o.perfetto.c_str());
-  if (!o.plot.empty()) std::printf("Gantt chart written to %s\n", o.plot.c_str());
-  if (o.sweep) run_sweep(o, m, nullptr);  // real clock only (check_mode_flags)
-  return same_tokens || sim ? 0 : 1;
+  if (f.json) std::cout << result_json(o, slo, res).dump(1) << '\n';
+  else print_result(o, slo, res);
+  return res.same_tokens || sim ? 0 : 1;
 }
 
 }  // namespace
@@ -335,6 +340,7 @@ int main(int argc, char** argv) {
   for (const char* flag : {"--prompt", "--steps"}) app.remove_option(app.get_option(flag));
   o.gen.steps = 0;  // each request may use the whole context
   app.add_option("--policy", o.policy, "static, continuous or both (side by side)")
+      ->check(CLI::IsMember({"static", "continuous", "both"}))
       ->capture_default_str();
   add_serving_flags(app, o.serving);
   app.add_option("--slo-ttft", o.slo_ttft, "SLO on time to first token, seconds (goodput)")
@@ -342,6 +348,9 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--slo-tpot", o.slo_tpot, "SLO on time per output token, seconds (goodput)")
       ->check(finite_in(0.0, kMaxArrivalSeconds, /*lo_open=*/true))
+      ->capture_default_str();
+  app.add_option("--kv-dtype", o.kv_dtype, "KV storage type: f32, f16 or int8")
+      ->check(CLI::IsMember({"f32", "f16", "int8"}))
       ->capture_default_str();
   app.add_option("--perfetto", o.perfetto, "write a Chrome/Perfetto trace-event JSON here");
   app.add_option("--plot", o.plot, "write an SVG Gantt chart of the slots here");

@@ -7,6 +7,7 @@
 // that did to throughput; --plot draws memory over time and the block tables.
 #include <cstdio>
 #include <iostream>
+#include <optional>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -15,7 +16,9 @@
 #include "inferlab/app/chapter_cli.hpp"
 #include "inferlab/base/error.hpp"
 #include "inferlab/analysis/kv_calc.hpp"
+#include "inferlab/app/cli_checks.hpp"
 #include "inferlab/serving/paging.hpp"
+#include "inferlab/serving/run_compare.hpp"
 #include "inferlab/app/serving_cli.hpp"
 
 using namespace inferlab;
@@ -79,22 +82,102 @@ void print_summaries(const std::vector<MemorySummary>& s) {
   print_columns("", names, rows, 40, 18);
 }
 
-int run(Options o) {
+// Everything one run of the chapter served and measured.
+struct Result {
+  bool sim = false;                      // --clock sim
+  std::string model;                     // the model's name, or the simulated configuration
+  std::string workload;                  // the workload's description
+  KVType kv_type = KVType::f32;          // KV storage
+  Preempt preempt = Preempt::recompute;  // what happens when memory runs out
+  std::vector<EngineRun> runs;           // one per allocator
+  std::vector<MemorySummary> summaries;  // runs[i]'s
+  bool same_tokens = true;               // each request's tokens equal under every allocator
+  std::optional<BlockSizeSweep> block_sweep;  // --sweep-block-size
+  std::vector<SwapVsRecompute> swap_table;    // sim: swap vs recompute by sequence length
+};
+
+nlohmann::json result_json(const Options& o, const Result& res) {
+  nlohmann::json out = {{"chapter", "05_paged_attention"},
+                        {"model", res.model},
+                        {"clock", o.serving.clock},
+                        {"workload", res.workload},
+                        {"n", o.n},
+                        {"kv_dtype", kv_type_name(res.kv_type)},
+                        {"preempt", preempt_name(res.preempt)},
+                        {"same_tokens_across_allocators", res.same_tokens}};
+  const Slo slo{};
+  nlohmann::json names = nlohmann::json::array();
+  for (std::size_t i = 0; i < res.runs.size(); ++i) {
+    names.push_back(res.runs[i].allocator);
+    out[res.runs[i].allocator] = {{"requests", requests_json(res.runs[i])},
+                                  {"summary", summary_json(res.summaries[i], res.runs[i], slo)}};
+  }
+  out["allocators"] = names;
+  return out;
+}
+
+void print_result(const Options& o, const Result& res) {
+  print_summaries(res.summaries);
+  if (res.summaries.size() == 2) {
+    const MemorySummary &c = res.summaries[0], &p = res.summaries[1];
+    std::printf("\npaged vs contiguous on the same budget: waste %.1f%% vs %.1f%%, %d vs %d "
+                "sequences at once (%.1fx), %.2fx the throughput\n",
+                100 * p.waste_fraction, 100 * c.waste_fraction, p.max_concurrent_sequences,
+                c.max_concurrent_sequences,
+                double(p.max_concurrent_sequences) / std::max(c.max_concurrent_sequences, 1),
+                p.throughput_tokens_per_s / std::max(c.throughput_tokens_per_s, 1e-12));
+  }
+  if (!res.sim)
+    std::printf("each request's tokens under every allocator: %s\n",
+                res.same_tokens ? "identical (paging moves the keys, never changes them)"
+                                : "DIFFERENT (paged attention is broken!)");
+  if (!o.plot.empty()) std::printf("plot written to %s\n", o.plot.c_str());
+
+  if (res.block_sweep) {
+    const BlockSizeSweep& b = *res.block_sweep;
+    std::printf("\nblock size sweep (paged, same workload and budget; attention: one layer, %d "
+                "sequences x %d positions, median of %d):\n", b.sequences, b.context, b.reps);
+    std::printf("  %6s  %8s  %10s  %14s  %16s\n", "block", "waste", "max seqs", "attention (us)",
+                "vs contiguous");
+    for (const BlockSizeRow& r : b.rows)
+      std::printf("  %6d  %7.1f%%  %10d  %14.1f  %15.2fx\n", r.block_size, 100 * r.waste_fraction,
+                  r.max_concurrent_sequences, r.attention_seconds * 1e6, r.vs_contiguous);
+  }
+  if (res.sim) {
+    std::printf("\nswap vs recompute for one preempted sequence (%s on %s, host link 50 GB/s):\n",
+                o.serving.config.c_str(), o.serving.hardware.c_str());
+    std::printf("  %8s  %12s  %15s  %s\n", "tokens", "swap (ms)", "recompute (ms)", "cheaper");
+    for (const SwapVsRecompute& x : res.swap_table)
+      std::printf("  %8ld  %12.2f  %15.2f  %s\n", x.tokens, x.swap_seconds * 1e3,
+                  x.recompute_seconds * 1e3,
+                  x.swap_seconds < x.recompute_seconds ? "swap" : "recompute");
+  }
+}
+
+int run(const Options& o) {
   const GenerationFlags& f = o.gen;
   if (!f.dump_logits.empty()) throw Error("--dump-logits does not apply to this chapter");
-  const bool sim = sim_clock(o.serving);
+  Result res;
+  res.sim = sim_clock(o.serving);
+  const bool sim = res.sim;
   const LoadedModel m = sim ? load_model_or_tokenizer(f) : load_model(f);  // sim needs no weights
   std::vector<Allocator> allocators;
   if (o.allocator == "both") allocators = {Allocator::contiguous, Allocator::paged};
   else allocators = {parse_allocator(o.allocator)};
-  const Preempt preempt = parse_preempt(o.preempt);
-  const KVType kv_type = parse_kv_type(o.kv_dtype);
+  res.preempt = parse_preempt(o.preempt);
+  res.kv_type = parse_kv_type(o.kv_dtype);
+  const KVType kv_type = res.kv_type;
   const Workload w = make_workload(o.serving, f.sampling);
+  res.workload = w.description;
   std::vector<Request> requests = w.requests;
   for (Request& r : requests) r.n = o.n;
 
   SimEngine sim_engine;
-  if (sim) sim_engine = make_sim_engine(o.serving, m);
+  if (sim) {
+    sim_engine = make_sim_engine(o.serving, m);
+    sim_engine.kv_type = kv_type;
+  }
+  res.model = sim ? o.serving.config : m.model->name();
   const ModelConfig& config = sim ? sim_engine.config : m.model->config();
   const std::size_t per_token = kv_bytes_per_token(config, kv_type);
   MemoryConfig memory;
@@ -102,9 +185,18 @@ int run(Options o) {
   memory.reserve = o.reserve == "context" ? Reserve::context : Reserve::max_tokens;
   memory.budget_bytes = o.kv_memory_mib > 0 ? std::size_t(o.kv_memory_mib * kMiB)
                                             : per_token * 2048;
-  memory.swap_bytes = preempt == Preempt::swap ? std::size_t(o.swap_memory_mib * kMiB) : 0;
+  memory.swap_bytes = res.preempt == Preempt::swap ? std::size_t(o.swap_memory_mib * kMiB) : 0;
   SchedulerConfig sc = scheduler_config(o.serving, Policy::continuous);
-  sc.preempt = preempt;
+  sc.preempt = res.preempt;
+  // One engine, any memory: the same requests every time.
+  auto serve = [&](const MemoryConfig& mem) {
+    if (sim) {
+      SimEngine e = sim_engine;
+      e.memory = mem;
+      return run_sim(requests, sc, e);
+    }
+    return run_real(requests, sc, {&*m.model, &*m.tokenizer, kv_type, parse_device(f.device), mem});
+  };
 
   if (!f.json) {
     if (sim) {
@@ -120,36 +212,23 @@ int run(Options o) {
                 memory.budget_bytes / kMiB, per_token, kv_type_name(kv_type),
                 memory.budget_bytes / per_token, o.block_size,
                 o.reserve == "context" ? "the whole context" : "prompt + max_tokens",
-                preempt_name(preempt));
+                preempt_name(res.preempt));
     if (sim) print_sim_memory_fit(sim_engine, memory.budget_bytes);
     std::printf("\n");
   }
 
-  std::vector<EngineRun> runs;
   for (Allocator a : allocators) {
     memory.allocator = a;
     if (!f.json) std::fprintf(stderr, "[serving with %s KV memory...]\n", allocator_name(a));
-    if (sim) {
-      SimEngine e = sim_engine;
-      e.kv_type = kv_type;
-      e.memory = memory;
-      runs.push_back(run_sim(requests, sc, e));
-    } else {
-      RealEngine e{&*m.model, &*m.tokenizer, kv_type, parse_device(f.device), memory};
-      runs.push_back(run_real(requests, sc, e));
-    }
+    res.runs.push_back(serve(memory));
   }
-  std::vector<MemorySummary> summaries;
   std::vector<const EngineRun*> views;
-  for (const EngineRun& r : runs) {
-    summaries.push_back(memory_summary(r));
+  for (const EngineRun& r : res.runs) {
+    res.summaries.push_back(memory_summary(r));
     views.push_back(&r);
   }
   // The chapter's agreement check: paging changes where keys and values live, never a token.
-  bool same_tokens = true;
-  for (const EngineRun& r : runs)
-    for (std::size_t i = 0; i < r.requests.size(); ++i)
-      same_tokens = same_tokens && r.requests[i].tokens == runs[0].requests[i].tokens;
+  res.same_tokens = same_tokens(res.runs);
 
   if (!o.plot.empty()) {
     const SvgPlot mem = kv_memory_plot(
@@ -157,92 +236,25 @@ int run(Options o) {
                            sim ? o.serving.config : title_model_name(m.model->name()), o.serving.clock));
     std::vector<const SvgPlot*> plots = {&mem};
     std::optional<SvgPlot> tables;
-    for (const EngineRun& r : runs)
+    for (const EngineRun& r : res.runs)
       if (r.block_size > 0 && !r.peak_tables.tables.empty())
         tables.emplace(block_table_plot(r.peak_tables, r.block_size));
     if (tables) plots.push_back(&*tables);
     save_stacked(o.plot, plots);
   }
 
-  const Slo slo{};
   if (f.json) {
-    nlohmann::json out = {{"chapter", "05_paged_attention"},
-                          {"model", sim ? o.serving.config : m.model->name()},
-                          {"clock", o.serving.clock},
-                          {"workload", w.description},
-                          {"n", o.n},
-                          {"kv_dtype", kv_type_name(kv_type)},
-                          {"preempt", preempt_name(preempt)},
-                          {"same_tokens_across_allocators", same_tokens}};
-    nlohmann::json names = nlohmann::json::array();
-    for (std::size_t i = 0; i < runs.size(); ++i) {
-      names.push_back(runs[i].allocator);
-      out[runs[i].allocator] = {{"requests", requests_json(runs[i])},
-                                {"summary", summary_json(summaries[i], runs[i], slo)}};
-    }
-    out["allocators"] = names;
-    std::cout << out.dump(1) << '\n';
-    return same_tokens || sim ? 0 : 1;
+    std::cout << result_json(o, res).dump(1) << '\n';
+    return res.same_tokens || sim ? 0 : 1;
   }
-
-  print_summaries(summaries);
-  if (summaries.size() == 2) {
-    const MemorySummary &c = summaries[0], &p = summaries[1];
-    std::printf("\npaged vs contiguous on the same budget: waste %.1f%% vs %.1f%%, %d vs %d "
-                "sequences at once (%.1fx), %.2fx the throughput\n",
-                100 * p.waste_fraction, 100 * c.waste_fraction, p.max_concurrent_sequences,
-                c.max_concurrent_sequences,
-                double(p.max_concurrent_sequences) / std::max(c.max_concurrent_sequences, 1),
-                p.throughput_tokens_per_s / std::max(c.throughput_tokens_per_s, 1e-12));
-  }
-  if (!sim)
-    std::printf("each request's tokens under every allocator: %s\n",
-                same_tokens ? "identical (paging moves the keys, never changes them)"
-                            : "DIFFERENT (paged attention is broken!)");
-  if (!o.plot.empty()) std::printf("plot written to %s\n", o.plot.c_str());
-
+  // Waste from the engine on the same workload; attention time from one layer of this model.
   if (o.sweep_block_size) {
-    // Waste from the engine on the same workload; attention time from one layer of this model
-    // at 1K context (or its context, if shorter), 8 sequences, median of 9 repetitions.
-    const int context = std::min(1024, config.seq_len);
-    const double contiguous_s = measure_attention_step_seconds(config, 8, context, 0, 9);
-    std::printf("\nblock size sweep (paged, same workload and budget; attention: one layer, 8 "
-                "sequences x %d positions, median of 9):\n", context);
-    std::printf("  %6s  %8s  %10s  %14s  %16s\n", "block", "waste", "max seqs", "attention (us)",
-                "vs contiguous");
-    for (int b : {1, 4, 8, 16, 32, 64, 128}) {
-      MemoryConfig mb = memory;
-      mb.allocator = Allocator::paged;
-      mb.block_size = b;
-      EngineRun r;
-      if (sim) {
-        SimEngine e = sim_engine;
-        e.kv_type = kv_type;
-        e.memory = mb;
-        r = run_sim(requests, sc, e);
-      } else {
-        r = run_real(requests, sc, {&*m.model, &*m.tokenizer, kv_type, parse_device(f.device), mb});
-      }
-      const MemorySummary s = memory_summary(r);
-      const double t = measure_attention_step_seconds(config, 8, context, b, 9);
-      std::printf("  %6d  %7.1f%%  %10d  %14.1f  %15.2fx\n", b, 100 * s.waste_fraction,
-                  s.max_concurrent_sequences, t * 1e6, t / contiguous_s);
-    }
+    std::fprintf(stderr, "[block size sweep...]\n");
+    res.block_sweep = block_size_sweep(serve, memory, config);
   }
-  if (sim) {
-    std::printf("\nswap vs recompute for one preempted sequence (%s on %s, host link 50 GB/s):\n",
-                o.serving.config.c_str(), o.serving.hardware.c_str());
-    std::printf("  %8s  %12s  %15s  %s\n", "tokens", "swap (ms)", "recompute (ms)", "cheaper");
-    for (long t : {256L, 1024L, 4096L, 16384L, 65536L}) {
-      if (t > config.seq_len) break;
-      const SwapVsRecompute x =
-          swap_vs_recompute(config, sim_engine.hardware, sim_engine.cost, t, 50e9);
-      std::printf("  %8ld  %12.2f  %15.2f  %s\n", t, x.swap_seconds * 1e3,
-                  x.recompute_seconds * 1e3,
-                  x.swap_seconds < x.recompute_seconds ? "swap" : "recompute");
-    }
-  }
-  return same_tokens || sim ? 0 : 1;
+  if (sim) res.swap_table = swap_vs_recompute_table(config, sim_engine.hardware, sim_engine.cost, 50e9);
+  print_result(o, res);
+  return res.same_tokens || sim ? 0 : 1;
 }
 
 }  // namespace
@@ -259,11 +271,11 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"paged", "contiguous", "both"}))
       ->capture_default_str();
   app.add_option("--block-size", o.block_size, "positions per KV block (paged)")
-      ->check(CLI::Range(1, 1 << 20))
+      ->check(integer_in(1, 1 << 20))
       ->capture_default_str();
   app.add_option("--kv-memory", o.kv_memory_mib,
                  "KV memory budget in MiB, shared by all sequences (default: 2048 positions)")
-      ->check(CLI::Range(1e-6, 1e9));
+      ->check(finite_in(1e-6, 1e9));
   app.add_option("--reserve", o.reserve,
                  "contiguous: reserve prompt + max_tokens (max-tokens) or the whole context")
       ->check(CLI::IsMember({"max-tokens", "context"}))
@@ -272,10 +284,10 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"recompute", "swap"}))
       ->capture_default_str();
   app.add_option("--swap-memory", o.swap_memory_mib, "host swap area in MiB (--preempt swap)")
-      ->check(CLI::Range(0.0, 1e9))
+      ->check(finite_in(0.0, 1e9))
       ->capture_default_str();
   app.add_option("--n", o.n, "parallel samples per request (forked after the prompt)")
-      ->check(CLI::Range(1, 256))
+      ->check(integer_in(1, 256))
       ->capture_default_str();
   app.add_option("--kv-dtype", o.kv_dtype, "KV storage type: f32, f16 or int8")
       ->check(CLI::IsMember({"f32", "f16", "int8"}))

@@ -8,6 +8,7 @@
 // distributions and the trie.
 #include <cstdio>
 #include <iostream>
+#include <optional>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -19,6 +20,7 @@
 #include "inferlab/app/cli_checks.hpp"
 #include "inferlab/serving/paging.hpp"
 #include "inferlab/serving/prefix_report.hpp"
+#include "inferlab/serving/run_compare.hpp"
 #include "inferlab/base/safe_files.hpp"
 #include "inferlab/app/serving_cli.hpp"
 
@@ -76,32 +78,119 @@ void print_summaries(const std::vector<PrefixSummary>& s) {
   print_columns("prefix cache", names, rows, 36, 14);
 }
 
-// The seed's worked number: Llama-3-70B on 4x A100 (tensor parallel: 4x the FLOP/s and the
-// bandwidth), a 2,000-token system prompt, 100 requests/s.
-PrefillSaving seed_number() {
-  Hardware four = hardware_by_name("a100-sxm");
-  four.name = "4x a100-sxm";
-  four.peak_flops *= 4;
-  four.bandwidth *= 4;
-  four.memory_bytes *= 4;
-  return prefill_saving(named_config("llama3-70b"), four, cost_options_for(four), 2000, 100.0);
+// Everything one run of the chapter served and measured.
+struct Result {
+  bool sim = false;                      // --clock sim
+  std::string model;                     // the model's name, or the simulated configuration
+  std::string workload;                  // the workload's description
+  Order order = Order::fcfs;             // --schedule
+  std::size_t kv_bytes_budget = 0;       // the paged KV memory
+  std::vector<EngineRun> runs;           // one per cache
+  std::vector<PrefixSummary> summaries;  // runs[i]'s
+  bool same_tokens = true;               // each request's tokens equal with every cache
+  Order other = Order::fcfs;             // the order the radix cache also ran in
+  std::optional<PrefixSummary> other_order;  // the radix cache in that order
+  int probe_tokens = 0;                  // the side channel's prefix
+  SideChannel open, closed;              // the side channel without and with a tenant salt
+  PrefillSaving seed;                    // the seed's worked number
+  std::optional<PrefillSaving> here;     // sim: the same on the simulated machine and model
+};
+
+nlohmann::json result_json(const Options& o, const Result& res) {
+  nlohmann::json out = {{"chapter", "06_prefix_cache"},
+                        {"model", res.model},
+                        {"clock", o.serving.clock},
+                        {"workload", res.workload},
+                        {"schedule", order_name(res.order)},
+                        {"block_size", o.block_size},
+                        {"kv_bytes_budget", res.kv_bytes_budget},
+                        {"same_tokens_across_caches", res.same_tokens}};
+  if (res.sim) out["hardware"] = o.serving.hardware;
+  nlohmann::json names = nlohmann::json::array();
+  for (std::size_t i = 0; i < res.runs.size(); ++i) {
+    names.push_back(res.summaries[i].cache);
+    out[res.summaries[i].cache] = {{"requests", requests_json(res.runs[i])},
+                                   {"summary", summary_json(res.summaries[i])}};
+  }
+  out["caches"] = names;
+  if (res.other_order)
+    out["radix_" + std::string(order_name(res.other))] = {{"summary", summary_json(*res.other_order)}};
+  out["side_channel"] = {
+      {"prefix_tokens", res.probe_tokens},
+      {"unsalted", {{"ttft_seen_s", res.open.ttft_seen_s}, {"ttft_unseen_s", res.open.ttft_unseen_s}}},
+      {"salted", {{"ttft_seen_s", res.closed.ttft_seen_s}, {"ttft_unseen_s", res.closed.ttft_unseen_s}}}};
+  out["seed_worked_number"] = {{"prefix_tokens", 2000},
+                               {"config", "llama3-70b"},
+                               {"hardware", "4x a100-sxm"},
+                               {"prefill_s", res.seed.prefill_seconds},
+                               {"rate_requests_per_s", res.seed.rate},
+                               {"gpu_seconds_saved_per_s", res.seed.gpu_seconds_saved_per_second}};
+  return out;
+}
+
+void print_result(const Options& o, const Result& res) {
+  print_summaries(res.summaries);
+  const PrefixSummary *off = nullptr, *radix = nullptr;
+  for (const PrefixSummary& s : res.summaries) {
+    if (s.cache == "off") off = &s;
+    if (s.cache == "radix") radix = &s;
+  }
+  std::printf("\n");
+  for (const PrefixSummary& s : res.summaries) {
+    if (s.cache == "off" || !off) continue;
+    std::printf("%-5s vs no cache: %.0f%% of the prompt tokens never prefilled; TTFT p50 %.2f -> "
+                "%.2f ms (%.2fx), p99 %.2f -> %.2f ms; throughput %.2fx\n",
+                s.cache.c_str(), 100 * s.token_hit_rate, off->ttft_p50 * 1e3, s.ttft_p50 * 1e3,
+                off->ttft_p50 / std::max(s.ttft_p50, 1e-12), off->ttft_p99 * 1e3, s.ttft_p99 * 1e3,
+                s.throughput_tokens_per_s / std::max(off->throughput_tokens_per_s, 1e-12));
+  }
+  if (res.other_order)
+    std::printf("scheduling (radix): %s order hits %.1f%% of prompt tokens, %s order %.1f%%\n",
+                order_name(res.order), 100 * radix->token_hit_rate, order_name(res.other),
+                100 * res.other_order->token_hit_rate);
+  if (!res.sim)
+    std::printf("each request's tokens with every cache: %s\n",
+                res.same_tokens ? "identical (cached keys and values are the ones prefill computes)"
+                                : "DIFFERENT (the prefix cache is broken!)");
+  std::printf("\nside channel (%d-token prefix; alice sends it, then bob sends it, then bob sends "
+              "an unseen one; medians of 5 rounds):\n",
+              res.probe_tokens);
+  std::printf("  no tenant salt:  bob's TTFT %.3f ms for alice's prefix vs %.3f ms for an unseen "
+              "one (%.1fx): bob learns what alice sent\n",
+              res.open.ttft_seen_s * 1e3, res.open.ttft_unseen_s * 1e3, res.open.ratio());
+  std::printf("  salted by tenant: %.3f ms vs %.3f ms (%.1fx): nothing to learn\n",
+              res.closed.ttft_seen_s * 1e3, res.closed.ttft_unseen_s * 1e3, res.closed.ratio());
+  std::printf("\nthe seed's worked number (roofline, llama3-70b on 4x A100, 2,000-token system "
+              "prompt): %.0f ms of prefill per request;\n  at %.0f requests/s a prefix cache saves "
+              "%.1f GPU-seconds every second (the seed says ~400 ms and 40 s)\n",
+              res.seed.prefill_seconds * 1e3, res.seed.rate, res.seed.gpu_seconds_saved_per_second);
+  if (res.here)
+    std::printf("  on %s with %s: %.0f ms per request, %.1f GPU-seconds per second\n",
+                o.serving.hardware.c_str(), o.serving.config.c_str(),
+                res.here->prefill_seconds * 1e3, res.here->gpu_seconds_saved_per_second);
+  if (!o.plot.empty()) std::printf("plot written to %s\n", o.plot.c_str());
 }
 
 int run(const Options& o) {
   const GenerationFlags& f = o.gen;
   if (!f.dump_logits.empty()) throw Error("--dump-logits does not apply to this chapter");
-  const bool sim = sim_clock(o.serving);
+  Result res;
+  res.sim = sim_clock(o.serving);
+  const bool sim = res.sim;
   if (!o.plot.empty()) require_writable_output(o.plot, "--plot");
   f.sampling.validate();
   std::vector<PrefixCacheKind> caches;
   if (o.cache == "all") caches = {PrefixCacheKind::off, PrefixCacheKind::hash, PrefixCacheKind::radix};
   else caches = {parse_prefix_cache(o.cache)};
-  const Order order = parse_order(o.schedule);
+  res.order = parse_order(o.schedule);
+  const Order order = res.order;
 
   const Workload w = make_workload(o.serving, f.sampling);
+  res.workload = w.description;
   const LoadedModel m = sim ? load_model_or_tokenizer(f) : load_model(f);  // sim needs no weights
   SimEngine sim_engine;
   if (sim) sim_engine = make_sim_engine(o.serving, m);
+  res.model = sim ? o.serving.config : m.model->name();
   const ModelConfig& config = sim ? sim_engine.config : m.model->config();
   check_workload_lengths(w, o.serving, *m.tokenizer, config);
   const std::size_t per_token = kv_bytes_per_token(config, KVType::f32);
@@ -110,6 +199,7 @@ int run(const Options& o) {
   memory.block_size = o.block_size;
   memory.budget_bytes = o.cache_memory_mib > 0 ? std::size_t(o.cache_memory_mib * kMiB)
                                                : per_token * 4096;
+  res.kv_bytes_budget = memory.budget_bytes;
   // The budget and block size are checked now, before any work (a manager with no storage).
   make_kv_manager(memory, virtual_pools(config, KVType::f32), config, KVType::f32);
   SchedulerConfig sc = scheduler_config(o.serving, Policy::continuous);
@@ -146,48 +236,43 @@ int run(const Options& o) {
     std::printf("\n");
   }
 
-  std::vector<EngineRun> runs;
   for (PrefixCacheKind c : caches) {
     if (!f.json) std::fprintf(stderr, "[serving with prefix cache %s...]\n", prefix_cache_name(c));
-    runs.push_back(serve(w.requests, c, order));
+    res.runs.push_back(serve(w.requests, c, order));
   }
-  std::vector<PrefixSummary> summaries;
-  for (const EngineRun& r : runs) summaries.push_back(prefix_summary(r));
+  for (const EngineRun& r : res.runs) res.summaries.push_back(prefix_summary(r));
   // The chapter's agreement check: reusing keys and values never changes a token.
-  bool same_tokens = true;
-  for (const EngineRun& r : runs)
-    for (std::size_t i = 0; i < r.requests.size(); ++i)
-      same_tokens = same_tokens && r.requests[i].tokens == runs[0].requests[i].tokens;
+  res.same_tokens = same_tokens(res.runs);
 
   // Cache-aware scheduling: the radix cache under the other order too.
-  const Order other = order == Order::fcfs ? Order::longest_prefix : Order::fcfs;
-  std::optional<PrefixSummary> other_order;
+  res.other = order == Order::fcfs ? Order::longest_prefix : Order::fcfs;
   if (std::find(caches.begin(), caches.end(), PrefixCacheKind::radix) != caches.end()) {
-    if (!f.json) std::fprintf(stderr, "[radix cache, %s order...]\n", order_name(other));
-    other_order = prefix_summary(serve(w.requests, PrefixCacheKind::radix, other));
+    if (!f.json) std::fprintf(stderr, "[radix cache, %s order...]\n", order_name(res.other));
+    res.other_order = prefix_summary(serve(w.requests, PrefixCacheKind::radix, res.other));
   }
 
   // The side channel: a prefix about as long as the context allows (2,000 tokens on the
   // simulated machine, as in the seed).
-  const int probe = std::max(1, std::min(sim ? 2000 : 448, config.seq_len - 16));
+  res.probe_tokens = std::max(1, std::min(sim ? 2000 : 448, config.seq_len - 16));
   const double spacing = sim ? 1.0 : 0.15;
   auto probe_serve = [&](const std::vector<Request>& reqs) {
     return serve(reqs, PrefixCacheKind::radix, Order::fcfs);
   };
   if (!f.json) std::fprintf(stderr, "[side channel probe...]\n");
-  const SideChannel open = measure_side_channel(probe_serve, probe, spacing, /*salted=*/false);
-  const SideChannel closed = measure_side_channel(probe_serve, probe, spacing, /*salted=*/true);
-  const PrefillSaving seed = seed_number();
+  res.open = measure_side_channel(probe_serve, res.probe_tokens, spacing, /*salted=*/false);
+  res.closed = measure_side_channel(probe_serve, res.probe_tokens, spacing, /*salted=*/true);
+  res.seed = seed_prefill_saving();
+  if (sim) res.here = prefill_saving(config, sim_engine.hardware, sim_engine.cost, 2000, 100.0);
 
   if (!o.plot.empty()) {
     std::vector<const EngineRun*> views;
-    for (const EngineRun& r : runs) views.push_back(&r);
+    for (const EngineRun& r : res.runs) views.push_back(&r);
     const SvgPlot ttft = ttft_cdf_plot(
         views, fmt::format("Time to first token with and without a prefix cache: {} ({} clock)",
                            sim ? o.serving.config : title_model_name(m.model->name()), o.serving.clock));
     std::vector<const SvgPlot*> plots = {&ttft};
     std::optional<SvgPlot> trie;
-    for (const EngineRun& r : runs)
+    for (const EngineRun& r : res.runs)
       if (!r.trie.empty())
         trie.emplace(trie_plot(r.trie, "The radix trie at the end of the run (tokens per edge, "
                                        "matches through the node)"));
@@ -195,84 +280,9 @@ int run(const Options& o) {
     save_stacked(o.plot, plots);
   }
 
-  if (f.json) {
-    nlohmann::json out = {{"chapter", "06_prefix_cache"},
-                          {"model", sim ? o.serving.config : m.model->name()},
-                          {"clock", o.serving.clock},
-                          {"workload", w.description},
-                          {"schedule", order_name(order)},
-                          {"block_size", o.block_size},
-                          {"kv_bytes_budget", memory.budget_bytes},
-                          {"same_tokens_across_caches", same_tokens}};
-    if (sim) out["hardware"] = o.serving.hardware;
-    nlohmann::json names = nlohmann::json::array();
-    for (std::size_t i = 0; i < runs.size(); ++i) {
-      names.push_back(summaries[i].cache);
-      out[summaries[i].cache] = {{"requests", requests_json(runs[i])},
-                                 {"summary", summary_json(summaries[i])}};
-    }
-    out["caches"] = names;
-    if (other_order) {
-      out["radix_" + std::string(order_name(other))] = {{"summary", summary_json(*other_order)}};
-    }
-    out["side_channel"] = {{"prefix_tokens", probe},
-                           {"unsalted", {{"ttft_seen_s", open.ttft_seen_s}, {"ttft_unseen_s", open.ttft_unseen_s}}},
-                           {"salted", {{"ttft_seen_s", closed.ttft_seen_s}, {"ttft_unseen_s", closed.ttft_unseen_s}}}};
-    out["seed_worked_number"] = {{"prefix_tokens", 2000},
-                                 {"config", "llama3-70b"},
-                                 {"hardware", "4x a100-sxm"},
-                                 {"prefill_s", seed.prefill_seconds},
-                                 {"rate_requests_per_s", seed.rate},
-                                 {"gpu_seconds_saved_per_s", seed.gpu_seconds_saved_per_second}};
-    std::cout << out.dump(1) << '\n';
-    return same_tokens || sim ? 0 : 1;
-  }
-
-  print_summaries(summaries);
-  const PrefixSummary* off = nullptr;
-  for (const PrefixSummary& s : summaries)
-    if (s.cache == "off") off = &s;
-  std::printf("\n");
-  for (const PrefixSummary& s : summaries) {
-    if (s.cache == "off" || !off) continue;
-    std::printf("%-5s vs no cache: %.0f%% of the prompt tokens never prefilled; TTFT p50 %.2f -> "
-                "%.2f ms (%.2fx), p99 %.2f -> %.2f ms; throughput %.2fx\n",
-                s.cache.c_str(), 100 * s.token_hit_rate, off->ttft_p50 * 1e3, s.ttft_p50 * 1e3,
-                off->ttft_p50 / std::max(s.ttft_p50, 1e-12), off->ttft_p99 * 1e3, s.ttft_p99 * 1e3,
-                s.throughput_tokens_per_s / std::max(off->throughput_tokens_per_s, 1e-12));
-  }
-  if (other_order) {
-    const PrefixSummary* radix = nullptr;
-    for (const PrefixSummary& s : summaries)
-      if (s.cache == "radix") radix = &s;
-    std::printf("scheduling (radix): %s order hits %.1f%% of prompt tokens, %s order %.1f%%\n",
-                order_name(order), 100 * radix->token_hit_rate, order_name(other),
-                100 * other_order->token_hit_rate);
-  }
-  if (!sim)
-    std::printf("each request's tokens with every cache: %s\n",
-                same_tokens ? "identical (cached keys and values are the ones prefill computes)"
-                            : "DIFFERENT (the prefix cache is broken!)");
-  std::printf("\nside channel (%d-token prefix; alice sends it, then bob sends it, then bob sends "
-              "an unseen one; medians of 5 rounds):\n",
-              probe);
-  std::printf("  no tenant salt:  bob's TTFT %.3f ms for alice's prefix vs %.3f ms for an unseen "
-              "one (%.1fx): bob learns what alice sent\n",
-              open.ttft_seen_s * 1e3, open.ttft_unseen_s * 1e3, open.ratio());
-  std::printf("  salted by tenant: %.3f ms vs %.3f ms (%.1fx): nothing to learn\n",
-              closed.ttft_seen_s * 1e3, closed.ttft_unseen_s * 1e3, closed.ratio());
-  std::printf("\nthe seed's worked number (roofline, llama3-70b on 4x A100, 2,000-token system "
-              "prompt): %.0f ms of prefill per request;\n  at %.0f requests/s a prefix cache saves "
-              "%.1f GPU-seconds every second (the seed says ~400 ms and 40 s)\n",
-              seed.prefill_seconds * 1e3, seed.rate, seed.gpu_seconds_saved_per_second);
-  if (sim) {
-    const PrefillSaving here = prefill_saving(config, sim_engine.hardware, sim_engine.cost, 2000, 100.0);
-    std::printf("  on %s with %s: %.0f ms per request, %.1f GPU-seconds per second\n",
-                o.serving.hardware.c_str(), o.serving.config.c_str(), here.prefill_seconds * 1e3,
-                here.gpu_seconds_saved_per_second);
-  }
-  if (!o.plot.empty()) std::printf("plot written to %s\n", o.plot.c_str());
-  return same_tokens || sim ? 0 : 1;
+  if (f.json) std::cout << result_json(o, res).dump(1) << '\n';
+  else print_result(o, res);
+  return res.same_tokens || sim ? 0 : 1;
 }
 
 }  // namespace
@@ -285,7 +295,7 @@ int main(int argc, char** argv) {
   o.gen.steps = 0;
   o.serving.workload = "shared-prefix";  // the chapter's point; --workload random shows none
   add_serving_flags(app, o.serving);
-  app.add_option("--cache", o.cache, "radix, hash, off, or all (side by side on the same trace)")
+  app.add_option("--cache", o.cache, "radix, hash, off, or all (side by side on the same workload)")
       ->check(CLI::IsMember({"radix", "hash", "off", "all"}))
       ->capture_default_str();
   app.add_option("--cache-memory,--kv-memory", o.cache_memory_mib,

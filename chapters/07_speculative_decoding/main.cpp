@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "inferlab/app/chapter_cli.hpp"
+#include "inferlab/app/cli_checks.hpp"
 #include "inferlab/base/error.hpp"
 #include "inferlab/analysis/hardware.hpp"
 #include "inferlab/model/model_files.hpp"
@@ -135,116 +136,192 @@ void write_plot(const std::string& path, const std::vector<Row>& rows, const std
   plot.save(path);
 }
 
-int run_sim(const Options& o) {
-  const Hardware hw = hardware_by_name(o.hardware);
-  const ModelConfig target = named_config(o.sim_target), draft = named_config(o.sim_draft);
-  if (target.vocab_size != draft.vocab_size) {
-    throw Error(fmt::format("--sim-draft {} has a vocabulary of {} but --sim-target {} has {}",
-                            o.sim_draft, draft.vocab_size, o.sim_target, target.vocab_size));
-  }
-  std::vector<int> batches;
-  for (int b = 1; b <= 1024; b *= 2) batches.push_back(b);
-  const CostOptions cost = cost_options_for(hw);
+// The K values a run measures: 1..8 for the sweep or the plot, else --k.
+std::vector<int> k_values(const Options& o) {
   std::vector<int> ks;
   if (o.sweep_k || !o.plot.empty()) {
     for (int k = 1; k <= kSweepMaxK; ++k) ks.push_back(k);
   } else {
     ks.push_back(o.k);
   }
+  return ks;
+}
+
+// --clock sim: one simulated curve per K.
+struct SimCurve {
+  int k = 0;
+  std::vector<SpecSimPoint> points;  // one per batch size
+  int break_even = -1;               // break_even_batch(points)
+};
+
+struct SimResult {
+  Hardware hardware;
+  std::vector<int> batches;  // 1, 2, 4, ..., 1024
+  std::vector<SimCurve> curves;
+};
+
+nlohmann::json sim_json(const Options& o, const SimResult& res) {
   nlohmann::json sims = nlohmann::json::array();
   nlohmann::json proposers = nlohmann::json::array();
-  SvgPlot plot(fmt::format("Simulated speculative decoding: {} drafting for {} on {}, alpha = {}",
-                           o.sim_draft, o.sim_target, hw.name, o.acceptance));
-  plot.set_x_axis("batch (sequences decoding together)", AxisScale::log);
-  plot.set_y_axis("speed-up over plain decoding");
-  if (!o.gen.json) {
-    std::printf("InferLab chapter 07, simulated: %s drafting for %s on %s (%s), acceptance %.2f, "
-                "context %lld\n",
-                o.sim_draft.c_str(), o.sim_target.c_str(), hw.name.c_str(),
-                hw.description.c_str(), o.acceptance, static_cast<long long>(o.context));
-    std::printf("(roofline lower bounds of chapter 03; both models' weights are assumed resident)\n");
-  }
-  for (int k : ks) {
-    const auto points = simulate_speculation(target, draft, hw, o.acceptance, k, o.context, batches, cost);
-    const int stop = break_even_batch(points);
+  for (const SimCurve& c : res.curves) {
     nlohmann::json pts = nlohmann::json::array();
-    std::vector<double> x, y;
-    if (!o.gen.json) {
-      std::printf("\nK = %d: expected tokens per round %.2f\n", k, points[0].tokens_per_round);
-      std::printf("  %6s  %12s  %12s  %14s  %8s  %s\n", "batch", "plain ms", "draft ms",
-                  "verify ms", "speedup", "verify step");
-    }
-    for (const SpecSimPoint& p : points) {
+    for (const SpecSimPoint& p : c.points)
       pts.push_back({{"batch", p.batch}, {"plain_step_s", p.plain_step_s},
                      {"draft_step_s", p.draft_step_s}, {"verify_step_s", p.verify_step_s},
                      {"speedup", p.speedup}, {"verify_memory_bound", p.verify_memory_bound}});
+    sims.push_back({{"k", c.k}, {"break_even_batch", c.break_even}, {"points", pts}});
+    const SpecSimPoint& one = c.points[0];
+    proposers.push_back({{"name", "draft (simulated)"},
+                         {"k", c.k},
+                         {"acceptance_rate", o.acceptance},
+                         {"mean_accepted_per_round", one.tokens_per_round - 1.0},
+                         {"tokens_per_s", one.tokens_per_s},
+                         {"speedup_measured", nullptr},
+                         {"speedup_predicted", one.speedup}});
+  }
+  return {{"chapter", "07_speculative_decoding"},
+          {"clock", "sim"},
+          {"hardware", res.hardware.name},
+          {"target", o.sim_target},
+          {"draft", o.sim_draft},
+          {"context", o.context},
+          {"tokens", nlohmann::json::array()},
+          {"text", ""},
+          {"proposers", proposers},
+          {"simulation", sims}};
+}
+
+void print_sim(const Options& o, const SimResult& res) {
+  const Hardware& hw = res.hardware;
+  std::printf("InferLab chapter 07, simulated: %s drafting for %s on %s (%s), acceptance %.2f, "
+              "context %lld\n",
+              o.sim_draft.c_str(), o.sim_target.c_str(), hw.name.c_str(), hw.description.c_str(),
+              o.acceptance, static_cast<long long>(o.context));
+  std::printf("(roofline lower bounds of chapter 03; both models' weights are assumed resident)\n");
+  for (const SimCurve& c : res.curves) {
+    std::printf("\nK = %d: expected tokens per round %.2f\n", c.k, c.points[0].tokens_per_round);
+    std::printf("  %6s  %12s  %12s  %14s  %8s  %s\n", "batch", "plain ms", "draft ms",
+                "verify ms", "speedup", "verify step");
+    for (const SpecSimPoint& p : c.points)
+      std::printf("  %6d  %12.3f  %12.3f  %14.3f  %7.2fx  %s\n", p.batch, p.plain_step_s * 1e3,
+                  p.draft_step_s * 1e3, p.verify_step_s * 1e3, p.speedup,
+                  p.verify_memory_bound ? "memory-bound" : "compute-bound");
+    if (c.break_even > 0)
+      std::printf("  speculation stops paying at batch %d (speed-up < 1)\n", c.break_even);
+    else
+      std::printf("  speculation pays at every simulated batch up to %d\n", res.batches.back());
+  }
+  std::printf("\nWhy it shrinks: at batch 1 the target step reads all its weights for one token, so "
+              "verifying K + 1 tokens costs about the same; as the batch grows the verification's "
+              "(K + 1)x FLOPs reach the compute roof and the saving is gone.\n");
+}
+
+void write_sim_plot(const Options& o, const SimResult& res) {
+  SvgPlot plot(fmt::format("Simulated speculative decoding: {} drafting for {} on {}, alpha = {}",
+                           o.sim_draft, o.sim_target, res.hardware.name, o.acceptance));
+  plot.set_x_axis("batch (sequences decoding together)", AxisScale::log);
+  plot.set_y_axis("speed-up over plain decoding");
+  for (const SimCurve& c : res.curves) {
+    std::vector<double> x, y;
+    for (const SpecSimPoint& p : c.points) {
       x.push_back(p.batch);
       y.push_back(p.speedup);
-      if (!o.gen.json)
-        std::printf("  %6d  %12.3f  %12.3f  %14.3f  %7.2fx  %s\n", p.batch, p.plain_step_s * 1e3,
-                    p.draft_step_s * 1e3, p.verify_step_s * 1e3, p.speedup,
-                    p.verify_memory_bound ? "memory-bound" : "compute-bound");
     }
-    if (!o.gen.json) {
-      if (stop > 0)
-        std::printf("  speculation stops paying at batch %d (speed-up < 1)\n", stop);
-      else
-        std::printf("  speculation pays at every simulated batch up to %d\n", batches.back());
-    }
-    plot.add_line(fmt::format("K = {}", k), x, y);
-    sims.push_back({{"k", k}, {"break_even_batch", stop}, {"points", pts}});
-    proposers.push_back({{"name", "draft (simulated)"},
-                         {"k", k},
-                         {"acceptance_rate", o.acceptance},
-                         {"mean_accepted_per_round", points[0].tokens_per_round - 1.0},
-                         {"tokens_per_s", points[0].tokens_per_round /
-                                              (k * points[0].draft_step_s + points[0].verify_step_s)},
-                         {"speedup_measured", nullptr},
-                         {"speedup_predicted", points[0].speedup}});
+    plot.add_line(fmt::format("K = {}", c.k), x, y);
+  }
+  plot.add_hline(1.0, "plain decoding");
+  plot.set_legend(LegendPosition::top_right);
+  plot.save(o.plot);
+}
+
+int run_sim(const Options& o) {
+  SimResult res;
+  res.hardware = hardware_by_name(o.hardware);
+  const ModelConfig target = named_config(o.sim_target), draft = named_config(o.sim_draft);
+  if (target.vocab_size != draft.vocab_size) {
+    throw Error(fmt::format("--sim-draft {} has a vocabulary of {} but --sim-target {} has {}",
+                            o.sim_draft, draft.vocab_size, o.sim_target, target.vocab_size));
+  }
+  for (int b = 1; b <= 1024; b *= 2) res.batches.push_back(b);
+  const CostOptions cost = cost_options_for(res.hardware);
+  for (int k : k_values(o)) {
+    SimCurve c;
+    c.k = k;
+    c.points = simulate_speculation(target, draft, res.hardware, o.acceptance, k, o.context,
+                                    res.batches, cost);
+    c.break_even = break_even_batch(c.points);
+    res.curves.push_back(std::move(c));
+  }
+  if (!o.plot.empty()) write_sim_plot(o, res);
+  if (o.gen.json) std::cout << sim_json(o, res).dump(1) << '\n';
+  else print_sim(o, res);
+  return 0;
+}
+
+// --clock real: plain decoding and every proposer's run.
+struct RealResult {
+  std::string model;         // the target's name
+  std::size_t prompt_tokens = 0;
+  SpecGeneration plain;      // plain decoding: the reference tokens and the speed-up's denominator
+  std::vector<Row> rows;     // one per proposer and K
+  std::string text;          // the first row's text, the prompt echoed
+};
+
+nlohmann::json real_json(const Options& o, const RealResult& res) {
+  nlohmann::json props = nlohmann::json::array();
+  for (const Row& r : res.rows) props.push_back(row_json(r));
+  return {{"chapter", "07_speculative_decoding"},
+          {"model", res.model},
+          {"device", o.gen.device},
+          {"kv", o.kv},
+          {"block_size", o.kv == "paged" ? o.block_size : 0},
+          {"prompt", o.gen.prompt},
+          {"tokens", res.rows.front().run.tokens},
+          {"text", res.text},
+          {"plain_tokens_per_s", res.plain.generated / res.plain.decode_seconds},
+          {"proposers", props}};
+}
+
+// Prints the run; the exit code is 1 when greedy speculation changed a token.
+int print_real(const Options& o, const RealResult& res) {
+  const bool greedy = o.gen.sampling.greedy();
+  std::printf("%s\n", res.text.c_str());
+  std::printf("\n--- %s decoding: %d new tokens after a %zu-token prompt ---\n",
+              greedy ? "greedy" : "sampled", res.plain.generated, res.prompt_tokens);
+  std::printf("plain decoding: %.0f tokens/s (one target forward per token)\n\n",
+              res.plain.generated / res.plain.decode_seconds);
+  print_table_header();
+  for (const Row& r : res.rows) print_row(r);
+  std::printf(
+      "\n  alpha: accepted / tried positions; acc/rd: draft tokens accepted per round; fwd/tok: "
+      "target forwards per generated token;\n  predict: (1 - alpha^(K+1)) / (1 - alpha) / (K c + v) "
+      "with c = proposer time per position and v = verification time per round, both over one "
+      "plain decode step,\n  measured in this run (the textbook's v = 1 assumes verification is "
+      "free while memory-bound).\n");
+  if (greedy) {
+    bool all_same = true;
+    for (const Row& r : res.rows) all_same = all_same && r.same_as_plain;
+    std::printf("\ngreedy: every proposer's tokens equal plain greedy decoding's: %s\n",
+                all_same ? "yes" : "NO (a bug)");
+    if (!all_same) return 1;
+  } else {
+    std::printf("\nsampling: the tokens differ from the plain run's (other random draws), the "
+                "distribution does not (tests/test_speculative.cpp checks it with a chi-square "
+                "test).\n");
   }
   if (!o.plot.empty()) {
-    plot.add_hline(1.0, "plain decoding");
-    plot.set_legend(LegendPosition::top_right);
-    plot.save(o.plot);
+    write_plot(o.plot, res.rows, res.model);
+    std::printf("plot written to %s\n", o.plot.c_str());
   }
-  if (o.gen.json) {
-    std::cout << nlohmann::json{{"chapter", "07_speculative_decoding"},
-                                {"clock", "sim"},
-                                {"hardware", hw.name},
-                                {"target", o.sim_target},
-                                {"draft", o.sim_draft},
-                                {"context", o.context},
-                                {"tokens", nlohmann::json::array()},
-                                {"text", ""},
-                                {"proposers", proposers},
-                                {"simulation", sims}}
-                     .dump(1)
-              << '\n';
-  } else {
-    std::printf("\nWhy it shrinks: at batch 1 the target step reads all its weights for one token, so "
-                "verifying K + 1 tokens costs about the same; as the batch grows the verification's "
-                "(K + 1)x FLOPs reach the compute roof and the saving is gone.\n");
-  }
+  std::printf("\nNext: --clock sim shows the same trade on datacenter hardware, and where a "
+              "growing batch makes it stop paying.\n");
   return 0;
 }
 
 int run(const Options& o) {
   if (o.clock == "sim") return run_sim(o);
-  if (o.clock != "real") throw Error(fmt::format("--clock '{}': choose real or sim", o.clock));
   const GenerationFlags& f = o.gen;
   const Device device = parse_device(f.device);
-  if (o.kv != "contiguous" && o.kv != "paged") {
-    throw Error(fmt::format("--kv '{}': choose contiguous or paged", o.kv));
-  }
-  if (o.kv == "paged" && o.block_size < 1) {
-    throw Error(fmt::format("--block-size {}: a paged cache needs blocks of at least 1 position",
-                            o.block_size));
-  }
-  const std::vector<std::string> known = {"draft", "early-exit", "ngram", "tree", "all"};
-  if (std::find(known.begin(), known.end(), o.proposer) == known.end()) {
-    throw Error(fmt::format("--proposer '{}': choose draft, early-exit, ngram, tree or all",
-                            o.proposer));
-  }
   // The tree needs tree attention, which only the CPU runner has: an explicit --proposer tree on
   // CUDA is an error, and "all" runs the chain proposers and says why the tree is left out.
   const bool tree_on_device = device == Device::cpu;
@@ -273,11 +350,6 @@ int run(const Options& o) {
   if ((need_early || o.exit_layer != 0) && (exit_layer < 1 || exit_layer >= c.n_layers)) {
     throw Error(fmt::format("--exit-layer {}: must be in [1, {}] (the model has {} layers)",
                             exit_layer, c.n_layers - 1, c.n_layers));
-  }
-  if (o.ngram < 1) throw Error(fmt::format("--ngram {}: the n-gram size must be >= 1", o.ngram));
-  if (o.tree_branch < 1 || o.tree_depth < 1) {
-    throw Error(fmt::format("--tree-branch {} --tree-depth {}: both must be >= 1", o.tree_branch,
-                            o.tree_depth));
   }
   std::optional<Model> draft_model;
   if (have_draft) {
@@ -325,14 +397,7 @@ int run(const Options& o) {
 
   // Plain decoding of the same target: the reference tokens and the speed-up's denominator.
   const SpecGeneration plain = plain_generate(target, prompt, steps, f.sampling);
-  const bool greedy = f.sampling.greedy();
 
-  std::vector<int> ks;
-  if (o.sweep_k || !o.plot.empty()) {
-    for (int k = 1; k <= kSweepMaxK; ++k) ks.push_back(k);
-  } else {
-    ks.push_back(o.k);
-  }
   std::vector<Row> rows;
   auto measure = [&](Proposer& proposer, int k_report) {
     Row r;
@@ -343,7 +408,7 @@ int run(const Options& o) {
     r.same_as_plain = r.run.tokens == plain.tokens;
     rows.push_back(std::move(r));
   };
-  for (int k : ks) {
+  for (int k : k_values(o)) {
     if (want("draft") && draft) {
       DraftModelProposer p(*draft, f.sampling, k, "draft");
       measure(p, k);
@@ -365,58 +430,15 @@ int run(const Options& o) {
   }
   if (rows.empty()) throw Error("no proposer to run (--proposer draft needs --draft PATH)");
 
+  RealResult res{target_model.name(), prompt.size(), plain, std::move(rows), ""};
   // Like every chapter's text: the prompt echoed, then the generation.
-  const std::string text = text_of(*m.tokenizer, rows.front().run.tokens, 1);
+  res.text = text_of(*m.tokenizer, res.rows.front().run.tokens, 1);
   if (f.json) {
-    nlohmann::json props = nlohmann::json::array();
-    for (const Row& r : rows) props.push_back(row_json(r));
-    std::cout << nlohmann::json{{"chapter", "07_speculative_decoding"},
-                                {"model", target_model.name()},
-                                {"device", f.device},
-                                {"kv", o.kv},
-                                {"block_size", o.kv == "paged" ? o.block_size : 0},
-                                {"prompt", f.prompt},
-                                {"tokens", rows.front().run.tokens},
-                                {"text", text},
-                                {"plain_tokens_per_s", plain.generated / plain.decode_seconds},
-                                {"proposers", props}}
-                     .dump(1)
-              << '\n';
-    if (!o.plot.empty()) write_plot(o.plot, rows, title_model_name(target_model.name()));
+    std::cout << real_json(o, res).dump(1) << '\n';
+    if (!o.plot.empty()) write_plot(o.plot, res.rows, title_model_name(res.model));
     return 0;
   }
-
-  std::printf("%s\n", text.c_str());
-  std::printf("\n--- %s decoding: %d new tokens after a %zu-token prompt ---\n",
-              greedy ? "greedy" : "sampled", plain.generated, prompt.size());
-  std::printf("plain decoding: %.0f tokens/s (one target forward per token)\n\n",
-              plain.generated / plain.decode_seconds);
-  print_table_header();
-  for (const Row& r : rows) print_row(r);
-  std::printf(
-      "\n  alpha: accepted / tried positions; acc/rd: draft tokens accepted per round; fwd/tok: "
-      "target forwards per generated token;\n  predict: (1 - alpha^(K+1)) / (1 - alpha) / (K c + v) "
-      "with c = proposer time per position and v = verification time per round, both over one "
-      "plain decode step,\n  measured in this run (the textbook's v = 1 assumes verification is "
-      "free while memory-bound).\n");
-  if (greedy) {
-    bool all_same = true;
-    for (const Row& r : rows) all_same = all_same && r.same_as_plain;
-    std::printf("\ngreedy: every proposer's tokens equal plain greedy decoding's: %s\n",
-                all_same ? "yes" : "NO (a bug)");
-    if (!all_same) return 1;
-  } else {
-    std::printf("\nsampling: the tokens differ from the plain run's (other random draws), the "
-                "distribution does not (tests/test_speculative.cpp checks it with a chi-square "
-                "test).\n");
-  }
-  if (!o.plot.empty()) {
-    write_plot(o.plot, rows, target_model.name());
-    std::printf("plot written to %s\n", o.plot.c_str());
-  }
-  std::printf("\nNext: --clock sim shows the same trade on datacenter hardware, and where a "
-              "growing batch makes it stop paying.\n");
-  return 0;
+  return print_real(o, res);
 }
 
 }  // namespace
@@ -427,20 +449,30 @@ int main(int argc, char** argv) {
   Options o;
   add_generation_flags(app, o.gen);
   app.add_option("--proposer", o.proposer, "draft, early-exit, ngram, tree or all (side by side)")
+      ->check(CLI::IsMember({"draft", "early-exit", "ngram", "tree", "all"}))
       ->capture_default_str();
   app.add_option("--draft", o.draft, "draft model (a llama2.c file with the target's vocabulary)");
   app.add_option("--k", o.k, "tokens proposed per round")->capture_default_str();
   app.add_option("--exit-layer", o.exit_layer,
                  "early exit: the draft is the target's first N layers (default: half)");
-  app.add_option("--ngram", o.ngram, "n-gram lookup: longest suffix to match")->capture_default_str();
-  app.add_option("--tree-branch", o.tree_branch, "tree: children per node")->capture_default_str();
-  app.add_option("--tree-depth", o.tree_depth, "tree: levels")->capture_default_str();
+  app.add_option("--ngram", o.ngram, "n-gram lookup: longest suffix to match")
+      ->check(integer_in(1, 1 << 20))
+      ->capture_default_str();
+  app.add_option("--tree-branch", o.tree_branch, "tree: children per node")
+      ->check(integer_in(1, 1 << 20))
+      ->capture_default_str();
+  app.add_option("--tree-depth", o.tree_depth, "tree: levels")
+      ->check(integer_in(1, 1 << 20))
+      ->capture_default_str();
   app.add_option("--kv", o.kv, "KV storage of target and drafts: contiguous or paged")
+      ->check(CLI::IsMember({"contiguous", "paged"}))
       ->capture_default_str();
   app.add_option("--block-size", o.block_size, "--kv paged: positions per KV block")
+      ->check(integer_in(1, 1 << 20))
       ->capture_default_str();
   app.add_flag("--sweep-k", o.sweep_k, "run K = 1..8 for every chain proposer");
   app.add_option("--clock", o.clock, "real (run the model) or sim (chapter 03's roofline)")
+      ->check(CLI::IsMember({"real", "sim"}))
       ->capture_default_str();
   app.add_option("--plot", o.plot, "write an SVG of speed-up vs K, measured and predicted (real) "
                                    "or vs batch (sim)");

@@ -36,6 +36,7 @@ std::vector<SpecSimPoint> simulate_speculation(const ModelConfig& target, const 
     p.tokens_per_round = expected_tokens_per_round(alpha, k);
     // Plain: one token per sequence per plain step. Speculative: tokens_per_round per round.
     p.speedup = p.tokens_per_round * p.plain_step_s / (k * p.draft_step_s + p.verify_step_s);
+    p.tokens_per_s = p.tokens_per_round / (k * p.draft_step_s + p.verify_step_s);
     points.push_back(p);
   }
   return points;

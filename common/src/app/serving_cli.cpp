@@ -213,7 +213,7 @@ Workload make_workload(const ServingFlags& f, const SamplingParams& sampling) {
   const bool sim = sim_clock(f);
   Workload w;
   if (!f.workload_file.empty()) {
-    w.requests = load_trace(f.workload_file, sampling);
+    w.requests = load_workload_file(f.workload_file, sampling);
     w.description = fmt::format("{} requests from {}", w.requests.size(), f.workload_file);
     std::size_t continuing = 0;
     std::set<std::string> tenants;
@@ -285,7 +285,7 @@ void check_workload_lengths(const Workload& w, const ServingFlags& f, const Toke
   std::unordered_map<int, Worst> worst;
   std::vector<const Request*> by_id;
   for (const Request& r : w.requests) by_id.push_back(&r);
-  // Parents come before their children in id order (read_trace and the generator promise it).
+  // Parents come before their children in id order (read_workload_file and the generator promise it).
   std::sort(by_id.begin(), by_id.end(),
             [](const Request* a, const Request* b) { return a->id < b->id; });
   for (const Request* r : by_id) {

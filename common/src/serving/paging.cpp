@@ -94,4 +94,37 @@ double measure_attention_step_seconds(const ModelConfig& config, int seqs, int c
   return times[times.size() / 2];
 }
 
+std::vector<SwapVsRecompute> swap_vs_recompute_table(const ModelConfig& config,
+                                                     const Hardware& hardware,
+                                                     const CostOptions& cost,
+                                                     double link_bytes_per_s) {
+  std::vector<SwapVsRecompute> rows;
+  for (long t : {256L, 1024L, 4096L, 16384L, 65536L}) {
+    if (t > config.seq_len) break;
+    rows.push_back(swap_vs_recompute(config, hardware, cost, t, link_bytes_per_s));
+  }
+  return rows;
+}
+
+BlockSizeSweep block_size_sweep(const std::function<EngineRun(const MemoryConfig&)>& serve,
+                                const MemoryConfig& memory, const ModelConfig& config) {
+  BlockSizeSweep s;
+  s.context = std::min(1024, config.seq_len);
+  s.contiguous_seconds = measure_attention_step_seconds(config, s.sequences, s.context, 0, s.reps);
+  for (int b : {1, 4, 8, 16, 32, 64, 128}) {
+    MemoryConfig m = memory;
+    m.allocator = Allocator::paged;
+    m.block_size = b;
+    const MemorySummary summary = memory_summary(serve(m));
+    BlockSizeRow row;
+    row.block_size = b;
+    row.waste_fraction = summary.waste_fraction;
+    row.max_concurrent_sequences = summary.max_concurrent_sequences;
+    row.attention_seconds = measure_attention_step_seconds(config, s.sequences, s.context, b, s.reps);
+    row.vs_contiguous = row.attention_seconds / s.contiguous_seconds;
+    s.rows.push_back(row);
+  }
+  return s;
+}
+
 }  // namespace inferlab

@@ -99,6 +99,15 @@ PrefillSaving prefill_saving(const ModelConfig& config, const Hardware& hardware
   return s;
 }
 
+PrefillSaving seed_prefill_saving() {
+  Hardware four = hardware_by_name("a100-sxm");
+  four.name = "4x a100-sxm";
+  four.peak_flops *= 4;
+  four.bandwidth *= 4;
+  four.memory_bytes *= 4;
+  return prefill_saving(named_config("llama3-70b"), four, cost_options_for(four), 2000, 100.0);
+}
+
 CacheOpCost measure_cache_ops(PrefixCacheKind kind, int prompt_tokens, int block_size, int reps) {
   if (kind == PrefixCacheKind::off) throw Error("measure_cache_ops: no cache to time");
   if (prompt_tokens < 4 || block_size < 1 || reps < 1)

@@ -1,4 +1,4 @@
-// Workloads: a seeded generator and a JSONL trace reader.
+// Workloads: a seeded generator and a JSONL workload-file reader.
 #include "inferlab/serving/workload.hpp"
 
 #include <algorithm>
@@ -441,7 +441,7 @@ std::vector<Request> generate_workload(const WorkloadSpec& spec, std::string* sh
   return out;
 }
 
-std::vector<Request> read_trace(std::istream& in, const std::string& source,
+std::vector<Request> read_workload_file(std::istream& in, const std::string& source,
                                 const SamplingParams& defaults) {
   static const std::set<std::string> kKeys = {
       "arrival",           "prompt",           "prompt_len",        "max_tokens",
@@ -585,15 +585,15 @@ std::vector<Request> read_trace(std::istream& in, const std::string& source,
     }
     out.push_back(std::move(r));
   }
-  if (out.empty()) throw Error(fmt::format("{}: no request in the trace", source));
+  if (out.empty()) throw Error(fmt::format("{}: no request in the workload file", source));
   std::stable_sort(out.begin(), out.end(),
                    [](const Request& a, const Request& b) { return a.arrival < b.arrival; });
   return out;
 }
 
-std::vector<Request> load_trace(const std::string& path, const SamplingParams& defaults) {
-  std::ifstream in = open_regular_file(path, "trace file");
-  return read_trace(in, path, defaults);
+std::vector<Request> load_workload_file(const std::string& path, const SamplingParams& defaults) {
+  std::ifstream in = open_regular_file(path, "workload file");
+  return read_workload_file(in, path, defaults);
 }
 
 }  // namespace inferlab

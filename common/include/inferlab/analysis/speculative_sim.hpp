@@ -28,6 +28,9 @@ struct SpecSimPoint {
   double verify_step_s = 0.0;   ///< target step verifying K + 1 tokens per sequence
   double tokens_per_round = 0.0;  ///< expected tokens per sequence and round
   double speedup = 0.0;         ///< tokens/s with speculation / tokens/s without
+  /// Tokens per second each sequence gets with speculation: tokens_per_round over one round
+  /// (K draft steps and one verification).
+  double tokens_per_s = 0.0;
   bool verify_memory_bound = true;  ///< the verification step is below the ridge point
 };
 

@@ -4,6 +4,7 @@
 /// picture of it, what a block size costs, and when swapping beats recomputing.
 
 #include <cstddef>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -56,5 +57,36 @@ SwapVsRecompute swap_vs_recompute(const ModelConfig& config, const Hardware& har
 /// (0: contiguous) in a pool whose blocks are handed out in scrambled order. Median of @p reps.
 double measure_attention_step_seconds(const ModelConfig& config, int seqs, int context,
                                       int block_size, int reps);
+
+/// @brief Swap vs recompute at 256, 1K, 4K, 16K and 64K tokens, up to the model's context
+/// (chapter 05's table on the simulated clock).
+std::vector<SwapVsRecompute> swap_vs_recompute_table(const ModelConfig& config,
+                                                     const Hardware& hardware,
+                                                     const CostOptions& cost,
+                                                     double link_bytes_per_s);
+
+/// @brief One block size of block_size_sweep().
+struct BlockSizeRow {
+  int block_size = 0;                ///< positions per block
+  double waste_fraction = 0.0;       ///< MemorySummary::waste_fraction of the run
+  int max_concurrent_sequences = 0;  ///< MemorySummary::max_concurrent_sequences of the run
+  double attention_seconds = 0.0;    ///< measure_attention_step_seconds() at this block size
+  double vs_contiguous = 0.0;        ///< attention_seconds / the contiguous layout's
+};
+
+/// @brief What the block size trades: memory waste against the time of a paged attention step.
+struct BlockSizeSweep {
+  int sequences = 8;                ///< sequences in the timed attention step
+  int context = 0;                  ///< positions of each: 1024, or the model's context if shorter
+  int reps = 9;                     ///< repetitions of each timing (the median is kept)
+  double contiguous_seconds = 0.0;  ///< the same step on a contiguous cache
+  std::vector<BlockSizeRow> rows;   ///< block sizes 1, 4, 8, 16, 32, 64, 128
+};
+
+/// @brief Serves the same workload with paged memory at block sizes 1..128 (@p serve runs the
+/// engine with the memory it is given: @p memory with the allocator set to paged and the block
+/// size changed) and times one layer's attention step of @p config at each block size.
+BlockSizeSweep block_size_sweep(const std::function<EngineRun(const MemoryConfig&)>& serve,
+                                const MemoryConfig& memory, const ModelConfig& config);
 
 }  // namespace inferlab

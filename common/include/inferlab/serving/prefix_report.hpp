@@ -73,6 +73,10 @@ struct PrefillSaving {
 PrefillSaving prefill_saving(const ModelConfig& config, const Hardware& hardware,
                              const CostOptions& cost, int prefix_tokens, double rate);
 
+/// @brief The seed's worked number itself: Llama-3-70B on 4x A100 (tensor parallel: 4x the
+/// FLOP/s, the bandwidth and the memory of one), a 2,000-token system prompt, 100 requests/s.
+PrefillSaving seed_prefill_saving();
+
 /// @brief Match + insert cost of a prefix cache, per request.
 struct CacheOpCost {
   int prompt_tokens = 0;        ///< length of every prompt

@@ -2,7 +2,7 @@
 /// @file workload.hpp
 /// @brief Workloads for the serving engine: a seeded generator (Poisson arrivals, lengths from
 /// fixed, uniform, lognormal or Pareto distributions; random prompts or prompts that share
-/// prefixes: common prefixes, few-shot, multi-turn chats, RAG) and a JSONL trace reader.
+/// prefixes: common prefixes, few-shot, multi-turn chats, RAG) and a JSONL workload-file reader.
 ///
 /// Every random number comes from inferlab::Rng (xorshift64*) and hand-written transforms, so a
 /// seed gives the same workload on every platform and standard library.
@@ -17,12 +17,12 @@
 
 namespace inferlab {
 
-/// @brief The most requests a workload (generated or read from a trace) may hold.
+/// @brief The most requests a workload (generated or read from a workload file) may hold.
 inline constexpr int kMaxRequests = 1'000'000;
 /// @brief The latest arrival a workload may have, seconds (one day): beyond it the simulated
 /// clock's times lose their meaning and the real clock would sleep for days.
 inline constexpr double kMaxArrivalSeconds = 86400.0;
-/// @brief The longest line a trace may have, bytes (a prompt of about 250,000 tokens).
+/// @brief The longest line a workload file may have, bytes (a prompt of about 250,000 tokens).
 inline constexpr std::size_t kMaxTraceLineBytes = std::size_t{1} << 20;
 
 /// @brief The token ids of generated prompts (WorkloadKind other than random) lie in
@@ -155,7 +155,7 @@ struct WorkloadSpec {
 /// prompt that leaves no room in max_conversation, docs and doc_len >= 1, tenants >= 1).
 std::vector<Request> generate_workload(const WorkloadSpec& spec, std::string* shape = nullptr);
 
-/// @brief Reads a JSONL trace, one request per line, e.g.
+/// @brief Reads a JSONL workload file, one request per line, e.g.
 /// `{"arrival": 0.25, "prompt": "Once upon a time", "max_tokens": 64}`, with the prompt given by
 /// exactly one of "prompt" (non-empty text), "prompt_len" (a length, BOS included: made-up ids)
 /// or "prompt_ids" (a non-empty array of token ids in [0, 2^31), BOS excluded). Optional: the
@@ -178,11 +178,11 @@ std::vector<Request> generate_workload(const WorkloadSpec& spec, std::string* sh
 /// top_k in [0, INT_MAX], seed any 64-bit unsigned), an arrival or think_time outside
 /// [0, kMaxArrivalSeconds], a line longer than kMaxTraceLineBytes, more than
 /// kMaxRequests requests.
-std::vector<Request> read_trace(std::istream& in, const std::string& source,
+std::vector<Request> read_workload_file(std::istream& in, const std::string& source,
                                 const SamplingParams& defaults = {});
 
-/// @brief read_trace() on the file @p path. @throws inferlab::Error if it is not a regular file
+/// @brief read_workload_file() on the file @p path. @throws inferlab::Error if it is not a regular file
 /// (a FIFO, a directory, a device) or cannot be opened.
-std::vector<Request> load_trace(const std::string& path, const SamplingParams& defaults = {});
+std::vector<Request> load_workload_file(const std::string& path, const SamplingParams& defaults = {});
 
 }  // namespace inferlab

@@ -1,4 +1,4 @@
-// Fuzz target: read_trace on arbitrary bytes. Anything malformed must be refused with
+// Fuzz target: read_workload_file on arbitrary bytes. Anything malformed must be refused with
 // inferlab::Error; what is accepted must keep the reader's promises (sorted finite arrivals in
 // range, max_tokens >= 1, exactly one of prompt and prompt_len, valid sampling settings).
 #include <cmath>
@@ -13,7 +13,7 @@
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   std::istringstream in(std::string(reinterpret_cast<const char*>(data), size));
   try {
-    const std::vector<inferlab::Request> requests = inferlab::read_trace(in, "fuzz.jsonl");
+    const std::vector<inferlab::Request> requests = inferlab::read_workload_file(in, "fuzz.jsonl");
     double last = 0.0;
     for (const inferlab::Request& r : requests) {
       if (!(std::isfinite(r.arrival) && r.arrival >= last && r.arrival <= inferlab::kMaxArrivalSeconds))
