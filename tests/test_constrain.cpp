@@ -313,8 +313,18 @@ TEST_CASE("JSON Schema: dependentRequired and required names outside properties"
   PushdownParser d(json_schema_grammar(Json::parse(R"({"dependencies":{"a":["b"]}})")));
   CHECK(matches(d, R"({"b": 1, "a": 2})"));
   CHECK_FALSE(matches(d, R"({"a": 2})"));
-  CHECK_THROWS_WITH(json_schema_grammar(Json::parse(R"({"dependencies":{"a":{"required":["b"]}}})")),
-                    Contains("dependencies"));
+  // Schema dependencies: a present key requires the object to satisfy a schema.
+  PushdownParser ds(json_schema_grammar(Json::parse(R"({"dependencies":{"a":{"required":["b"]}}})")));
+  CHECK(matches(ds, R"({"a": 1, "b": 2})"));
+  CHECK(matches(ds, R"({"c": 1})"));
+  CHECK(matches(ds, "[1]"));
+  CHECK_FALSE(matches(ds, R"({"a": 1})"));
+  PushdownParser dd(json_schema_grammar(Json::parse(
+      R"({"dependentSchemas":{"bar":{"properties":{"foo":{"type":"integer"},"bar":{"type":"integer"}}}}})")));
+  CHECK(matches(dd, R"({"foo": "x"})"));
+  CHECK(matches(dd, R"({"foo": 1, "bar": 2})"));
+  CHECK_FALSE(matches(dd, R"({"foo": "x", "bar": 2})"));
+  CHECK_FALSE(matches(dd, R"({"bar": "y"})"));
   // A required name that is not listed takes additionalProperties' schema.
   PushdownParser r(json_schema_grammar(Json::parse(R"({"required":["id"],"additionalProperties":{"type":"string"}})")));
   CHECK(matches(r, R"({"x": "a", "id": "b"})"));
@@ -490,6 +500,17 @@ bool validate(const Json& root, const Json& s, const Json& x, int depth = 0) {
     }
   }
   if (x.is_object()) {
+    for (const char* kw : {"dependentRequired", "dependentSchemas", "dependencies"}) {
+      if (!s.contains(kw)) continue;
+      for (const auto& [k, v] : s[kw].items()) {
+        if (!x.contains(k)) continue;
+        if (v.is_array()) {
+          for (const auto& r : v) if (!x.contains(r.get<std::string>())) return false;
+        } else if (!validate(root, v, x, depth + 1)) {
+          return false;
+        }
+      }
+    }
     if (s.contains("required")) for (const auto& r : s["required"]) if (!x.contains(r.get<std::string>())) return false;
     for (const auto& [k, v] : x.items()) {
       if (s.contains("properties") && s["properties"].contains(k)) {

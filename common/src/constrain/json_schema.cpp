@@ -398,6 +398,10 @@ class SchemaCompiler {
       owned_.push_back(expand_if(s));
       return compile_schema(owned_.back(), depth + 1);
     }
+    if (has_schema_dependencies(s)) {
+      owned_.push_back(expand_dependencies(s));
+      return compile_schema(owned_.back(), depth + 1);
+    }
     for (const auto& [k, v] : s.items()) {
       if (kUnsupported.count(k)) check_unsupported(s, k);
     }
@@ -478,6 +482,41 @@ class SchemaCompiler {
       unsupported("if", "a condition other than a type or a boolean (its negation is not context-free here)");
     }
     return Json{{"allOf", Json::array({rest, branch})}};
+  }
+
+  // dependentSchemas (draft-07: dependencies with schema values): when key k is present, the
+  // object must also satisfy S. Exactly: (k absent) or (k present and S), where "k absent" is
+  // properties {k: false}. Both branches accept every non-object, as the keyword does.
+  static bool has_schema_dependencies(const Json& s) {
+    if (s.contains("dependentSchemas") && s["dependentSchemas"].is_object() && !s["dependentSchemas"].empty()) return true;
+    if (!s.contains("dependencies") || !s["dependencies"].is_object()) return false;
+    return std::any_of(s["dependencies"].begin(), s["dependencies"].end(), [](const Json& v) { return !v.is_array(); });
+  }
+  static Json expand_dependencies(const Json& s) {
+    Json rest = Json::object();
+    Json parts = Json::array();
+    for (const auto& [k, v] : s.items()) {
+      if (k != "dependentSchemas" && k != "dependencies") rest[k] = v;
+    }
+    auto add = [&](const std::string& key, const Json& sub) {
+      if (sub.is_boolean() && sub.get<bool>()) return;  // asserts nothing
+      const Json absent = Json{{"properties", Json{{key, false}}}};
+      parts.push_back(Json{{"anyOf", Json::array({absent, Json{{"required", Json::array({key})}, {"allOf", Json::array({sub})}}})}});
+    };
+    if (s.contains("dependentSchemas")) {
+      if (!s["dependentSchemas"].is_object()) throw Error("dependentSchemas must be an object");
+      for (const auto& [k, v] : s["dependentSchemas"].items()) add(k, v);
+    }
+    if (s.contains("dependencies")) {
+      Json lists = Json::object();  // the array form stays for compile_object
+      for (const auto& [k, v] : s["dependencies"].items()) {
+        if (v.is_array()) lists[k] = v;
+        else add(k, v);
+      }
+      if (!lists.empty()) rest["dependencies"] = lists;
+    }
+    parts.insert(parts.begin(), rest);
+    return Json{{"allOf", parts}};
   }
 
   // Keywords that are harmless in some forms.
