@@ -313,8 +313,18 @@ TEST_CASE("JSON Schema: dependentRequired and required names outside properties"
   PushdownParser d(json_schema_grammar(Json::parse(R"({"dependencies":{"a":["b"]}})")));
   CHECK(matches(d, R"({"b": 1, "a": 2})"));
   CHECK_FALSE(matches(d, R"({"a": 2})"));
-  CHECK_THROWS_WITH(json_schema_grammar(Json::parse(R"({"dependencies":{"a":{"required":["b"]}}})")),
-                    Contains("dependencies"));
+  // Schema dependencies: a present key requires the object to satisfy a schema.
+  PushdownParser ds(json_schema_grammar(Json::parse(R"({"dependencies":{"a":{"required":["b"]}}})")));
+  CHECK(matches(ds, R"({"a": 1, "b": 2})"));
+  CHECK(matches(ds, R"({"c": 1})"));
+  CHECK(matches(ds, "[1]"));
+  CHECK_FALSE(matches(ds, R"({"a": 1})"));
+  PushdownParser dd(json_schema_grammar(Json::parse(
+      R"({"dependentSchemas":{"bar":{"properties":{"foo":{"type":"integer"},"bar":{"type":"integer"}}}}})")));
+  CHECK(matches(dd, R"({"foo": "x"})"));
+  CHECK(matches(dd, R"({"foo": 1, "bar": 2})"));
+  CHECK_FALSE(matches(dd, R"({"foo": "x", "bar": 2})"));
+  CHECK_FALSE(matches(dd, R"({"bar": "y"})"));
   // A required name that is not listed takes additionalProperties' schema.
   PushdownParser r(json_schema_grammar(Json::parse(R"({"required":["id"],"additionalProperties":{"type":"string"}})")));
   CHECK(matches(r, R"({"x": "a", "id": "b"})"));
@@ -322,9 +332,58 @@ TEST_CASE("JSON Schema: dependentRequired and required names outside properties"
   CHECK_FALSE(matches(r, R"({"id": 1})"));
 }
 
+TEST_CASE("JSON Schema: contains and minContains", "[unit][constrain]") {
+  PushdownParser c(json_schema_grammar(Json::parse(R"({"type":"array","contains":{"type":"integer"}})")));
+  CHECK(matches(c, "[1]"));
+  CHECK(matches(c, R"(["a", 2, null])"));
+  CHECK_FALSE(matches(c, "[]"));
+  CHECK_FALSE(matches(c, R"(["a", 2.5])"));
+  // The match must also satisfy items.
+  PushdownParser i(json_schema_grammar(Json::parse(R"({"items":{"type":"integer"},"contains":{"minimum":5}})")));
+  CHECK(matches(i, "[1, 6]"));
+  CHECK(matches(i, "{}"));  // not an array: the keywords do not apply
+  CHECK_FALSE(matches(i, "[1, 2]"));
+  CHECK_FALSE(matches(i, R"([6, "a"])"));
+  PushdownParser m(json_schema_grammar(Json::parse(R"({"contains":{"const":1},"minContains":2})")));
+  CHECK(matches(m, "[1, 2, 1]"));
+  CHECK(matches(m, "[1, 1]"));
+  CHECK_FALSE(matches(m, "[1, 2]"));
+  CHECK(matches(m, "3"));
+  PushdownParser z(json_schema_grammar(Json::parse(R"({"contains":{"const":1},"minContains":0})")));
+  CHECK(matches(z, "[]"));
+  PushdownParser f(json_schema_grammar(Json::parse(R"({"contains":false})")));
+  CHECK_FALSE(matches(f, "[1]"));
+  CHECK(matches(f, "1"));
+}
+
+TEST_CASE("JSON Schema: if/then/else on a type or a boolean, uniqueItems where it is decidable", "[unit][constrain]") {
+  PushdownParser t(json_schema_grammar(Json::parse(
+      R"({"if":{"type":"string"},"then":{"maxLength":2},"else":{"type":"integer"}})")));
+  CHECK(matches(t, R"("ab")"));
+  CHECK_FALSE(matches(t, R"("abc")"));
+  CHECK(matches(t, "3"));
+  CHECK_FALSE(matches(t, "3.5"));
+  CHECK_FALSE(matches(t, "null"));
+  PushdownParser b(json_schema_grammar(Json::parse(R"({"if":false,"then":{"const":"then"},"else":{"const":"else"}})")));
+  CHECK(matches(b, R"("else")"));
+  CHECK_FALSE(matches(b, R"("then")"));
+  // then in another allOf branch than its if does nothing.
+  PushdownParser a(json_schema_grammar(Json::parse(R"({"allOf":[{"if":{"type":"string"}},{"then":{"maxLength":1}}]})")));
+  CHECK(matches(a, R"("abc")"));
+  PushdownParser u(json_schema_grammar(Json::parse(R"({"uniqueItems":true,"maxItems":1})")));
+  CHECK(matches(u, "[1]"));
+  CHECK_FALSE(matches(u, "[1, 1]"));
+}
+
 TEST_CASE("JSON Schema bad input: unsupported keywords named, limits, no crash", "[unit][constrain][bad-input]") {
   auto compile = [](const std::string& s) { return PushdownParser(json_schema_grammar(Json::parse(s))); };
-  CHECK_THROWS_WITH(compile(R"({"type":"array","contains":{"type":"integer"}})"), Contains("unsupported JSON Schema keyword 'contains'"));
+  CHECK_THROWS_WITH(compile(R"({"type":"array","contains":{"type":"integer"},"maxContains":2})"),
+                    Contains("unsupported JSON Schema keyword 'maxContains'"));
+  CHECK_THROWS_WITH(compile(R"({"uniqueItems":true})"), Contains("unsupported JSON Schema keyword 'uniqueItems'"));
+  CHECK_THROWS_WITH(compile(R"({"if":{"const":1},"then":{"type":"integer"}})"), Contains("unsupported JSON Schema keyword 'if'"));
+  // 1 and 1.0 are the same value: these branches overlap, so oneOf cannot be an anyOf.
+  CHECK_THROWS_WITH(compile(R"({"oneOf":[{"const":1},{"const":1.0}]})"), Contains("'oneOf'"));
+  CHECK_THROWS_WITH(compile(R"({"oneOf":[{"const":{"a":1,"b":2}},{"const":{"b":2,"a":1}}]})"), Contains("'oneOf'"));
   CHECK_THROWS_WITH(compile(R"({"patternProperties":{"^a":{}}})"), Contains("'patternProperties'"));
   CHECK_THROWS_WITH(compile(R"({"type":"string","format":"hostname"})"), Contains("'format' with value 'hostname'"));
   CHECK_THROWS_WITH(compile(R"({"$ref":"http://example.com/x.json"})"), Contains("only local references"));
@@ -394,6 +453,11 @@ bool validate(const Json& root, const Json& s, const Json& x, int depth = 0) {
     if (n != 1) return false;
   }
   if (s.contains("not") && validate(root, s["not"], x, depth + 1)) return false;
+  if (s.contains("if")) {
+    const bool cond = validate(root, s["if"], x, depth + 1);
+    if (cond && s.contains("then") && !validate(root, s["then"], x, depth + 1)) return false;
+    if (!cond && s.contains("else") && !validate(root, s["else"], x, depth + 1)) return false;
+  }
   if (x.is_number()) {
     const double v = x.get<double>();
     if (s.contains("minimum") && v < s["minimum"].get<double>()) return false;
@@ -424,8 +488,29 @@ bool validate(const Json& root, const Json& s, const Json& x, int depth = 0) {
                        : pre ? (s.contains("additionalItems") ? &s["additionalItems"] : nullptr)
                              : (s.contains("items") ? &s["items"] : nullptr);
     if (rest) for (std::size_t i = prefix; i < x.size(); ++i) if (!validate(root, *rest, x[i], depth + 1)) return false;
+    if (s.contains("contains")) {
+      long matched = 0;
+      for (const auto& item : x) matched += validate(root, s["contains"], item, depth + 1);
+      if (matched < (s.contains("minContains") ? s["minContains"].get<long>() : 1)) return false;
+      if (s.contains("maxContains") && matched > s["maxContains"].get<long>()) return false;
+    }
+    if (s.value("uniqueItems", false)) {
+      for (std::size_t i = 0; i < x.size(); ++i)
+        for (std::size_t j = i + 1; j < x.size(); ++j) if (same(x[i], x[j])) return false;
+    }
   }
   if (x.is_object()) {
+    for (const char* kw : {"dependentRequired", "dependentSchemas", "dependencies"}) {
+      if (!s.contains(kw)) continue;
+      for (const auto& [k, v] : s[kw].items()) {
+        if (!x.contains(k)) continue;
+        if (v.is_array()) {
+          for (const auto& r : v) if (!x.contains(r.get<std::string>())) return false;
+        } else if (!validate(root, v, x, depth + 1)) {
+          return false;
+        }
+      }
+    }
     if (s.contains("required")) for (const auto& r : s["required"]) if (!x.contains(r.get<std::string>())) return false;
     for (const auto& [k, v] : x.items()) {
       if (s.contains("properties") && s["properties"].contains(k)) {

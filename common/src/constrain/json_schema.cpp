@@ -32,8 +32,8 @@ const std::set<std::string> kAnnotations = {
 // Keywords we know and cannot honour in general: a compile error names them.
 const std::set<std::string> kUnsupported = {
     "patternProperties", "propertyNames", "dependentRequired", "dependencies", "dependentSchemas",
-    "if", "then", "else", "unevaluatedProperties", "unevaluatedItems", "contains", "minContains",
-    "maxContains", "$dynamicRef", "$dynamicAnchor", "$recursiveRef", "$recursiveAnchor"};
+    "if", "then", "else", "unevaluatedProperties", "unevaluatedItems", "$dynamicRef", "$dynamicAnchor",
+    "$recursiveRef", "$recursiveAnchor"};
 const std::vector<std::string> kAllTypes = {"null", "boolean", "object", "array", "string", "number"};
 
 bool is_annotation(const std::string& k) { return kAnnotations.count(k) > 0; }
@@ -238,6 +238,14 @@ class SchemaCompiler {
     for (const auto& [k, v] : s.items()) {
       if (k != "$ref" && k != "allOf") out[k] = v;
     }
+    // then/else act only beside an if of the same schema object, and an if only with one of
+    // them: dropped before merging, so that allOf [{if}, {then}] does not join them.
+    if (!out.contains("if")) {
+      out.erase("then");
+      out.erase("else");
+    } else if (!out.contains("then") && !out.contains("else")) {
+      out.erase("if");
+    }
     if (s.contains("$ref")) {
       if (!s["$ref"].is_string()) throw Error("$ref must be a string");
       out = merge(flatten(resolve(s["$ref"].get<std::string>()), depth + 1), out);
@@ -386,6 +394,14 @@ class SchemaCompiler {
       owned_.push_back(without_unevaluated(s));
       return compile_schema(owned_.back(), depth + 1);
     }
+    if (s.contains("if") && (s.contains("then") || s.contains("else"))) {
+      owned_.push_back(expand_if(s));
+      return compile_schema(owned_.back(), depth + 1);
+    }
+    if (has_schema_dependencies(s)) {
+      owned_.push_back(expand_dependencies(s));
+      return compile_schema(owned_.back(), depth + 1);
+    }
     for (const auto& [k, v] : s.items()) {
       if (kUnsupported.count(k)) check_unsupported(s, k);
     }
@@ -443,6 +459,64 @@ class SchemaCompiler {
       out.erase("unevaluatedItems");
     }
     return out;
+  }
+
+  // if/then/else as (if and then) or (not if and else): the two branches never overlap, so an
+  // anyOf of them is exact. `not if` stays context-free when the condition is a boolean or
+  // only a type (subtract_not); any other condition is a compile error that names `if`.
+  static Json expand_if(const Json& s) {
+    Json rest = Json::object();
+    for (const auto& [k, v] : s.items()) {
+      if (k != "if" && k != "then" && k != "else") rest[k] = v;
+    }
+    const Json& cond = s["if"];
+    const Json then_s = s.contains("then") ? s["then"] : Json(true);
+    const Json else_s = s.contains("else") ? s["else"] : Json(true);
+    Json branch;
+    if (cond.is_boolean()) {
+      branch = cond.get<bool>() ? then_s : else_s;
+    } else if (only_annotations(cond, {"type"})) {
+      branch = Json{{"anyOf", Json::array({Json{{"allOf", Json::array({cond, then_s})}},
+                                           Json{{"allOf", Json::array({Json{{"not", cond}}, else_s})}}})}};
+    } else {
+      unsupported("if", "a condition other than a type or a boolean (its negation is not context-free here)");
+    }
+    return Json{{"allOf", Json::array({rest, branch})}};
+  }
+
+  // dependentSchemas (draft-07: dependencies with schema values): when key k is present, the
+  // object must also satisfy S. Exactly: (k absent) or (k present and S), where "k absent" is
+  // properties {k: false}. Both branches accept every non-object, as the keyword does.
+  static bool has_schema_dependencies(const Json& s) {
+    if (s.contains("dependentSchemas") && s["dependentSchemas"].is_object() && !s["dependentSchemas"].empty()) return true;
+    if (!s.contains("dependencies") || !s["dependencies"].is_object()) return false;
+    return std::any_of(s["dependencies"].begin(), s["dependencies"].end(), [](const Json& v) { return !v.is_array(); });
+  }
+  static Json expand_dependencies(const Json& s) {
+    Json rest = Json::object();
+    Json parts = Json::array();
+    for (const auto& [k, v] : s.items()) {
+      if (k != "dependentSchemas" && k != "dependencies") rest[k] = v;
+    }
+    auto add = [&](const std::string& key, const Json& sub) {
+      if (sub.is_boolean() && sub.get<bool>()) return;  // asserts nothing
+      const Json absent = Json{{"properties", Json{{key, false}}}};
+      parts.push_back(Json{{"anyOf", Json::array({absent, Json{{"required", Json::array({key})}, {"allOf", Json::array({sub})}}})}});
+    };
+    if (s.contains("dependentSchemas")) {
+      if (!s["dependentSchemas"].is_object()) throw Error("dependentSchemas must be an object");
+      for (const auto& [k, v] : s["dependentSchemas"].items()) add(k, v);
+    }
+    if (s.contains("dependencies")) {
+      Json lists = Json::object();  // the array form stays for compile_object
+      for (const auto& [k, v] : s["dependencies"].items()) {
+        if (v.is_array()) lists[k] = v;
+        else add(k, v);
+      }
+      if (!lists.empty()) rest["dependencies"] = lists;
+    }
+    parts.insert(parts.begin(), rest);
+    return Json{{"allOf", parts}};
   }
 
   // Keywords that are harmless in some forms.
@@ -520,6 +594,24 @@ class SchemaCompiler {
     return g_.alt(std::move(alts));
   }
 
+  // A value in the form JSON Schema equality sees: keys sorted, integral numbers as integers.
+  static nlohmann::json canonical(const Json& v) {
+    if (v.is_object()) {
+      nlohmann::json o = nlohmann::json::object();
+      for (const auto& [k, x] : v.items()) o[k] = canonical(x);
+      return o;
+    }
+    if (v.is_array()) {
+      nlohmann::json a = nlohmann::json::array();
+      for (const auto& x : v) a.push_back(canonical(x));
+      return a;
+    }
+    if (v.is_number_float() && std::floor(v.get<double>()) == v.get<double>() && std::abs(v.get<double>()) < 1e15) {
+      return static_cast<long long>(v.get<double>());
+    }
+    return nlohmann::json::parse(v.dump());
+  }
+
   // oneOf equals anyOf when no instance can satisfy two branches: different types, or
   // different constants. Anything else cannot be decided here: a compile error.
   void check_disjoint(const std::vector<Json>& b, int depth) {
@@ -536,7 +628,7 @@ class SchemaCompiler {
         const Json vals = f.contains("const") ? Json::array({f["const"]}) : f["enum"];
         for (const auto& v : vals) {
           std::string key = "=";
-          key += v.dump();
+          key += canonical(v).dump();  // equal values (1 and 1.0, keys in any order) share a key
           t.insert(std::move(key));
         }
       }
@@ -1156,9 +1248,6 @@ class SchemaCompiler {
     } else if (s.contains("items")) {
       set_rest(s["items"]);
     }
-    if (s.contains("uniqueItems") && !(s["uniqueItems"].is_boolean() && !s["uniqueItems"].get<bool>())) {
-      unsupported("uniqueItems");
-    }
     const long min_items = count_kw(s, "minItems").value_or(0);
     const auto max_opt = count_kw(s, "maxItems");
     long max_items = max_opt ? *max_opt : -1;
@@ -1166,10 +1255,43 @@ class SchemaCompiler {
     if (!rest_allowed) max_items = max_items < 0 ? p : std::min(max_items, p);
     if (max_items >= 0 && max_items < min_items) return g_.alt({});
     if (min_items > 10000 || max_items > 10000) unsupported(min_items > 10000 ? "minItems" : "maxItems", "counts above 10000");
+    // uniqueItems: true compares every pair of items, which no context-free grammar can do in
+    // general; it is a no-op only where an array holds at most one item.
+    if (s.contains("uniqueItems") && !(s["uniqueItems"].is_boolean() && !s["uniqueItems"].get<bool>()) &&
+        !(max_items >= 0 && max_items <= 1)) {
+      unsupported("uniqueItems", "on arrays that may hold two or more items (comparing items is not context-free)");
+    }
     auto item = [&](long i) {
       if (i < p) return ref(rule_for(*prefix[static_cast<std::size_t>(i)], depth));
       return rest ? ref(rule_for(*rest, depth)) : ref(value_);
     };
+    // contains: at least minContains (default 1) items match it; minContains 0 asserts nothing.
+    // maxContains counts the items that do not match, which needs the complement of a schema.
+    if (s.contains("contains")) {
+      if (s.contains("maxContains")) unsupported("maxContains", "counting the items that do not match 'contains' needs its complement");
+      const long min_contains = count_kw(s, "minContains").value_or(1);
+      if (min_contains > 0) {
+        if (p > 0) unsupported("contains", "together with prefixItems (or draft-07 tuple items)");
+        if (max_items >= 0 && rest_allowed) unsupported("contains", "together with maxItems");
+        if (min_items > min_contains) unsupported("contains", "together with a minItems above minContains");
+        if (min_contains > 100) unsupported("minContains", "counts above 100");
+        if (!rest_allowed) return g_.alt({});
+        // A match is an item that satisfies both the items schema and contains.
+        int match;
+        if (rest) {
+          owned_.push_back(merge(flatten(*rest, depth + 1), flatten(s["contains"], depth + 1)));
+          match = compile_schema(owned_.back(), depth + 1);
+        } else {
+          match = ref(rule_for(s["contains"], depth));
+        }
+        // Items before, between and after the matches are any items (they may match too).
+        const int skip = g_.repeat(g_.seq({item(0), comma()}), 0, -1);
+        std::vector<int> parts{skip, match};
+        for (long k = 1; k < min_contains; ++k) parts.push_back(g_.seq({comma(), skip, match}));
+        parts.push_back(g_.repeat(g_.seq({comma(), item(0)}), 0, -1));
+        return g_.seq({lit("["), ref(ws_), g_.seq(std::move(parts)), ref(ws_), lit("]")});
+      }
+    }
     // tail(i): the items from index i on, after i items have been written.
     const long n_fixed = max_items >= 0 ? std::min(p, max_items) : p;
     int tail;

@@ -220,8 +220,11 @@ struct PushdownParser::Impl {
     }
     return closure_memo[static_cast<std::size_t>(stack)];
   }
-  PushdownParser::RawState step_memo(const std::vector<int>& from, unsigned char byte) {
-    std::vector<int> pushed;
+  // step_memo's buffers, reused: a new transition allocates only when it makes a new state.
+  std::vector<int> pushed;
+  PushdownParser::RawState stepped;
+  const PushdownParser::RawState& step_memo(const std::vector<int>& from, unsigned char byte) {
+    pushed.clear();
     for (const int s : from) {
       const auto [node, parent] = stacks[static_cast<std::size_t>(s)];
       for (const Edge& e : edges[static_cast<std::size_t>(node)]) {
@@ -230,7 +233,9 @@ struct PushdownParser::Impl {
         }
       }
     }
-    PushdownParser::RawState out;
+    PushdownParser::RawState& out = stepped;
+    out.stacks.clear();
+    out.accept = false;
     std::sort(pushed.begin(), pushed.end());
     pushed.erase(std::unique(pushed.begin(), pushed.end()), pushed.end());
     for (const int p : pushed) {
@@ -404,25 +409,26 @@ PushdownParser::PushdownParser(const Grammar& g, const ParserLimits& limits)
     throw Error(fmt::format("the constraint is unsatisfiable: start rule '{}' matches no string",
                             g.rules[static_cast<std::size_t>(g.root)].name));
   }
-  initial_ = intern_state(std::move(init));
+  initial_ = intern_state(init);
 }
 
 PushdownParser::~PushdownParser() = default;
 
 int PushdownParser::num_nodes() const { return static_cast<int>(impl_->edges.size()); }
 
-int PushdownParser::intern_state(RawState&& raw) {
-  std::string key(raw.stacks.size() * sizeof(int) + 1, '\0');
-  if (!raw.stacks.empty()) std::memcpy(key.data(), raw.stacks.data(), raw.stacks.size() * sizeof(int));
-  key.back() = raw.accept ? 1 : 0;
-  const auto [it, inserted] = state_index_.try_emplace(std::move(key), static_cast<int>(states_.size()));
-  if (inserted) {
-    State s;
-    s.stacks = std::move(raw.stacks);
-    s.accept = raw.accept;
-    states_.push_back(std::move(s));
-  }
-  return it->second;
+int PushdownParser::intern_state(const RawState& raw) {
+  // The key is built in a reused buffer and copied only for a new state.
+  key_.resize(raw.stacks.size() * sizeof(int) + 1);
+  if (!raw.stacks.empty()) std::memcpy(key_.data(), raw.stacks.data(), raw.stacks.size() * sizeof(int));
+  key_.back() = raw.accept ? 1 : 0;
+  if (const auto it = state_index_.find(key_); it != state_index_.end()) return it->second;
+  const int id = static_cast<int>(states_.size());
+  state_index_.emplace(key_, id);
+  State s;
+  s.stacks = raw.stacks;
+  s.accept = raw.accept;
+  states_.push_back(std::move(s));
+  return id;
 }
 
 int PushdownParser::step_slow(int state, unsigned char byte) {
@@ -433,8 +439,8 @@ int PushdownParser::step_slow(int state, unsigned char byte) {
   }
   int next = s->next[byte];
   if (next != -2) return next;
-  RawState to = impl_->step_memo(s->stacks, byte);
-  next = to.stacks.empty() && !to.accept ? kDead : intern_state(std::move(to));
+  const RawState& to = impl_->step_memo(s->stacks, byte);
+  next = to.stacks.empty() && !to.accept ? kDead : intern_state(to);
   // states_ may have moved; the result holds for every byte of this byte's class.
   int* row = states_[static_cast<std::size_t>(state)].next.get();
   for (const std::uint8_t b : impl_->class_bytes[impl_->byte_class[byte]]) row[b] = next;

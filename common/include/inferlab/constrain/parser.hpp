@@ -98,7 +98,8 @@ class PushdownParser {
   std::vector<State> states_;
   std::unordered_map<std::string, int> state_index_;
   int initial_ = kDead;
-  int intern_state(RawState&& raw);
+  std::string key_;  // intern_state's lookup key, reused
+  int intern_state(const RawState& raw);
   int step_slow(int state, unsigned char byte);
 };
 
