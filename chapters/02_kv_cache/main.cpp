@@ -17,6 +17,7 @@
 
 #include "inferlab/app/chapter_cli.hpp"
 #include "inferlab/base/error.hpp"
+#include "inferlab/base/units.hpp"
 #include "inferlab/runtime/generate.hpp"
 #include "inferlab/app/cli_checks.hpp"
 #include "inferlab/analysis/kv_calc.hpp"
@@ -69,12 +70,11 @@ void write_plot(const std::string& path, const std::vector<StepLatency>& steps,
 }
 
 // The calculator's prediction for the loaded model must be what the cache really allocates.
-nlohmann::json kv_prediction_check(const ModelConfig& c, KVType type) {
-  const DType dtype = type == KVType::f32 ? DType::fp32 : type == KVType::f16 ? DType::fp16 : DType::int8;
-  const double scale_bytes = type == KVType::int8 ? sizeof(float) : 0.0;
-  const double predicted = kv_bytes_per_token(c, dtype, scale_bytes);
+nlohmann::json kv_prediction_check(const ModelConfig& c, DType type) {
+  const double scale_bytes = type == DType::int8 ? sizeof(float) : 0.0;
+  const double predicted = kv_bytes_per_token(c, type, scale_bytes);
   const std::size_t allocated = KVCache(c, 1, type).bytes_per_token();
-  return {{"dtype", kv_type_name(type)}, {"predicted_bytes_per_token", predicted},
+  return {{"dtype", dtype_name(type)}, {"predicted_bytes_per_token", predicted},
           {"allocated_bytes_per_token", allocated}, {"equal", predicted == double(allocated)}};
 }
 
@@ -127,7 +127,7 @@ nlohmann::json kv_calc_table(const std::string& name, std::int64_t context, bool
 
 int run(const Options& o) {
   const GenerationFlags& f = o.gen;
-  const KVType kv_type = parse_kv_type(o.kv_dtype);
+  const DType kv_type = parse_kv_dtype(o.kv_dtype);
   if (!o.kv_calc.empty()) named_config(o.kv_calc);  // an unknown name fails before the run
   if (!o.plot.empty()) require_writable_output(o.plot, "--plot");
   const LoadedModel m = load_model(f);
@@ -148,9 +148,9 @@ int run(const Options& o) {
     print_run_header("InferLab chapter 02: the KV cache", m, f,
                      fmt::format("KV cache:  {}, {} bytes per token ({} layers x {} KV heads x {} "
                                  "head dim x 2 (K and V){})",
-                                 kv_type_name(kv_type), kv_per_token, c.n_layers, c.n_kv_heads,
+                                 dtype_name(kv_type), kv_per_token, c.n_layers, c.n_kv_heads,
                                  c.head_size(),
-                                 kv_type == KVType::int8 ? " + per-head scales" : ""));
+                                 kv_type == DType::int8 ? " + per-head scales" : ""));
   }
 
   // --- generate with the cache ---
@@ -175,9 +175,9 @@ int run(const Options& o) {
 
   std::vector<KVQuality> quality;
   if (o.compare_kv) {
-    for (KVType t : {KVType::f32, KVType::f16, KVType::int8}) {
+    for (DType t : {DType::f32, DType::f16, DType::int8}) {
       if (!f.json) std::fprintf(stderr, "\n[comparing %s against f32 over %zu prompts...]",
-                                kv_type_name(t), kQualityPrompts.size());
+                                dtype_name(t), kQualityPrompts.size());
       quality.push_back(compare_kv_type(*m.model, *m.tokenizer, kQualityPrompts, f.steps, t));
     }
   }
@@ -187,7 +187,7 @@ int run(const Options& o) {
     nlohmann::json out = generation_json("02_kv_cache", m, f, r);
     out["kv_calculator_check"] = prediction;
     if (!o.kv_calc.empty()) out["kv_calc"] = kv_calc_table(o.kv_calc, o.kv_context, false);
-    out["kv_cache"] = {{"dtype", kv_type_name(kv_type)},
+    out["kv_cache"] = {{"dtype", dtype_name(kv_type)},
                        {"bytes_per_token", r.kv_bytes_per_token},
                        {"bytes_in_use", r.kv_bytes_in_use}};
     nlohmann::json rows = nlohmann::json::array();
@@ -200,7 +200,7 @@ int run(const Options& o) {
     if (!quality.empty()) {
       nlohmann::json q = nlohmann::json::array();
       for (const KVQuality& k : quality)
-        q.push_back({{"dtype", kv_type_name(k.type)}, {"bytes_per_token", k.bytes_per_token},
+        q.push_back({{"dtype", dtype_name(k.type)}, {"bytes_per_token", k.bytes_per_token},
                      {"max_abs_logit_diff", k.max_abs_logit_diff},
                      {"mean_abs_logit_diff", k.mean_abs_logit_diff}, {"positions", k.positions},
                      {"argmax_changed", k.argmax_changed}, {"sequences", k.sequences},
@@ -217,7 +217,7 @@ int run(const Options& o) {
   std::printf("KV cache:         %zu positions x %zu bytes = %.1f KiB in use (%s); the "
               "calculator predicts %.0f bytes/token: %s\n",
               r.tokens.size() - 1, r.kv_bytes_per_token, r.kv_bytes_in_use / 1024.0,
-              kv_type_name(kv_type), prediction["predicted_bytes_per_token"].get<double>(),
+              dtype_name(kv_type), prediction["predicted_bytes_per_token"].get<double>(),
               prediction["equal"].get<bool>() ? "equal" : "DIFFERENT");
 
   std::printf("\nnaive step vs cached step (median of %d; same tokens, same position):\n", o.reps);
@@ -246,7 +246,7 @@ int run(const Options& o) {
     std::printf("  %5s  %11s  %13s  %14s  %16s  %15s\n", "type", "bytes/token", "max |dlogit|",
                 "mean |dlogit|", "argmax changed", "tokens changed");
     for (const KVQuality& k : quality)
-      std::printf("  %5s  %11zu  %13.5f  %14.6f  %9d / %-5d  %8d in %d/%d\n", kv_type_name(k.type),
+      std::printf("  %5s  %11zu  %13.5f  %14.6f  %9d / %-5d  %8d in %d/%d\n", dtype_name(k.type),
                   k.bytes_per_token, k.max_abs_logit_diff, k.mean_abs_logit_diff, k.argmax_changed,
                   k.positions, k.tokens_changed, k.sequences_changed, k.sequences);
   }

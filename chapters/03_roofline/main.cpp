@@ -30,6 +30,7 @@
 #include "inferlab/analysis/hardware.hpp"
 #include "inferlab/app/cli_checks.hpp"
 #include "inferlab/analysis/kv_calc.hpp"
+#include "inferlab/base/units.hpp"
 #include "inferlab/model/model.hpp"
 #include "inferlab/analysis/model_points.hpp"
 #include "inferlab/analysis/roofline.hpp"
@@ -109,13 +110,13 @@ Measured measure(const Options& o, const ModelConfig& c) {
   std::vector<int> batches = {1, 2, 4, 8, 16, 32, 64, 128, 256};
   if (!o.quick) batches.push_back(512);
   m.sweep = measure_critical_batch(m.n_in, m.d_out, batches, reps, progress);
-  m.formula_batch = linear_critical_batch(m.n_in, m.d_out, m.machine.hardware, DType::fp32, DType::fp32);
+  m.formula_batch = linear_critical_batch(m.n_in, m.d_out, m.machine.hardware, DType::f32, DType::f32);
   // matmul_cpu does not reach the FMA peak: its own compute roof is the best it did in the sweep.
   for (const auto& r : m.sweep.rows)
     m.kernel_peak_flops = std::max(m.kernel_peak_flops, 2.0 * m.n_in * m.d_out * r.batch / r.seconds);
   Hardware kernel_roof = m.machine.hardware;
   kernel_roof.peak_flops = m.kernel_peak_flops;
-  m.kernel_formula_batch = linear_critical_batch(m.n_in, m.d_out, kernel_roof, DType::fp32, DType::fp32);
+  m.kernel_formula_batch = linear_critical_batch(m.n_in, m.d_out, kernel_roof, DType::f32, DType::f32);
 
   // The whole model (random weights of this shape) when it is small enough to build here: its
   // decode, prefill and batched decode go on the same plot as the kernels.

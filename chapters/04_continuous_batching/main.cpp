@@ -244,7 +244,7 @@ int run(Options o) {
     }
     runs.push_back(sim ? run_sim(requests, config, sim_engine)
                        : run_real(requests, config,
-                                  {&*m.model, &*m.tokenizer, KVType::f32, parse_device(f.device), {}}));
+                                  {&*m.model, &*m.tokenizer, DType::f32, parse_device(f.device), {}}));
   }
   std::vector<const EngineRun*> views;
   std::vector<ServingMetrics> metrics;

@@ -88,7 +88,7 @@ int run(Options o) {
   if (o.allocator == "both") allocators = {Allocator::contiguous, Allocator::paged};
   else allocators = {parse_allocator(o.allocator)};
   const Preempt preempt = parse_preempt(o.preempt);
-  const KVType kv_type = parse_kv_type(o.kv_dtype);
+  const DType kv_type = parse_kv_dtype(o.kv_dtype);
   const Workload w = make_workload(o.serving, f.sampling);
   std::vector<Request> requests = w.requests;
   for (Request& r : requests) r.n = o.n;
@@ -96,7 +96,7 @@ int run(Options o) {
   SimEngine sim_engine;
   if (sim) sim_engine = make_sim_engine(o.serving, m);
   const ModelConfig& config = sim ? sim_engine.config : m.model->config();
-  const std::size_t per_token = kv_bytes_per_token(config, kv_type);
+  const std::size_t per_token = kv_storage_bytes_per_token(config, kv_type);
   MemoryConfig memory;
   memory.block_size = o.block_size;
   memory.reserve = o.reserve == "context" ? Reserve::context : Reserve::max_tokens;
@@ -117,7 +117,7 @@ int run(Options o) {
                 o.n > 1 ? fmt::format(", {} parallel samples each", o.n).c_str() : "");
     std::printf("memory:    %.2f MiB of KV (%zu bytes per position in %s = %zu positions); "
                 "blocks of %d; contiguous reserves %s; preemption: %s\n",
-                memory.budget_bytes / kMiB, per_token, kv_type_name(kv_type),
+                memory.budget_bytes / kMiB, per_token, dtype_name(kv_type),
                 memory.budget_bytes / per_token, o.block_size,
                 o.reserve == "context" ? "the whole context" : "prompt + max_tokens",
                 preempt_name(preempt));
@@ -171,7 +171,7 @@ int run(Options o) {
                           {"clock", o.serving.clock},
                           {"workload", w.description},
                           {"n", o.n},
-                          {"kv_dtype", kv_type_name(kv_type)},
+                          {"kv_dtype", dtype_name(kv_type)},
                           {"preempt", preempt_name(preempt)},
                           {"same_tokens_across_allocators", same_tokens}};
     nlohmann::json names = nlohmann::json::array();

@@ -71,7 +71,7 @@ int copies_beyond_cache(std::size_t bytes) {
 
 CostOptions cost_options_for(const Hardware& hardware) {
   CostOptions o;
-  if (hardware.dtype == "fp32") o.weight_dtype = o.kv_dtype = o.activation_dtype = DType::fp32;
+  if (hardware.dtype == "fp32") o.weight_dtype = o.kv_dtype = o.activation_dtype = DType::f32;
   return o;
 }
 
@@ -222,7 +222,7 @@ MeasuredPoint measure_linear_point(int tokens, int n_in, int d_out, int reps) {
     kernels::matmul_cpu(y.data(), x.data(), ws[std::size_t(call) % ws.size()].data(), tokens, n_in, d_out);
   });
   const OpCost op = linear_cost(fmt::format("linear B={}", tokens), tokens, n_in, d_out,
-                                DType::fp32, DType::fp32);
+                                DType::f32, DType::f32);
   return {op.name, op.flops, op.bytes, t};
 }
 
