@@ -1,6 +1,5 @@
 // The CUDA model runner: weights resident on the GPU, KV pools in device memory, one batched
 // step per call (CudaTransformer::forward_batch), logits copied back for host sampling.
-#include "inferlab/runtime/cuda_model.hpp"
 #include "inferlab/runtime/runner.hpp"
 
 #include <fmt/format.h>
@@ -45,7 +44,7 @@ class DeviceKVPool final : public KVPool {
 
 class CudaRunner final : public ModelRunner {
  public:
-  explicit CudaRunner(const Model& model) : ModelRunner(model), gpu_(cuda_model_desc(model)) {}
+  explicit CudaRunner(const Model& model) : ModelRunner(model), gpu_(model.config(), model.weights()) {}
   Device device() const override { return Device::cuda; }
   std::unique_ptr<KVPool> make_pool(int num_blocks, int block_size, DType type) const override {
     if (type != DType::f32) {
