@@ -40,7 +40,7 @@ int main(int argc, char** argv) {
       ->check(integer_in(1, 1 << 20));
   app.add_option("--kv-dtype", kv, "KV storage type")->capture_default_str();
   return run_main(app, argc, argv, [&] {
-    const KVType kv_type = parse_kv_type(kv);
+    const DType kv_type = parse_kv_dtype(kv);
     // Every length against the shape's context before any work (a prompt of -5 once read past
     // the end of the token buffer).
     const ModelConfig shape_config = named_config(shape);
@@ -59,7 +59,7 @@ int main(int argc, char** argv) {
     const BandwidthResult bw = measure_read_bandwidth(std::size_t{1} << 30, omp_get_max_threads());
     const ModelConfig& c = model.config();
     std::printf("model %s, %d threads, KV %s; measured read bandwidth %.2f GB/s\n\n",
-                model.name().c_str(), omp_get_max_threads(), kv_type_name(kv_type), bw.read_gbs);
+                model.name().c_str(), omp_get_max_threads(), dtype_name(kv_type), bw.read_gbs);
 
     std::vector<int> tokens(std::max(prompt + decode, *std::max_element(lengths.begin(), lengths.end())));
     for (std::size_t i = 0; i < tokens.size(); ++i) tokens[i] = int((i * 7919 + 1) % c.vocab_size);

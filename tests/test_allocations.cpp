@@ -33,7 +33,7 @@ using namespace inferlab;
 namespace {
 
 // Allocations made by `steps` decode steps after `warmup` of them, for one model and cache type.
-long allocations_per_decode(const Model& model, KVType kv_type, int warmup, int steps) {
+long allocations_per_decode(const Model& model, DType kv_type, int warmup, int steps) {
   const ModelConfig& c = model.config();
   ForwardPass pass(model);
   KVCache cache(c, warmup + steps + 4, kv_type);
@@ -67,8 +67,8 @@ TEST_CASE("the counting allocator counts", "[unit][alloc]") {
 TEST_CASE("decode steps allocate nothing after warm-up (stories260K shape, every cache type)",
           "[unit][alloc][forward]") {
   const Model model = make_synthetic_model("stories260K");
-  for (KVType type : {KVType::f32, KVType::f16, KVType::int8}) {
-    INFO("kv cache " << kv_type_name(type));
+  for (DType type : {DType::f32, DType::f16, DType::int8}) {
+    INFO("kv cache " << dtype_name(type));
     REQUIRE(allocations_per_decode(model, type, /*warmup=*/2, /*steps=*/40) == 0);
   }
 }
@@ -76,7 +76,7 @@ TEST_CASE("decode steps allocate nothing after warm-up (stories260K shape, every
 TEST_CASE("decode steps allocate nothing after warm-up (stories15M shape: parallel matmuls)",
           "[unit][alloc][forward]") {
   const Model model = make_synthetic_model("stories15M");
-  REQUIRE(allocations_per_decode(model, KVType::f32, /*warmup=*/2, /*steps=*/12) == 0);
+  REQUIRE(allocations_per_decode(model, DType::f32, /*warmup=*/2, /*steps=*/12) == 0);
 }
 
 TEST_CASE("sampling with penalties, top-k, min-p and top-p allocates nothing after the first draw",

@@ -62,7 +62,7 @@ TEST_CASE("batch invariance: batched greedy tokens equal each request's golden t
                                        SchedulerConfig{Policy::static_batching, 4, 16}}) {
     INFO(policy_name(config.policy) << " max_seqs " << config.max_seqs << " budget "
                                     << config.max_batched_tokens);
-    const EngineRun run = run_real(reqs, config, {&model, &tok, KVType::f32, Device::cpu, {}});
+    const EngineRun run = run_real(reqs, config, {&model, &tok, DType::f32, Device::cpu, {}});
     REQUIRE(run.requests.size() == reqs.size());
     for (std::size_t i = 0; i < reqs.size(); ++i) {
       const test::GreedyCase& c = mc.cases[i];
@@ -99,8 +99,8 @@ TEST_CASE("the real engine samples each request with its own RNG: same tokens un
   spec.sampling.temperature = 0.9f;
   spec.sampling.top_p = 0.9f;
   const auto reqs = generate_workload(spec);
-  const EngineRun a = run_real(reqs, {Policy::continuous, 4, 9}, {&model, &tok, KVType::f32, Device::cpu, {}});
-  const EngineRun b = run_real(reqs, {Policy::static_batching, 3, 64}, {&model, &tok, KVType::f32, Device::cpu, {}});
+  const EngineRun a = run_real(reqs, {Policy::continuous, 4, 9}, {&model, &tok, DType::f32, Device::cpu, {}});
+  const EngineRun b = run_real(reqs, {Policy::static_batching, 3, 64}, {&model, &tok, DType::f32, Device::cpu, {}});
   for (std::size_t i = 0; i < reqs.size(); ++i) {
     CHECK(a.requests[i].tokens == b.requests[i].tokens);
     CHECK(a.requests[i].generated() == reqs[i].max_tokens);  // ignore_eos: exact lengths

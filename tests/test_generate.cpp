@@ -170,7 +170,7 @@ TEST_CASE("the cuda device is refused with a clear reason where it cannot run", 
     return;
   }
   // A GPU is present: the CUDA backend refuses only what it does not support.
-  o.kv_type = KVType::int8;
+  o.kv_type = DType::int8;
   REQUIRE_THROWS_WITH(generate(model, tok, o), Catch::Contains("f32 only"));
 }
 

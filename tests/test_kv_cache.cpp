@@ -5,6 +5,7 @@
 #include <cstring>
 #include <fstream>
 #include <random>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -34,25 +35,25 @@ std::vector<float> random_vector(std::size_t n, std::uint32_t seed, float scale 
 TEST_CASE("kv_store_rows / kv_load_rows round-trip within each type's precision", "[unit][kv]") {
   const int rows = 33, heads = 4, hs = 31;
   const auto x = random_vector(std::size_t(rows) * heads * hs, 1, 3.0f);
-  for (KVType t : {KVType::f32, KVType::f16, KVType::int8}) {
+  for (DType t : {DType::f32, DType::f16, DType::int8}) {
     std::vector<std::uint8_t> data(x.size() * kernels::kv_element_bytes(t));
     std::vector<float> scales(std::size_t(rows) * heads), back(x.size());
     kernels::kv_store_rows(t, data.data(), scales.data(), x.data(), rows, heads, hs);
     kernels::kv_load_rows(t, back.data(), data.data(), scales.data(), rows, heads, hs);
     for (std::size_t i = 0; i < x.size(); ++i) {
       const float amax_bound =
-          t == KVType::int8 ? scales[i / hs] * 0.5f * 1.0001f   // half a quantization step
-          : t == KVType::f16 ? std::fabs(x[i]) * (1.0f / 2048) + 1e-7f  // half an ulp of 11 bits
+          t == DType::int8 ? scales[i / hs] * 0.5f * 1.0001f   // half a quantization step
+          : t == DType::f16 ? std::fabs(x[i]) * (1.0f / 2048) + 1e-7f  // half an ulp of 11 bits
                              : 0.0f;
-      INFO(kv_type_name(t) << " element " << i << ": " << x[i] << " -> " << back[i]);
+      INFO(dtype_name(t) << " element " << i << ": " << x[i] << " -> " << back[i]);
       REQUIRE(std::fabs(back[i] - x[i]) <= amax_bound);
     }
   }
   // An all-zero head gets scale 0 and loads back as zeros (no division by zero).
   std::vector<float> zeros(8, 0.0f), out(8, 1.0f), sc(2);
   std::vector<std::int8_t> q(8);
-  kernels::kv_store_rows(KVType::int8, q.data(), sc.data(), zeros.data(), 1, 2, 4);
-  kernels::kv_load_rows(KVType::int8, out.data(), q.data(), sc.data(), 1, 2, 4);
+  kernels::kv_store_rows(DType::int8, q.data(), sc.data(), zeros.data(), 1, 2, 4);
+  kernels::kv_load_rows(DType::int8, out.data(), q.data(), sc.data(), 1, 2, 4);
   CHECK(out == zeros);
 }
 
@@ -61,7 +62,7 @@ TEST_CASE("attention_kv_cpu matches its reference for every storage type", "[uni
   const int pos[T] = {0, 17, 39};
   const auto k = random_vector(std::size_t(S) * KV, 2), v = random_vector(std::size_t(S) * KV, 3);
   const auto q = random_vector(std::size_t(T) * Nh * hs, 4);
-  for (KVType t : {KVType::f32, KVType::f16, KVType::int8}) {
+  for (DType t : {DType::f32, DType::f16, DType::int8}) {
     const std::size_t bytes = std::size_t(S) * KV * kernels::kv_element_bytes(t);
     std::vector<std::uint8_t> kd(bytes), vd(bytes);
     std::vector<float> ks(std::size_t(S) * Nkv), vs(std::size_t(S) * Nkv);
@@ -72,25 +73,59 @@ TEST_CASE("attention_kv_cpu matches its reference for every storage type", "[uni
     kernels::attention_kv_ref(ref.data(), q.data(), kv_k, kv_v, pos, T, Nh, Nkv, hs);
     kernels::attention_kv_cpu(out.data(), q.data(), kv_k, kv_v, pos, T, Nh, Nkv, hs);
     const auto rep = test::all_close(out, ref, long(out.size()), 1e-5, 1e-4);
-    INFO(kv_type_name(t) << ": max abs error " << rep.max_abs_err);
+    INFO(dtype_name(t) << ": max abs error " << rep.max_abs_err);
     REQUIRE(rep.ok);
   }
 }
 
 TEST_CASE("KVCache allocates exactly the documented bytes", "[unit][kv]") {
   const ModelConfig c = named_config("stories260K");  // L=5, Nkv=4, hs=8: KV = 32
-  CHECK(KVCache(c, 512, KVType::f32).bytes_per_token() == 2u * 5 * 32 * 4);
-  CHECK(KVCache(c, 512, KVType::f16).bytes_per_token() == 2u * 5 * 32 * 2);
-  CHECK(KVCache(c, 512, KVType::int8).bytes_per_token() == 2u * 5 * 32 * 1 + 2u * 5 * 4 * 4);
-  KVCache cache(c, 100, KVType::f16);
+  CHECK(KVCache(c, 512, DType::f32).bytes_per_token() == 2u * 5 * 32 * 4);
+  CHECK(KVCache(c, 512, DType::f16).bytes_per_token() == 2u * 5 * 32 * 2);
+  CHECK(KVCache(c, 512, DType::int8).bytes_per_token() == 2u * 5 * 32 * 1 + 2u * 5 * 4 * 4);
+  KVCache cache(c, 100, DType::f16);
   CHECK(cache.bytes() == 100u * 640);
   cache.set_length(10);
   CHECK(cache.bytes_in_use() == 6400u);
   REQUIRE_THROWS_WITH(KVCache(c, 513), Catch::Contains("outside [1, seq_len = 512]"));
   REQUIRE_THROWS_WITH(cache.set_length(101), Catch::Contains("outside [0, 100]"));
-  REQUIRE_THROWS_WITH(parse_kv_type("bf8"), Catch::Contains("f32, f16 or int8"));
+  REQUIRE_THROWS_WITH(parse_kv_dtype("bf8"), Catch::Contains("f32, f16 or int8"));
   const std::vector<float> row(32);
   REQUIRE_THROWS_AS(cache.store(0, 100, 1, row.data(), row.data()), Error);
+}
+
+TEST_CASE("the KV storage implements f32, f16 and int8 and refuses the other formats by name",
+          "[unit][kv][dtype]") {
+  CHECK(kv_storage_dtypes() == std::vector<DType>{DType::f32, DType::f16, DType::int8});
+  for (DType t : all_dtypes()) {
+    INFO(dtype_name(t));
+    const bool implemented = t == DType::f32 || t == DType::f16 || t == DType::int8;
+    CHECK(kv_storage_supported(t) == implemented);
+    if (implemented) {
+      CHECK(parse_kv_dtype(dtype_name(t)) == t);
+      CHECK(kernels::kv_element_bytes(t) == std::size_t(dtype_bytes(t)));
+    }
+  }
+  // --kv-dtype's old spellings still work.
+  CHECK(parse_kv_dtype("fp32") == DType::f32);
+  CHECK(parse_kv_dtype("fp16") == DType::f16);
+  // A known format the storage lacks: every entry point says which ones it has.
+  const ModelConfig c = named_config("stories260K");
+  for (DType t : {DType::bf16, DType::fp8, DType::int4}) {
+    INFO(dtype_name(t));
+    REQUIRE_THROWS_WITH(parse_kv_dtype(dtype_name(t)),
+                        Catch::Contains("not implemented (choose f32, f16 or int8)"));
+    REQUIRE_THROWS_WITH(kernels::kv_element_bytes(t), Catch::Contains("f32, f16 or int8"));
+    REQUIRE_THROWS_WITH(KVCache(c, 8, t), Catch::Contains("f32, f16 or int8"));
+    REQUIRE_THROWS_WITH(kv_storage_bytes_per_token(c, t), Catch::Contains("f32, f16 or int8"));
+    float x[8] = {}, out[8] = {}, scale = 0.0f;
+    REQUIRE_THROWS_AS(kernels::kv_store_rows(t, out, &scale, x, 1, 1, 8), Error);
+    REQUIRE_THROWS_AS(kernels::kv_load_rows(t, out, x, &scale, 1, 1, 8), Error);
+    const KVRowsView k{t, x, nullptr, nullptr, 0};
+    const int pos = 0;
+    REQUIRE_THROWS_AS(kernels::attention_kv_cpu(out, x, k, k, &pos, 1, 1, 1, 8), Error);
+    REQUIRE_THROWS_AS(kernels::attention_kv_ref(out, x, k, k, &pos, 1, 1, 1, 8), Error);
+  }
 }
 
 TEST_CASE("the cached loop gives the naive loop's tokens and bit-identical logits",
@@ -128,14 +163,14 @@ TEST_CASE("f16 and int8 KV storage: bounded logit error, few greedy tokens chang
           "[invariant][kv]") {
   const test::ModelCases mc = test::model_cases();
   const Model& model = mc.model;
-  for (KVType t : {KVType::f16, KVType::int8}) {
+  for (DType t : {DType::f16, DType::int8}) {
     double max_diff = 0.0, sum_diff = 0.0;
     long n_logits = 0, argmax_changed = 0, positions = 0;
     for (const auto& c : mc.cases) {
       // Teacher-forced: feed the greedy tokens so every position compares like with like.
       const std::vector<int>& tokens = c.tokens;
       ForwardPass pass(model);
-      KVCache ref_cache(model.config(), 0, KVType::f32), q_cache(model.config(), 0, t);
+      KVCache ref_cache(model.config(), 0, DType::f32), q_cache(model.config(), 0, t);
       std::vector<float> ref, got;
       const std::span<const int> fed(tokens.data(), tokens.size() - 1);
       pass.forward(fed, 0, ref_cache, LogitsMode::all, ref);
@@ -151,15 +186,15 @@ TEST_CASE("f16 and int8 KV storage: bounded logit error, few greedy tokens chang
       }
     }
     std::printf("%s: max |logit diff| %.4f, mean %.5f, argmax changed at %ld of %ld positions\n",
-                kv_type_name(t), max_diff, sum_diff / n_logits, argmax_changed, positions);
-    INFO(kv_type_name(t) << ": max |logit diff| " << max_diff);
+                dtype_name(t), max_diff, sum_diff / n_logits, argmax_changed, positions);
+    INFO(dtype_name(t) << ": max |logit diff| " << max_diff);
     // Measured on stories260K (1,126 teacher-forced positions): f16 max 0.034, mean 0.002, no
     // argmax changed; int8 max 1.57, mean 0.09, 19 argmaxes changed (1.7%: with hs = 8 one
     // outlier sets the whole head's scale). The bounds keep a margin of about 2x; the non-zero
     // error proves the storage is not silently f32. On the synthetic stand-in (logits of order
     // one) the errors are far smaller: f16 max 0.0006, int8 max 0.013, 2 argmaxes changed.
     CHECK(max_diff > 0.0);
-    if (t == KVType::f16) {
+    if (t == DType::f16) {
       CHECK(max_diff < 0.1);
       CHECK(sum_diff / n_logits < 0.01);
       CHECK(argmax_changed <= 2);
@@ -176,11 +211,11 @@ TEST_CASE("the KV calculator predicts exactly the bytes the cache allocates", "[
     ModelConfig c = named_config(name);
     c.seq_len = std::min(c.seq_len, 64);  // keep the allocation small
     INFO(name);
-    CHECK(kv_bytes_per_token(c, DType::fp32) == double(KVCache(c, 8, KVType::f32).bytes_per_token()));
-    CHECK(kv_bytes_per_token(c, DType::fp16) == double(KVCache(c, 8, KVType::f16).bytes_per_token()));
+    CHECK(kv_bytes_per_token(c, DType::f32) == double(KVCache(c, 8, DType::f32).bytes_per_token()));
+    CHECK(kv_bytes_per_token(c, DType::f16) == double(KVCache(c, 8, DType::f16).bytes_per_token()));
     // int8 carries one float scale per (token, head) for keys and for values.
     CHECK(kv_bytes_per_token(c, DType::int8, sizeof(float)) ==
-          double(KVCache(c, 8, KVType::int8).bytes_per_token()));
-    CHECK(kv_bytes(c, DType::fp16, 8) == double(KVCache(c, 8, KVType::f16).bytes()));
+          double(KVCache(c, 8, DType::int8).bytes_per_token()));
+    CHECK(kv_bytes(c, DType::f16, 8) == double(KVCache(c, 8, DType::f16).bytes()));
   }
 }

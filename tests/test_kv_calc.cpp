@@ -7,8 +7,10 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "inferlab/base/error.hpp"
+#include "inferlab/base/units.hpp"
 #include "inferlab/analysis/kv_calc.hpp"
 #include "inferlab/analysis/kv_sizing.hpp"
 #include "inferlab/model/model.hpp"
@@ -47,8 +49,8 @@ TEST_CASE("Llama-3-70B BF16: 327,680 bytes per token, 1.25 GiB at 4K, 40 GiB at 
 
 TEST_CASE("every number format, and quantisation scales", "[unit][kv_calc]") {
   const auto c = named_config("llama3-70b");
-  CHECK(inferlab::kv_bytes_per_token(c, DType::fp32) == 655360.0);
-  CHECK(inferlab::kv_bytes_per_token(c, DType::fp16) == 327680.0);
+  CHECK(inferlab::kv_bytes_per_token(c, DType::f32) == 655360.0);
+  CHECK(inferlab::kv_bytes_per_token(c, DType::f16) == 327680.0);
   CHECK(inferlab::kv_bytes_per_token(c, DType::fp8) == 163840.0);
   CHECK(inferlab::kv_bytes_per_token(c, DType::int8) == 163840.0);
   CHECK(inferlab::kv_bytes_per_token(c, DType::int4) == 81920.0);  // half a byte per number
@@ -57,8 +59,31 @@ TEST_CASE("every number format, and quantisation scales", "[unit][kv_calc]") {
   CHECK(inferlab::kv_bytes_per_token(c, DType::int8, 4.0) == 163840.0 + 5120.0);
   CHECK(inferlab::dtype_bytes(DType::int4) == 0.5);
   for (DType t : inferlab::all_dtypes()) CHECK(inferlab::parse_dtype(inferlab::dtype_name(t)) == t);
-  CHECK(inferlab::parse_dtype("f16") == DType::fp16);
+  CHECK(inferlab::parse_dtype("f16") == DType::f16);
   CHECK_THROWS_AS(inferlab::parse_dtype("fp6"), Error);
+}
+
+TEST_CASE("one DType: every name parses back to its type, old spellings too", "[unit][dtype]") {
+  // The printed names are the enumerators'; the KV flags' f32/f16/int8 are among them.
+  const std::vector<std::string> names = {"f32", "f16", "bf16", "fp8", "int8", "int4"};
+  REQUIRE(inferlab::all_dtypes().size() == names.size());
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    const DType t = inferlab::all_dtypes()[i];
+    CHECK(inferlab::dtype_name(t) == names[i]);
+    CHECK(inferlab::parse_dtype(inferlab::dtype_name(t)) == t);
+  }
+  // Bytes per number, widest first.
+  const std::vector<double> bytes = {4.0, 2.0, 2.0, 1.0, 1.0, 0.5};
+  for (std::size_t i = 0; i < bytes.size(); ++i)
+    CHECK(inferlab::dtype_bytes(inferlab::all_dtypes()[i]) == bytes[i]);
+  // The spellings of the two enums this one replaced, and the long ones.
+  CHECK(inferlab::parse_dtype("fp32") == DType::f32);
+  CHECK(inferlab::parse_dtype("float32") == DType::f32);
+  CHECK(inferlab::parse_dtype("fp16") == DType::f16);
+  CHECK(inferlab::parse_dtype("float16") == DType::f16);
+  CHECK(inferlab::parse_dtype("bfloat16") == DType::bf16);
+  REQUIRE_THROWS_WITH(inferlab::parse_dtype("f64"),
+                      Catch::Contains("known: f32, f16, bf16, fp8, int8, int4"));
 }
 
 TEST_CASE("the other named shapes: GQA stores Nkv heads, MHA stores them all", "[unit][kv_calc]") {
@@ -68,11 +93,11 @@ TEST_CASE("the other named shapes: GQA stores Nkv heads, MHA stores them all", "
   // Llama-2-7B has no GQA (32 KV heads): 4x as much, 512 KiB per token.
   CHECK(inferlab::kv_bytes_per_token(named_config("llama2-7b"), DType::bf16) == 512 * kKiB);
   // stories15M in float32, as the CPU engine stores it: 2 x 6 x 6 x 48 x 4 = 13,824 bytes.
-  CHECK(inferlab::kv_bytes_per_token(named_config("stories15M"), DType::fp32) == 13824.0);
+  CHECK(inferlab::kv_bytes_per_token(named_config("stories15M"), DType::f32) == 13824.0);
   // stories260K: 5 layers, 4 KV heads of 8: 2 x 5 x 4 x 8 x 4 = 1,280 bytes; a full 512-token
   // context is 640 KiB.
-  CHECK(inferlab::kv_bytes(named_config("stories260K"), DType::fp32, 512) == 640 * kKiB);
-  CHECK_THROWS_AS(inferlab::kv_bytes(named_config("stories260K"), DType::fp32, -1), Error);
+  CHECK(inferlab::kv_bytes(named_config("stories260K"), DType::f32, 512) == 640 * kKiB);
+  CHECK_THROWS_AS(inferlab::kv_bytes(named_config("stories260K"), DType::f32, -1), Error);
 }
 
 TEST_CASE("Llama-3-70B on 4x A100-80GB at 4K context: 133 / 266 / 533 sequences",
@@ -84,7 +109,7 @@ TEST_CASE("Llama-3-70B on 4x A100-80GB at 4K context: 133 / 266 / 533 sequences"
   b.weight_dtype = DType::bf16;
   b.context_tokens = 4096;
 
-  b.kv_dtype = DType::fp16;
+  b.kv_dtype = DType::f16;
   const auto fp16 = inferlab::max_concurrent_sequences(c, b);
   CHECK(fp16.total_bytes == 320e9);
   CHECK(fp16.weight_bytes == 2.0 * double(c.n_params()));  // ~141.1 GB of BF16 weights
@@ -100,7 +125,7 @@ TEST_CASE("Llama-3-70B on 4x A100-80GB at 4K context: 133 / 266 / 533 sequences"
   CHECK(int4.max_sequences == 533);  // about 4x FP16 (the weights stay BF16)
 
   // vLLM's default gpu_memory_utilization of 0.9 keeps 10 % back: 288 GB usable.
-  b.kv_dtype = DType::fp16;
+  b.kv_dtype = DType::f16;
   b.reserved_fraction = 0.1;
   CHECK(inferlab::max_concurrent_sequences(c, b).max_sequences == 109);
 
@@ -180,13 +205,13 @@ TEST_CASE("the calculator predicts the bytes the KV cache allocates, int8 scales
           "[unit][kv_calc]") {
   using namespace inferlab;
   const ModelConfig c = named_config("stories260K");
-  for (KVType t : {KVType::f32, KVType::f16, KVType::int8}) {
+  for (DType t : {DType::f32, DType::f16, DType::int8}) {
     const KVPredictionCheck p = check_kv_prediction(c, t);
     CHECK(p.type == t);
     CHECK(p.allocated_bytes_per_token == KVCache(c, 1, t).bytes_per_token());
     CHECK(p.equal());
   }
   // f32: 2 (K, V) x layers x KV heads x head size x 4 bytes.
-  CHECK(check_kv_prediction(c, KVType::f32).predicted_bytes_per_token ==
+  CHECK(check_kv_prediction(c, DType::f32).predicted_bytes_per_token ==
         2.0 * c.n_layers * c.n_kv_heads * c.head_size() * 4);
 }

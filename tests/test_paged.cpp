@@ -55,9 +55,9 @@ TEST_CASE("paged attention: the paged forward gives the contiguous cache's bits"
           "[paged][golden]") {
   const Case c = load_case();
   const std::unique_ptr<ModelRunner> runner = make_runner(c.model, Device::cpu);
-  for (KVType type : {KVType::f32, KVType::f16, KVType::int8}) {
+  for (DType type : {DType::f32, DType::f16, DType::int8}) {
     for (int block_size : {1, 16, 7}) {  // 7 divides none of the prompt lengths used
-      INFO("kv " << kv_type_name(type) << " block size " << block_size);
+      INFO("kv " << dtype_name(type) << " block size " << block_size);
       // Enough blocks for the longest sequence and the three-block spacer below (the golden
       // sequences are up to the model's 512 positions: 256 blocks of 1 would not hold them).
       std::size_t longest = 0;
@@ -118,7 +118,7 @@ TEST_CASE("paged attention kernel: the reference twin equals attention over gath
                                offsets.data(), token_seq.data(), pos.data(), 3, Nh, Nkv, hs, B);
   // Independent check: attention_kv_cpu through a KVRowsView with the same table.
   for (int t = 0; t < 3; ++t) {
-    kernels::KVRowsView k{kernels::KVType::f32, kpool.data(), nullptr,
+    kernels::KVRowsView k{DType::f32, kpool.data(), nullptr,
                           tables.data() + offsets[token_seq[t]], B};
     kernels::KVRowsView v = k;
     v.data = vpool.data();
@@ -134,7 +134,7 @@ TEST_CASE("block manager: reference counts, copy-on-write and fork on random ope
           "[paged][unit]") {
   const ModelConfig config = named_config("stories260K");
   const int B = 4, blocks = 24;
-  PagedKVManager kv(virtual_pools(config, KVType::f32), blocks, B);
+  PagedKVManager kv(virtual_pools(config, DType::f32), blocks, B);
   std::mt19937 rng(11);
   std::vector<std::unique_ptr<Sequence>> live;
   int next_id = 0;
@@ -197,7 +197,7 @@ TEST_CASE("block manager: copy-on-write keeps a forked sequence's own tokens", "
   // block; each must read back its own, and the shared prefix must be stored once.
   const Model model = make_synthetic_model("stories260K");
   const std::unique_ptr<ModelRunner> runner = make_runner(model, Device::cpu);
-  PagedKVManager kv(runner_pools(*runner, KVType::f32), 16, 4);
+  PagedKVManager kv(runner_pools(*runner, DType::f32), 16, 4);
   Sequence a;
   a.tokens = {1, 50, 60, 70, 80, 90};  // 6 positions: the second block is half full
   kv.allocate(a);
@@ -240,10 +240,10 @@ TEST_CASE("preemption: under memory pressure every request completes with its so
   spec.sampling.temperature = 0.0f;
   const auto reqs = generate_workload(spec);
   // Reference: plenty of memory, nobody preempted.
-  RealEngine roomy{&model, &tok, KVType::f32, Device::cpu, {}};
+  RealEngine roomy{&model, &tok, DType::f32, Device::cpu, {}};
   const EngineRun ref = run_real(reqs, {Policy::continuous, 12, 64}, roomy);
   CHECK(ref.preemptions == 0);
-  const std::size_t per_token = kv_bytes_per_token(model.config(), KVType::f32);
+  const std::size_t per_token = kv_storage_bytes_per_token(model.config(), DType::f32);
   for (Preempt policy : {Preempt::recompute, Preempt::swap}) {
     INFO(preempt_name(policy));
     RealEngine tight = roomy;
@@ -269,10 +269,10 @@ TEST_CASE("memory: a request that cannot fit is an error naming the numbers", "[
   Request r;
   r.prompt_len = 100;
   r.max_tokens = 100;
-  RealEngine e{&model, &tok, KVType::f32, Device::cpu, {}};
+  RealEngine e{&model, &tok, DType::f32, Device::cpu, {}};
   e.memory.allocator = Allocator::paged;
   e.memory.block_size = 16;
-  e.memory.budget_bytes = kv_bytes_per_token(model.config(), KVType::f32) * 16 * 4;
+  e.memory.budget_bytes = kv_storage_bytes_per_token(model.config(), DType::f32) * 16 * 4;
   try {
     run_real({r}, {}, e);
     FAIL("no error");
@@ -296,10 +296,10 @@ TEST_CASE("parallel sampling: each branch equals its solo run, and paging stores
   r.ignore_eos = true;
   r.sampling.temperature = 0.8f;
   r.sampling.seed = 5;
-  const std::size_t per_token = kv_bytes_per_token(model.config(), KVType::f32);
+  const std::size_t per_token = kv_storage_bytes_per_token(model.config(), DType::f32);
   std::map<std::string, EngineRun> runs;
   for (Allocator a : {Allocator::contiguous, Allocator::paged}) {
-    RealEngine e{&model, &tok, KVType::f32, Device::cpu, {}};
+    RealEngine e{&model, &tok, DType::f32, Device::cpu, {}};
     e.memory.allocator = a;
     e.memory.block_size = 8;
     e.memory.budget_bytes = per_token * 8 * 64;
@@ -313,7 +313,7 @@ TEST_CASE("parallel sampling: each branch equals its solo run, and paging stores
       Request solo = r;
       solo.n = 1;
       solo.sampling.seed = r.sampling.seed + 7919u * std::uint64_t(b);
-      const EngineRun alone = run_real({solo}, {Policy::continuous, 4, 64}, {&model, &tok, KVType::f32, Device::cpu, {}});
+      const EngineRun alone = run_real({solo}, {Policy::continuous, 4, 64}, {&model, &tok, DType::f32, Device::cpu, {}});
       CHECK(run.requests[std::size_t(b)].branch == b);
       CHECK(run.requests[std::size_t(b)].tokens == alone.requests[0].tokens);
     }
@@ -337,12 +337,12 @@ TEST_CASE("block size sweep: the engine's waste and the attention time at every 
   spec.output = parse_length_distribution("uniform:5:30");
   const auto reqs = generate_workload(spec);
   MemoryConfig memory;
-  memory.budget_bytes = kv_bytes_per_token(model.config(), KVType::f32) * 2048;
+  memory.budget_bytes = kv_storage_bytes_per_token(model.config(), DType::f32) * 2048;
   std::vector<int> served;  // the block sizes the engine was asked for, in order
   auto serve = [&](const MemoryConfig& m) {
     CHECK(m.allocator == Allocator::paged);
     served.push_back(m.block_size);
-    return run_real(reqs, {Policy::continuous, 6, 64}, {&model, &tok, KVType::f32, Device::cpu, m});
+    return run_real(reqs, {Policy::continuous, 6, 64}, {&model, &tok, DType::f32, Device::cpu, m});
   };
   const BlockSizeSweep s = block_size_sweep(serve, memory, model.config());
   CHECK(served == std::vector<int>{1, 4, 8, 16, 32, 64, 128});

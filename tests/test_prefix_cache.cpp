@@ -298,8 +298,8 @@ TEST_CASE("engine: with a prefix cache every request's greedy tokens equal those
   const Model model = make_synthetic_model("stories260K");
   const Tokenizer tok = Tokenizer::synthetic(model.config().vocab_size);
   const std::vector<Request> reqs = shared_prefix_requests(model.config().vocab_size);
-  const std::size_t per_token = kv_bytes_per_token(model.config(), KVType::f32);
-  RealEngine e{&model, &tok, KVType::f32, Device::cpu, {}};
+  const std::size_t per_token = kv_storage_bytes_per_token(model.config(), DType::f32);
+  RealEngine e{&model, &tok, DType::f32, Device::cpu, {}};
   e.memory.allocator = Allocator::paged;
   e.memory.block_size = 8;
   e.memory.budget_bytes = per_token * 8 * 200;
@@ -347,10 +347,10 @@ TEST_CASE("engine: the model's greedy text is the same with and without the cach
     r.sampling.temperature = 0.0f;
     reqs.push_back(r);
   }
-  RealEngine e{&model, &tok, KVType::f32, Device::cpu, {}};
+  RealEngine e{&model, &tok, DType::f32, Device::cpu, {}};
   e.memory.allocator = Allocator::paged;
   e.memory.block_size = 4;
-  e.memory.budget_bytes = kv_bytes_per_token(model.config(), KVType::f32) * 4 * 128;
+  e.memory.budget_bytes = kv_storage_bytes_per_token(model.config(), DType::f32) * 4 * 128;
   const SchedulerConfig one_at_a_time{Policy::continuous, 1, 64};
   const EngineRun off = run_real(reqs, one_at_a_time, e);
   e.memory.prefix_cache = PrefixCacheKind::radix;
@@ -379,10 +379,10 @@ TEST_CASE("engine: a chat's next turn reuses the whole conversation", "[prefix][
     reqs[i].parent = i - 1;
     reqs[i].think_time = 0.5;
   }
-  RealEngine e{&model, &tok, KVType::f32, Device::cpu, {}};
+  RealEngine e{&model, &tok, DType::f32, Device::cpu, {}};
   e.memory.allocator = Allocator::paged;
   e.memory.block_size = 4;
-  e.memory.budget_bytes = kv_bytes_per_token(model.config(), KVType::f32) * 4 * 64;
+  e.memory.budget_bytes = kv_storage_bytes_per_token(model.config(), DType::f32) * 4 * 64;
   const EngineRun off = run_real(reqs, {}, e);
   e.memory.prefix_cache = PrefixCacheKind::radix;
   const EngineRun on = run_real(reqs, {}, e);
@@ -411,10 +411,10 @@ TEST_CASE("engine: under memory pressure the cache evicts, and tokens do not cha
   spec.output = parse_length_distribution("uniform:5:20");
   spec.sampling.temperature = 0.0f;
   const auto reqs = generate_workload(spec);
-  RealEngine e{&model, &tok, KVType::f32, Device::cpu, {}};
+  RealEngine e{&model, &tok, DType::f32, Device::cpu, {}};
   e.memory.allocator = Allocator::paged;
   e.memory.block_size = 4;
-  e.memory.budget_bytes = kv_bytes_per_token(model.config(), KVType::f32) * 4 * 60;
+  e.memory.budget_bytes = kv_storage_bytes_per_token(model.config(), DType::f32) * 4 * 60;
   const SchedulerConfig sc{Policy::continuous, 3, 64};
   const EngineRun off = run_real(reqs, sc, e);
   for (PrefixCacheKind kind : {PrefixCacheKind::radix, PrefixCacheKind::hash}) {
@@ -437,7 +437,7 @@ TEST_CASE("scheduler: longest-prefix order keeps a small cache hitting where FCF
   e.config = named_config("llama3-8b");
   e.hardware = hardware_by_name("h100-sxm");
   const int B = 16;
-  const std::size_t per_token = kv_bytes_per_token(e.config, KVType::f32);
+  const std::size_t per_token = kv_storage_bytes_per_token(e.config, DType::f32);
   e.memory.allocator = Allocator::paged;
   e.memory.block_size = B;
   e.memory.prefix_cache = PrefixCacheKind::radix;
@@ -471,7 +471,7 @@ TEST_CASE("scheduler: longest-prefix order keeps a small cache hitting where FCF
 TEST_CASE("prefix cache: needs paged memory", "[prefix][engine]") {
   const Model model = make_synthetic_model("stories260K");
   const Tokenizer tok = Tokenizer::synthetic(model.config().vocab_size);
-  RealEngine e{&model, &tok, KVType::f32, Device::cpu, {}};
+  RealEngine e{&model, &tok, DType::f32, Device::cpu, {}};
   e.memory.prefix_cache = PrefixCacheKind::radix;
   Request r;
   r.prompt_len = 10;
@@ -486,7 +486,7 @@ TEST_CASE("engine: every shared-prefix workload saves prefill, the trie at least
   e.cost = cost_options_for(e.hardware);
   e.memory.allocator = Allocator::paged;
   e.memory.block_size = 16;
-  e.memory.budget_bytes = kv_bytes_per_token(e.config, KVType::f32) * 16 * 2048;
+  e.memory.budget_bytes = kv_storage_bytes_per_token(e.config, DType::f32) * 16 * 2048;
   for (WorkloadKind kind : {WorkloadKind::shared_prefix, WorkloadKind::few_shot,
                             WorkloadKind::multi_turn, WorkloadKind::rag}) {
     INFO(workload_kind_name(kind));
@@ -526,7 +526,7 @@ TEST_CASE("side channel: without a tenant salt a seen prefix answers faster, wit
   e.memory.allocator = Allocator::paged;
   e.memory.block_size = 16;
   e.memory.prefix_cache = PrefixCacheKind::radix;
-  e.memory.budget_bytes = kv_bytes_per_token(e.config, KVType::f32) * 16 * 1024;
+  e.memory.budget_bytes = kv_storage_bytes_per_token(e.config, DType::f32) * 16 * 1024;
   auto serve = [&](const std::vector<Request>& reqs) { return run_sim(reqs, {}, e); };
   const SideChannel open = measure_side_channel(serve, 2000, 1.0, /*salted=*/false);
   const SideChannel closed = measure_side_channel(serve, 2000, 1.0, /*salted=*/true);

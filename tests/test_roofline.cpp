@@ -78,7 +78,7 @@ TEST_CASE("linear-layer intensity ~ tokens in the batch (BF16)", "[unit][rooflin
   CHECK(inferlab::linear_cost("w", 1, 4096, 4096, DType::bf16, DType::bf16).intensity() ==
         Approx(1.0).epsilon(1e-3));
   // float32 weights halve it: the CPU engine's batch-1 decode is at ~0.5 FLOP/byte.
-  CHECK(inferlab::linear_cost("w", 1, 4096, 4096, DType::fp32, DType::fp32).intensity() ==
+  CHECK(inferlab::linear_cost("w", 1, 4096, 4096, DType::f32, DType::f32).intensity() ==
         Approx(0.5).epsilon(1e-3));
   const auto ops = inferlab::linear_layer_costs(named_config("llama3-8b"), 64);
   REQUIRE(ops.size() == 8);

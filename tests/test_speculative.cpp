@@ -92,7 +92,7 @@ TEST_CASE("attention over listed rows matches its reference, and the full list i
   // Token 0: rows 0..9 (causal at 9); token 1: a gappy tree path; token 2: one row.
   const std::vector<int> begin = {0, 10, 16, 17};
   const std::vector<int> rows = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 0, 1, 2, 12, 15, 19, 7};
-  for (kernels::KVType type : {kernels::KVType::f32, kernels::KVType::f16, kernels::KVType::int8}) {
+  for (DType type : {DType::f32, DType::f16, DType::int8}) {
     const std::size_t elem = kernels::kv_element_bytes(type);
     std::vector<std::uint8_t> kd(kf.size() * elem), vd(vf.size() * elem);
     std::vector<float> ks(std::size_t(S) * Nkv), vs(ks.size());
@@ -229,7 +229,7 @@ struct PagedFixture {
   PagedKVRollback rollback;
   ForwardPass pass;
   PagedFixture(int blocks, int B)
-      : pool(model.config(), blocks, B, KVType::f32),
+      : pool(model.config(), blocks, B, DType::f32),
         alloc(blocks),
         seq(pool),
         rollback(seq, alloc),

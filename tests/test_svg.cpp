@@ -332,7 +332,7 @@ TEST_CASE("chapters 05 and 06: KV memory, block tables, TTFT and the trie are re
   inferlab::SimEngine e = h100_llama3_8b();
   e.cost = inferlab::cost_options_for(e.hardware);
   e.memory.block_size = 16;
-  e.memory.budget_bytes = inferlab::kv_bytes_per_token(e.config, inferlab::KVType::f32) * 16 * 512;
+  e.memory.budget_bytes = inferlab::kv_storage_bytes_per_token(e.config, inferlab::DType::f32) * 16 * 512;
   inferlab::WorkloadSpec spec;
   spec.kind = inferlab::WorkloadKind::shared_prefix;
   spec.requests = 120;

@@ -18,6 +18,7 @@
 
 #include "inferlab/app/chapter_cli.hpp"
 #include "inferlab/base/error.hpp"
+#include "inferlab/base/units.hpp"
 #include "inferlab/runtime/generate.hpp"
 #include "inferlab/app/cli_checks.hpp"
 #include "inferlab/analysis/kv_calc.hpp"
@@ -73,7 +74,7 @@ void write_plot(const std::string& path, const std::vector<StepLatency>& steps,
 // Everything the chapter measured, for print_result() and result_json().
 struct Result {
   GenerationResult generation;      // the cached loop's run
-  KVType kv_type = KVType::f32;     // its KV storage
+  DType kv_type = DType::f32;     // its KV storage
   std::vector<StepLatency> lesson;  // naive vs cached step at growing positions
   std::vector<KVQuality> quality;   // --compare-kv: each storage type against f32
   KVPredictionCheck prediction;     // the calculator against the cache's allocation
@@ -118,12 +119,12 @@ nlohmann::json result_json(const LoadedModel& m, const Options& o, const Result&
   const GenerationResult& r = res.generation;
   const KVPredictionCheck& p = res.prediction;
   nlohmann::json out = generation_json("02_kv_cache", m, o.gen, r);
-  out["kv_calculator_check"] = {{"dtype", kv_type_name(p.type)},
+  out["kv_calculator_check"] = {{"dtype", dtype_name(p.type)},
                                 {"predicted_bytes_per_token", p.predicted_bytes_per_token},
                                 {"allocated_bytes_per_token", p.allocated_bytes_per_token},
                                 {"equal", p.equal()}};
   if (res.sizing) out["kv_calc"] = sizing_json(*res.sizing);
-  out["kv_cache"] = {{"dtype", kv_type_name(res.kv_type)},
+  out["kv_cache"] = {{"dtype", dtype_name(res.kv_type)},
                      {"bytes_per_token", r.kv_bytes_per_token},
                      {"bytes_in_use", r.kv_bytes_in_use}};
   nlohmann::json rows = nlohmann::json::array();
@@ -136,7 +137,7 @@ nlohmann::json result_json(const LoadedModel& m, const Options& o, const Result&
   if (!res.quality.empty()) {
     nlohmann::json q = nlohmann::json::array();
     for (const KVQuality& k : res.quality)
-      q.push_back({{"dtype", kv_type_name(k.type)}, {"bytes_per_token", k.bytes_per_token},
+      q.push_back({{"dtype", dtype_name(k.type)}, {"bytes_per_token", k.bytes_per_token},
                    {"max_abs_logit_diff", k.max_abs_logit_diff},
                    {"mean_abs_logit_diff", k.mean_abs_logit_diff}, {"positions", k.positions},
                    {"argmax_changed", k.argmax_changed}, {"sequences", k.sequences},
@@ -154,7 +155,7 @@ void print_result(const Options& o, const Result& res) {
   std::printf("KV cache:         %zu positions x %zu bytes = %.1f KiB in use (%s); the "
               "calculator predicts %.0f bytes/token: %s\n",
               r.tokens.size() - 1, r.kv_bytes_per_token, r.kv_bytes_in_use / 1024.0,
-              kv_type_name(res.kv_type), res.prediction.predicted_bytes_per_token,
+              dtype_name(res.kv_type), res.prediction.predicted_bytes_per_token,
               res.prediction.equal() ? "equal" : "DIFFERENT");
 
   std::printf("\nnaive step vs cached step (median of %d; same tokens, same position):\n", o.reps);
@@ -183,7 +184,7 @@ void print_result(const Options& o, const Result& res) {
     std::printf("  %5s  %11s  %13s  %14s  %16s  %15s\n", "type", "bytes/token", "max |dlogit|",
                 "mean |dlogit|", "argmax changed", "tokens changed");
     for (const KVQuality& k : res.quality)
-      std::printf("  %5s  %11zu  %13.5f  %14.6f  %9d / %-5d  %8d in %d/%d\n", kv_type_name(k.type),
+      std::printf("  %5s  %11zu  %13.5f  %14.6f  %9d / %-5d  %8d in %d/%d\n", dtype_name(k.type),
                   k.bytes_per_token, k.max_abs_logit_diff, k.mean_abs_logit_diff, k.argmax_changed,
                   k.positions, k.tokens_changed, k.sequences_changed, k.sequences);
   }
@@ -195,8 +196,8 @@ void print_result(const Options& o, const Result& res) {
 int run(const Options& o) {
   const GenerationFlags& f = o.gen;
   Result res;
-  res.kv_type = parse_kv_type(o.kv_dtype);
-  const KVType kv_type = res.kv_type;
+  res.kv_type = parse_kv_dtype(o.kv_dtype);
+  const DType kv_type = res.kv_type;
   if (!o.kv_calc.empty()) res.sizing = kv_sizing_table(o.kv_calc, o.kv_context);
   if (!o.plot.empty()) require_writable_output(o.plot, "--plot");
   const LoadedModel m = load_model(f);
@@ -217,9 +218,9 @@ int run(const Options& o) {
     print_run_header("InferLab chapter 02: the KV cache", m, f,
                      fmt::format("KV cache:  {}, {} bytes per token ({} layers x {} KV heads x {} "
                                  "head dim x 2 (K and V){})",
-                                 kv_type_name(kv_type), res.prediction.allocated_bytes_per_token,
+                                 dtype_name(kv_type), res.prediction.allocated_bytes_per_token,
                                  c.n_layers, c.n_kv_heads, c.head_size(),
-                                 kv_type == KVType::int8 ? " + per-head scales" : ""));
+                                 kv_type == DType::int8 ? " + per-head scales" : ""));
   }
 
   // --- generate with the cache ---
@@ -243,9 +244,9 @@ int run(const Options& o) {
   if (!o.plot.empty()) write_plot(o.plot, res.lesson, title_model_name(m.model->name()));
 
   if (o.compare_kv) {
-    for (KVType t : {KVType::f32, KVType::f16, KVType::int8}) {
+    for (DType t : {DType::f32, DType::f16, DType::int8}) {
       if (!f.json) std::fprintf(stderr, "\n[comparing %s against f32 over %zu prompts...]",
-                                kv_type_name(t), kQualityPrompts.size());
+                                dtype_name(t), kQualityPrompts.size());
       res.quality.push_back(compare_kv_type(*m.model, *m.tokenizer, kQualityPrompts, f.steps, t));
     }
   }

@@ -29,6 +29,7 @@
 #include "inferlab/app/plots.hpp"
 #include "inferlab/base/error.hpp"
 #include "inferlab/base/safe_files.hpp"
+#include "inferlab/base/units.hpp"
 #include "inferlab/model/model.hpp"
 
 using namespace inferlab;

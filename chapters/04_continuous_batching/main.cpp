@@ -259,7 +259,7 @@ int run(const Options& o) {
   std::vector<Policy> policies;
   if (o.policy == "both") policies = {Policy::static_batching, Policy::continuous};
   else policies = {parse_policy(o.policy)};
-  const KVType kv_type = parse_kv_type(o.kv_dtype);
+  const DType kv_type = parse_kv_dtype(o.kv_dtype);
   const Slo slo{o.slo_ttft, o.slo_tpot};
   if (!o.perfetto.empty()) require_writable_output(o.perfetto, "--perfetto");
   if (!o.plot.empty()) require_writable_output(o.plot, "--plot");

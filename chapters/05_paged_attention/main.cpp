@@ -87,7 +87,7 @@ struct Result {
   bool sim = false;                      // --clock sim
   std::string model;                     // the model's name, or the simulated configuration
   std::string workload;                  // the workload's description
-  KVType kv_type = KVType::f32;          // KV storage
+  DType kv_type = DType::f32;          // KV storage
   Preempt preempt = Preempt::recompute;  // what happens when memory runs out
   std::vector<EngineRun> runs;           // one per allocator
   std::vector<MemorySummary> summaries;  // runs[i]'s
@@ -102,7 +102,7 @@ nlohmann::json result_json(const Options& o, const Result& res) {
                         {"clock", o.serving.clock},
                         {"workload", res.workload},
                         {"n", o.n},
-                        {"kv_dtype", kv_type_name(res.kv_type)},
+                        {"kv_dtype", dtype_name(res.kv_type)},
                         {"preempt", preempt_name(res.preempt)},
                         {"same_tokens_across_allocators", res.same_tokens}};
   const Slo slo{};
@@ -165,8 +165,8 @@ int run(const Options& o) {
   if (o.allocator == "both") allocators = {Allocator::contiguous, Allocator::paged};
   else allocators = {parse_allocator(o.allocator)};
   res.preempt = parse_preempt(o.preempt);
-  res.kv_type = parse_kv_type(o.kv_dtype);
-  const KVType kv_type = res.kv_type;
+  res.kv_type = parse_kv_dtype(o.kv_dtype);
+  const DType kv_type = res.kv_type;
   const Workload w = make_workload(o.serving, f.sampling);
   res.workload = w.description;
   std::vector<Request> requests = w.requests;
@@ -179,7 +179,7 @@ int run(const Options& o) {
   }
   res.model = sim ? o.serving.config : m.model->name();
   const ModelConfig& config = sim ? sim_engine.config : m.model->config();
-  const std::size_t per_token = kv_bytes_per_token(config, kv_type);
+  const std::size_t per_token = kv_storage_bytes_per_token(config, kv_type);
   MemoryConfig memory;
   memory.block_size = o.block_size;
   memory.reserve = o.reserve == "context" ? Reserve::context : Reserve::max_tokens;
@@ -209,7 +209,7 @@ int run(const Options& o) {
                 o.n > 1 ? fmt::format(", {} parallel samples each", o.n).c_str() : "");
     std::printf("memory:    %.2f MiB of KV (%zu bytes per position in %s = %zu positions); "
                 "blocks of %d; contiguous reserves %s; preemption: %s\n",
-                memory.budget_bytes / kMiB, per_token, kv_type_name(kv_type),
+                memory.budget_bytes / kMiB, per_token, dtype_name(kv_type),
                 memory.budget_bytes / per_token, o.block_size,
                 o.reserve == "context" ? "the whole context" : "prompt + max_tokens",
                 preempt_name(res.preempt));

@@ -193,7 +193,7 @@ int run(const Options& o) {
   res.model = sim ? o.serving.config : m.model->name();
   const ModelConfig& config = sim ? sim_engine.config : m.model->config();
   check_workload_lengths(w, o.serving, *m.tokenizer, config);
-  const std::size_t per_token = kv_bytes_per_token(config, KVType::f32);
+  const std::size_t per_token = kv_storage_bytes_per_token(config, DType::f32);
   MemoryConfig memory;
   memory.allocator = Allocator::paged;
   memory.block_size = o.block_size;
@@ -201,7 +201,7 @@ int run(const Options& o) {
                                                : per_token * 4096;
   res.kv_bytes_budget = memory.budget_bytes;
   // The budget and block size are checked now, before any work (a manager with no storage).
-  make_kv_manager(memory, virtual_pools(config, KVType::f32), config, KVType::f32);
+  make_kv_manager(memory, virtual_pools(config, DType::f32), config, DType::f32);
   SchedulerConfig sc = scheduler_config(o.serving, Policy::continuous);
   sc.order = order;
   const Device device = parse_device(f.device);
@@ -217,7 +217,7 @@ int run(const Options& o) {
       e.memory = mem;
       return run_sim(reqs, s, e);
     }
-    return run_real(reqs, s, {&*m.model, &*m.tokenizer, KVType::f32, device, mem});
+    return run_real(reqs, s, {&*m.model, &*m.tokenizer, DType::f32, device, mem});
   };
 
   if (!f.json) {

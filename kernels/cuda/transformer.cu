@@ -157,11 +157,11 @@ void CudaKVPool::write_block(int id, const float* host) {
 }
 
 struct CudaTransformer::Impl {
-  CudaModelDesc d;  ///< dimensions only: the host weight pointers are cleared after the upload
+  ModelConfig d;  ///< the model's dimensions (its weights are uploaded, the host pointers not kept)
   /// hs = D / Nh, floats per head.
   int head_size = 0, kv_dim = 0;  ///< KV = Nkv * hs, floats of one token's keys in one layer
   Stream stream;  ///< every kernel and copy is enqueued here, in order
-  // Weights, shapes as in CudaModelDesc.
+  // Weights, shapes as in inferlab::Weights.
   /// (V, D) embedding table; also the classifier when shared
   DeviceBuffer<float> token_embedding, rms_att, wq, wk, wv, wo, rms_ffn, w1, w2, w3, rms_final,
       wcls_separate;  ///< (V, D) a classifier of its own; empty when shared with the embedding
@@ -222,9 +222,9 @@ struct CudaTransformer::Impl {
   /// @var pos
   /// (C) position of each token of the call
 
-  /// @brief Validates @p desc, uploads the weights and allocates the KV cache (see the
+  /// @brief Validates @p config, uploads @p weights and allocates the KV cache (see the
   /// CudaTransformer constructor).
-  explicit Impl(const CudaModelDesc& desc);
+  Impl(const ModelConfig& config, const Weights& weights);
   /// @brief Grows the activation buffers to hold @p T tokens (no-op when capacity >= T).
   void reserve(int T);
   /// @brief Runs the layers over @p T tokens from @p host_tokens at positions start_pos..;
@@ -236,7 +236,7 @@ struct CudaTransformer::Impl {
                            bool all_logits);
 };
 
-CudaTransformer::Impl::Impl(const CudaModelDesc& desc) : d(desc) {
+CudaTransformer::Impl::Impl(const ModelConfig& config, const Weights& w) : d(config) {
   auto bad = [](const std::string& what) {
     throw std::invalid_argument("CudaTransformer: " + what);
   };
@@ -251,27 +251,24 @@ CudaTransformer::Impl::Impl(const CudaModelDesc& desc) : d(desc) {
   require_cuda_device();
 
   const std::size_t D = d.dim, H = d.hidden_dim, L = d.n_layers, V = d.vocab_size, KV = kv_dim;
-  token_embedding = upload_tensor(d.token_embedding, V * D, "token_embedding");
-  rms_att = upload_tensor(d.rms_att, L * D, "rms_att");
-  wq = upload_tensor(d.wq, L * D * D, "wq");
-  wk = upload_tensor(d.wk, L * KV * D, "wk");
-  wv = upload_tensor(d.wv, L * KV * D, "wv");
-  wo = upload_tensor(d.wo, L * D * D, "wo");
-  rms_ffn = upload_tensor(d.rms_ffn, L * D, "rms_ffn");
-  w1 = upload_tensor(d.w1, L * H * D, "w1");
-  w2 = upload_tensor(d.w2, L * D * H, "w2");
-  w3 = upload_tensor(d.w3, L * H * D, "w3");
-  rms_final = upload_tensor(d.rms_final, D, "rms_final");
-  if (d.wcls == nullptr || d.wcls == d.token_embedding) {
+  token_embedding = upload_tensor(w.token_embedding, V * D, "token_embedding");
+  rms_att = upload_tensor(w.rms_att, L * D, "rms_att");
+  wq = upload_tensor(w.wq, L * D * D, "wq");
+  wk = upload_tensor(w.wk, L * KV * D, "wk");
+  wv = upload_tensor(w.wv, L * KV * D, "wv");
+  wo = upload_tensor(w.wo, L * D * D, "wo");
+  rms_ffn = upload_tensor(w.rms_ffn, L * D, "rms_ffn");
+  w1 = upload_tensor(w.w1, L * H * D, "w1");
+  w2 = upload_tensor(w.w2, L * D * H, "w2");
+  w3 = upload_tensor(w.w3, L * H * D, "w3");
+  rms_final = upload_tensor(w.rms_final, D, "rms_final");
+  if (w.wcls == nullptr || w.wcls == w.token_embedding) {
     wcls = token_embedding.data();  // shared classifier: one copy on the device too
   } else {
-    wcls_separate = upload_tensor(d.wcls, V * D, "wcls");
+    wcls_separate = upload_tensor(w.wcls, V * D, "wcls");
     wcls = wcls_separate.data();
   }
   // The host pointers are not kept: the caller may free its weights after construction.
-  const CudaModelDesc dims_only{d.dim, d.hidden_dim, d.n_layers, d.n_heads, d.n_kv_heads,
-                                d.vocab_size, d.seq_len, d.rope_theta, d.norm_eps};
-  d = dims_only;
 
   own_pool = std::make_unique<CudaKVPool>(d.n_layers, kv_dim, 1, d.seq_len);
   next_token = DeviceBuffer<int>(1);
@@ -453,7 +450,8 @@ int CudaTransformer::forward_batch(const CudaBatchEntry* entries, int n, CudaKVP
   return rows;
 }
 
-CudaTransformer::CudaTransformer(const CudaModelDesc& desc) : impl_(std::make_unique<Impl>(desc)) {}
+CudaTransformer::CudaTransformer(const ModelConfig& config, const Weights& weights)
+    : impl_(std::make_unique<Impl>(config, weights)) {}
 CudaTransformer::~CudaTransformer() = default;
 CudaTransformer::CudaTransformer(CudaTransformer&&) noexcept = default;
 CudaTransformer& CudaTransformer::operator=(CudaTransformer&&) noexcept = default;
@@ -487,7 +485,7 @@ int CudaTransformer::forward_top_p(const int* tokens, int T, int start_pos, floa
 
 void CudaTransformer::reset() { impl_->length = 0; }
 int CudaTransformer::length() const { return impl_->length; }
-const CudaModelDesc& CudaTransformer::desc() const { return impl_->d; }
+const ModelConfig& CudaTransformer::config() const { return impl_->d; }
 
 std::size_t CudaTransformer::weight_bytes() const {
   const Impl& m = *impl_;

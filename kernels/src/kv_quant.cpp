@@ -8,32 +8,29 @@
 #include <Eigen/Core>  // Eigen::half: IEEE binary16 with round-to-nearest-even conversions
 
 #include "inferlab/kernels/attention.hpp"
+#include "inferlab/kernels/error.hpp"
 #include "attend.hpp"
 
 namespace inferlab::kernels {
 
-std::size_t kv_element_bytes(KVType type) {
-  switch (type) {
-    case KVType::f32: return 4;
-    case KVType::f16: return 2;
-    case KVType::int8: return 1;
-  }
-  return 0;
+std::size_t kv_element_bytes(DType type) {
+  require_kv_storage(type, "kv_element_bytes");
+  return std::size_t(dtype_bytes(type));
 }
 
-void kv_store_rows(KVType type, void* data, float* scales, const float* x, int rows,
+void kv_store_rows(DType type, void* data, float* scales, const float* x, int rows,
                    int n_kv_heads, int head_size) {
   const std::size_t n = std::size_t(rows) * n_kv_heads * head_size;
   switch (type) {
-    case KVType::f32:
+    case DType::f32:
       std::copy(x, x + n, static_cast<float*>(data));
       return;
-    case KVType::f16: {
+    case DType::f16: {
       auto* h = static_cast<Eigen::half*>(data);
       for (std::size_t i = 0; i < n; ++i) h[i] = Eigen::half(x[i]);
       return;
     }
-    case KVType::int8: {
+    case DType::int8: {
       auto* q = static_cast<std::int8_t*>(data);
       // Symmetric quantization per (row, head): the head's largest magnitude maps to 127, so
       // each head keeps its own range (heads differ by orders of magnitude in real models).
@@ -49,28 +46,30 @@ void kv_store_rows(KVType type, void* data, float* scales, const float* x, int r
       }
       return;
     }
+    default: require_kv_storage(type, "kv_store_rows");  // bf16, fp8, int4: throws
   }
 }
 
-void kv_load_rows(KVType type, float* out, const void* data, const float* scales, int rows,
+void kv_load_rows(DType type, float* out, const void* data, const float* scales, int rows,
                   int n_kv_heads, int head_size) {
   const std::size_t n = std::size_t(rows) * n_kv_heads * head_size;
   switch (type) {
-    case KVType::f32: {
+    case DType::f32: {
       const auto* f = static_cast<const float*>(data);
       std::copy(f, f + n, out);
       return;
     }
-    case KVType::f16: {
+    case DType::f16: {
       const auto* h = static_cast<const Eigen::half*>(data);
       for (std::size_t i = 0; i < n; ++i) out[i] = float(h[i]);
       return;
     }
-    case KVType::int8: {
+    case DType::int8: {
       const auto* q = static_cast<const std::int8_t*>(data);
       for (std::size_t i = 0; i < n; ++i) out[i] = scales[i / head_size] * float(q[i]);
       return;
     }
+    default: require_kv_storage(type, "kv_load_rows");  // bf16, fp8, int4: throws
   }
 }
 
@@ -117,19 +116,20 @@ template <class KLoad>
 void dispatch_v(float* out, const float* q, const KLoad& kl, const KVRowsView& v, const int* pos,
                 int T, int n_heads, int n_kv_heads, int head_size, const detail::RowMap& row) {
   switch (v.type) {
-    case KVType::f32:
+    case DType::f32:
       detail::attend_all(out, q, kl, detail::LoadF32{static_cast<const float*>(v.data), head_size},
                          pos, T, n_heads, n_kv_heads, head_size, row);
       return;
-    case KVType::f16:
+    case DType::f16:
       detail::attend_all(out, q, kl, LoadF16{static_cast<const Eigen::half*>(v.data), head_size},
                          pos, T, n_heads, n_kv_heads, head_size, row);
       return;
-    case KVType::int8:
+    case DType::int8:
       detail::attend_all(out, q, kl,
                          LoadI8{static_cast<const std::int8_t*>(v.data), v.scales, head_size}, pos,
                          T, n_heads, n_kv_heads, head_size, row);
       return;
+    default: require_kv_storage(v.type, "attention_kv_cpu");  // bf16, fp8, int4: throws
   }
 }
 
@@ -144,18 +144,19 @@ void attention_kv_cpu(float* out, const float* q, const KVRowsView& k, const KVR
   }
   const detail::RowMap row{k.block_table, k.block_size};
   switch (k.type) {
-    case KVType::f32:
+    case DType::f32:
       dispatch_v(out, q, detail::LoadF32{static_cast<const float*>(k.data), head_size}, v, pos, T,
                  n_heads, n_kv_heads, head_size, row);
       return;
-    case KVType::f16:
+    case DType::f16:
       dispatch_v(out, q, LoadF16{static_cast<const Eigen::half*>(k.data), head_size}, v, pos, T,
                  n_heads, n_kv_heads, head_size, row);
       return;
-    case KVType::int8:
+    case DType::int8:
       dispatch_v(out, q, LoadI8{static_cast<const std::int8_t*>(k.data), k.scales, head_size}, v,
                  pos, T, n_heads, n_kv_heads, head_size, row);
       return;
+    default: require_kv_storage(k.type, "attention_kv_cpu");  // bf16, fp8, int4: throws
   }
 }
 
@@ -165,11 +166,12 @@ namespace {
 template <class F>
 void with_loader(const KVRowsView& view, int head_size, F&& f) {
   switch (view.type) {
-    case KVType::f32: f(detail::LoadF32{static_cast<const float*>(view.data), head_size}); return;
-    case KVType::f16: f(LoadF16{static_cast<const Eigen::half*>(view.data), head_size}); return;
-    case KVType::int8:
+    case DType::f32: f(detail::LoadF32{static_cast<const float*>(view.data), head_size}); return;
+    case DType::f16: f(LoadF16{static_cast<const Eigen::half*>(view.data), head_size}); return;
+    case DType::int8:
       f(LoadI8{static_cast<const std::int8_t*>(view.data), view.scales, head_size});
       return;
+    default: require_kv_storage(view.type, "attention_kv_rows_cpu");  // bf16, fp8, int4: throws
   }
 }
 

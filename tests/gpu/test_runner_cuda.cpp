@@ -67,8 +67,8 @@ TEST_CASE("CUDA runner: the ragged batched step equals the CPU runner's on the g
   const auto cpu = make_runner(model, Device::cpu);
   const auto gpu = make_runner(model, Device::cuda);
   // Paged pools on both devices: blocks of 16, every sequence with its own table.
-  auto cpu_pool = cpu->make_pool(256, 16, KVType::f32);
-  auto gpu_pool = gpu->make_pool(256, 16, KVType::f32);
+  auto cpu_pool = cpu->make_pool(256, 16, DType::f32);
+  auto gpu_pool = gpu->make_pool(256, 16, DType::f32);
   std::vector<KVSequence> cs, gs;
   std::vector<std::vector<int>> tokens;
   int next_block = 0;
@@ -124,7 +124,7 @@ TEST_CASE("CUDA engine: greedy serving on the GPU gives the golden tokens (conti
   }
   for (Allocator a : {Allocator::contiguous, Allocator::paged}) {
     INFO(allocator_name(a));
-    RealEngine e{&model, &tok, KVType::f32, Device::cuda};
+    RealEngine e{&model, &tok, DType::f32, Device::cuda};
     e.memory.allocator = a;
     e.memory.budget_bytes = a == Allocator::paged ? (std::size_t(64) << 20) : 0;
     const EngineRun run = run_real(reqs, {Policy::continuous, 4, 16}, e);

@@ -5,7 +5,6 @@
 #include <nlohmann/json.hpp>
 
 #include "gpu_test_support.hpp"
-#include "inferlab/runtime/cuda_model.hpp"
 #include "inferlab/runtime/forward.hpp"
 #include "inferlab/kernels/cuda/transformer.hpp"
 #include "inferlab/model/model.hpp"
@@ -46,7 +45,7 @@ TEST_CASE("CUDA forward matches the CPU logits and greedy tokens on the golden p
   const auto golden = nlohmann::json::parse(in);
   REQUIRE(golden["cases"].size() >= 6);
   const int V = model.config().vocab_size;
-  cuda::CudaTransformer gpu(cuda_model_desc(model));
+  cuda::CudaTransformer gpu(model.config(), model.weights());
   ForwardPass cpu(model);
   std::vector<float> cpu_logits, gpu_logits(V);
   int near_ties = 0, compared = 0;
@@ -117,7 +116,7 @@ TEST_CASE("CudaTransformer rejects bad calls and leaves its cache unchanged",
   SyntheticOptions opt;
   opt.seq_len = 16;
   const Model model = make_synthetic_model("stories260K", opt);
-  cuda::CudaTransformer gpu(cuda_model_desc(model));
+  cuda::CudaTransformer gpu(model.config(), model.weights());
   std::vector<float> logits(std::size_t(17) * model.config().vocab_size);
   const std::vector<int> bad = {1, 512}, neg = {-1}, one = {1}, long_seq(17, 5);
   REQUIRE_THROWS_AS(gpu.forward(one.data(), 0, 0, false, logits.data()), std::invalid_argument);
@@ -136,10 +135,10 @@ TEST_CASE("CudaTransformer rejects bad calls and leaves its cache unchanged",
   CHECK(gpu.length() == 0);
   CHECK(gpu.weight_bytes() > 0);
 
-  cuda::CudaModelDesc no_weights = cuda_model_desc(model);
-  no_weights.wq = nullptr;
-  REQUIRE_THROWS_WITH(cuda::CudaTransformer(no_weights), Catch::Contains("wq"));
-  cuda::CudaModelDesc odd = cuda_model_desc(model);
+  Weights no_wq = model.weights();
+  no_wq.wq = nullptr;
+  REQUIRE_THROWS_WITH(cuda::CudaTransformer(model.config(), no_wq), Catch::Contains("wq"));
+  ModelConfig odd = model.config();
   odd.n_kv_heads = 3;
-  REQUIRE_THROWS_AS(cuda::CudaTransformer(odd), std::invalid_argument);
+  REQUIRE_THROWS_AS(cuda::CudaTransformer(odd, model.weights()), std::invalid_argument);
 }

@@ -9,44 +9,6 @@
 
 namespace inferlab {
 
-double dtype_bytes(DType type) {
-  switch (type) {
-    case DType::fp32: return 4.0;
-    case DType::fp16:
-    case DType::bf16: return 2.0;
-    case DType::fp8:
-    case DType::int8: return 1.0;
-    case DType::int4: return 0.5;  // two numbers per byte
-  }
-  return 0.0;
-}
-
-const char* dtype_name(DType type) {
-  switch (type) {
-    case DType::fp32: return "fp32";
-    case DType::fp16: return "fp16";
-    case DType::bf16: return "bf16";
-    case DType::fp8: return "fp8";
-    case DType::int8: return "int8";
-    case DType::int4: return "int4";
-  }
-  return "?";
-}
-
-std::vector<DType> all_dtypes() {
-  return {DType::fp32, DType::fp16, DType::bf16, DType::fp8, DType::int8, DType::int4};
-}
-
-DType parse_dtype(const std::string& name) {
-  for (DType t : all_dtypes())
-    if (name == dtype_name(t)) return t;
-  if (name == "f32" || name == "float32") return DType::fp32;
-  if (name == "f16" || name == "float16") return DType::fp16;
-  if (name == "bfloat16") return DType::bf16;
-  throw Error(fmt::format("unknown number format '{}'; known: fp32, fp16, bf16, fp8, int8, int4",
-                          name));
-}
-
 double kv_bytes_per_token(const ModelConfig& config, DType kv, double scale_bytes_per_head) {
   // 2 (one key and one value) x layers x KV heads x head size: GQA stores Nkv heads, not Nh.
   const double numbers = 2.0 * config.n_layers * config.n_kv_heads * config.head_size();
@@ -107,20 +69,6 @@ std::string memory_fit_message(const MemoryFit& fit) {
                      "device has {:.1f} GB",
                      fit.needed_bytes / 1e9, fit.weight_bytes / 1e9, fit.kv_bytes / 1e9,
                      fit.device_bytes / 1e9);
-}
-
-std::string format_bytes(double bytes) {
-  static const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  static const char* kDecimal[] = {"B", "kB", "MB", "GB", "TB"};
-  int u = 0;
-  double v = bytes;
-  while (std::abs(v) >= 1024.0 && u < 4) {
-    v /= 1024.0;
-    ++u;
-  }
-  std::string s = u == 0 ? fmt::format("{:.0f} B", v) : fmt::format("{:.3g} {}", v, kUnits[u]);
-  if (u > 0) s += fmt::format(" ({:.3g} {})", bytes / std::pow(1000.0, u), kDecimal[u]);
-  return s;
 }
 
 }  // namespace inferlab

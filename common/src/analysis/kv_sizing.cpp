@@ -33,12 +33,10 @@ KVSizingTable kv_sizing_table(const std::string& name, std::int64_t context) {
   return t;
 }
 
-KVPredictionCheck check_kv_prediction(const ModelConfig& config, KVType type) {
-  const DType dtype = type == KVType::f32   ? DType::fp32
-                      : type == KVType::f16 ? DType::fp16
-                                            : DType::int8;
-  const double scale_bytes = type == KVType::int8 ? sizeof(float) : 0.0;
-  return {type, kv_bytes_per_token(config, dtype, scale_bytes),
+KVPredictionCheck check_kv_prediction(const ModelConfig& config, DType type) {
+  // The calculator counts the int8 storage's per-row scales as extra bytes per head.
+  const double scale_bytes = type == DType::int8 ? sizeof(float) : 0.0;
+  return {type, kv_bytes_per_token(config, type, scale_bytes),
           KVCache(config, 1, type).bytes_per_token()};
 }
 

@@ -16,7 +16,7 @@
 namespace inferlab {
 
 std::vector<StepLatency> compare_step_latency(const Model& model, const std::vector<int>& tokens,
-                                              const std::vector<int>& positions, KVType kv_type,
+                                              const std::vector<int>& positions, DType kv_type,
                                               int reps) {
   const ModelConfig& c = model.config();
   std::unique_ptr<ModelRunner> runner = make_runner(model, Device::cpu);
@@ -65,11 +65,11 @@ std::vector<StepLatency> compare_step_latency(const Model& model, const std::vec
 }
 
 KVQuality compare_kv_type(const Model& model, const Tokenizer& tokenizer,
-                          const std::vector<std::string>& prompts, int steps, KVType type) {
+                          const std::vector<std::string>& prompts, int steps, DType type) {
   const ModelConfig& c = model.config();
   KVQuality q;
   q.type = type;
-  q.bytes_per_token = kv_bytes_per_token(c, type);
+  q.bytes_per_token = kv_storage_bytes_per_token(c, type);
   std::unique_ptr<ModelRunner> runner = make_runner(model, Device::cpu);
   double sum = 0.0;
   long count = 0;
@@ -86,7 +86,7 @@ KVQuality compare_kv_type(const Model& model, const Tokenizer& tokenizer,
     // (1) Teacher-forced: both caches see the f32 greedy sequence, so position i compares like
     // with like even after the free-running sequences would have diverged.
     const std::span<const int> fed(ref.tokens.data(), ref.tokens.size() - 1);
-    KVCache ref_cache = make_cache(*runner, int(fed.size()), KVType::f32);
+    KVCache ref_cache = make_cache(*runner, int(fed.size()), DType::f32);
     KVCache cache = make_cache(*runner, int(fed.size()), type);
     std::vector<float> a, b;
     run_sequence(*runner, fed, 0, ref_cache, LogitsMode::all, a);

@@ -33,7 +33,7 @@ double attention_flops_per_pair(const ModelConfig& c) {
 
 CostOptions cost_options_for(const Hardware& hardware) {
   CostOptions o;
-  if (hardware.dtype == "fp32") o.weight_dtype = o.kv_dtype = o.activation_dtype = DType::fp32;
+  if (hardware.dtype == "fp32") o.weight_dtype = o.kv_dtype = o.activation_dtype = DType::f32;
   return o;
 }
 

@@ -74,7 +74,7 @@ MeasuredPoint measure_linear_point(int tokens, int n_in, int d_out, int reps) {
     kernels::matmul_cpu(y.data(), x.data(), ws[std::size_t(call) % ws.size()].data(), tokens, n_in, d_out);
   });
   const OpCost op = linear_cost(fmt::format("linear B={}", tokens), tokens, n_in, d_out,
-                                DType::fp32, DType::fp32);
+                                DType::f32, DType::f32);
   return {op.name, op.flops, op.bytes, t};
 }
 

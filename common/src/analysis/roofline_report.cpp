@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "inferlab/base/error.hpp"
+#include "inferlab/base/units.hpp"
 
 namespace inferlab {
 
@@ -139,7 +140,7 @@ MachineRoofline measure_machine_roofline(const ModelConfig& c, const std::string
   if (!quick) batches.push_back(512);
   m.sweep = measure_critical_batch(m.n_in, m.d_out, batches, reps, progress);
   m.formula_batch =
-      linear_critical_batch(m.n_in, m.d_out, m.machine.hardware, DType::fp32, DType::fp32);
+      linear_critical_batch(m.n_in, m.d_out, m.machine.hardware, DType::f32, DType::f32);
   // matmul_cpu does not reach the FMA peak: its own compute roof is the best it did in the sweep.
   for (const auto& row : m.sweep.rows)
     m.kernel_peak_flops =
@@ -147,7 +148,7 @@ MachineRoofline measure_machine_roofline(const ModelConfig& c, const std::string
   Hardware kernel_roof = m.machine.hardware;
   kernel_roof.peak_flops = m.kernel_peak_flops;
   m.kernel_formula_batch =
-      linear_critical_batch(m.n_in, m.d_out, kernel_roof, DType::fp32, DType::fp32);
+      linear_critical_batch(m.n_in, m.d_out, kernel_roof, DType::f32, DType::f32);
 
   measure_model(c, config_name, quick, progress, m);
   return m;

@@ -362,7 +362,7 @@ nlohmann::json requests_json(const EngineRun& run) {
 
 std::string sim_memory_fit_line(const SimEngine& engine, std::size_t kv_budget_bytes) {
   // The weights alone, then the budget as the KV part (it is given in bytes, whatever the type).
-  MemoryFit fit = memory_fit(engine.config, DType::bf16, DType::fp32, 1, 0,
+  MemoryFit fit = memory_fit(engine.config, DType::bf16, DType::f32, 1, 0,
                              engine.hardware.memory_bytes);
   fit.kv_bytes = double(kv_budget_bytes);
   fit.needed_bytes = fit.weight_bytes + fit.kv_bytes;

@@ -206,7 +206,7 @@ void ForwardPass::run(std::span<const BatchEntry> batch, bool all_rows, std::vec
   k::matmul_cpu(logits.data(), xb_.data(), w.wcls, rows, D, c.vocab_size);
 }
 
-std::vector<float> naive_logits(ForwardPass& pass, std::span<const int> tokens, KVType kv_type) {
+std::vector<float> naive_logits(ForwardPass& pass, std::span<const int> tokens, DType kv_type) {
   // A fresh cache sized for exactly this sequence: nothing is remembered between calls.
   KVCache cache(pass.model().config(), static_cast<int>(tokens.size()), kv_type);
   std::vector<float> logits;

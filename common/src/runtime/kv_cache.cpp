@@ -10,24 +10,8 @@
 
 namespace inferlab {
 
-KVType parse_kv_type(const std::string& name) {
-  if (name == "f32" || name == "fp32") return KVType::f32;
-  if (name == "f16" || name == "fp16") return KVType::f16;
-  if (name == "int8") return KVType::int8;
-  throw Error(fmt::format("unknown KV cache type '{}' (choose f32, f16 or int8)", name));
-}
-
-const char* kv_type_name(KVType type) {
-  switch (type) {
-    case KVType::f32: return "f32";
-    case KVType::f16: return "f16";
-    case KVType::int8: return "int8";
-  }
-  return "?";
-}
-
 namespace {
-std::unique_ptr<KVPool> one_block_pool(const ModelConfig& config, int capacity, KVType type) {
+std::unique_ptr<KVPool> one_block_pool(const ModelConfig& config, int capacity, DType type) {
   const int S = capacity == 0 ? config.seq_len : capacity;
   if (S <= 0 || S > config.seq_len)
     throw Error(fmt::format("KV cache capacity {} outside [1, seq_len = {}]", S, config.seq_len));
@@ -35,7 +19,7 @@ std::unique_ptr<KVPool> one_block_pool(const ModelConfig& config, int capacity, 
 }
 }  // namespace
 
-KVCache::KVCache(const ModelConfig& config, int capacity, KVType type)
+KVCache::KVCache(const ModelConfig& config, int capacity, DType type)
     : KVCache(one_block_pool(config, capacity, type)) {}
 
 namespace {

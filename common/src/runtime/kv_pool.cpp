@@ -15,14 +15,15 @@
 
 namespace inferlab {
 
-std::size_t kv_bytes_per_token(const ModelConfig& config, KVType type) {
+std::size_t kv_storage_bytes_per_token(const ModelConfig& config, DType type) {
   std::size_t b = 2 * std::size_t(config.n_layers) * config.kv_dim() * kernels::kv_element_bytes(type);
-  if (type == KVType::int8) b += 2 * std::size_t(config.n_layers) * config.n_kv_heads * sizeof(float);
+  if (type == DType::int8) b += 2 * std::size_t(config.n_layers) * config.n_kv_heads * sizeof(float);
   return b;
 }
 
-KVPool::KVPool(const ModelConfig& config, int num_blocks, int block_size, KVType type)
+KVPool::KVPool(const ModelConfig& config, int num_blocks, int block_size, DType type)
     : config_(config), num_blocks_(num_blocks), block_size_(block_size), type_(type) {
+  require_kv_storage(type, "KV pool");
   if (num_blocks < 1 || block_size < 1) {
     throw Error(fmt::format("KV pool: {} blocks of {} positions (both must be >= 1)", num_blocks,
                             block_size));
@@ -40,7 +41,7 @@ void KVPool::check_block(int id, const char* what) const {
     throw Error(fmt::format("{}: block {} outside the pool's {} blocks", what, id, num_blocks_));
 }
 
-HostKVPool::HostKVPool(const ModelConfig& config, int num_blocks, int block_size, KVType type)
+HostKVPool::HostKVPool(const ModelConfig& config, int num_blocks, int block_size, DType type)
     : KVPool(config, num_blocks, block_size, type) {
   const std::size_t elem = kernels::kv_element_bytes(type);
   const std::size_t per_side = std::size_t(config.n_layers) * elements_per_layer() * elem;
@@ -49,13 +50,13 @@ HostKVPool::HostKVPool(const ModelConfig& config, int num_blocks, int block_size
   require_allocation(2.0 * double(config.n_layers) * double(elements_per_layer()) * double(elem),
                      num_blocks == 1
                          ? fmt::format("the {} KV cache for a context of {} tokens",
-                                       kv_type_name(type), block_size)
+                                       dtype_name(type), block_size)
                          : fmt::format("the {} KV pool of {} blocks of {} positions",
-                                       kv_type_name(type), num_blocks, block_size));
+                                       dtype_name(type), num_blocks, block_size));
   try {
     keys_.assign(per_side, 0);
     values_.assign(per_side, 0);
-    if (type == KVType::int8) {
+    if (type == DType::int8) {
       key_scales_.assign(std::size_t(config.n_layers) * scales_per_layer(), 0.0f);
       value_scales_.assign(key_scales_.size(), 0.0f);
     }
@@ -72,7 +73,7 @@ void HostKVPool::store_rows(int layer, std::size_t row, int n, const float* k, c
   const std::size_t elem = kernels::kv_element_bytes(type());
   const std::size_t e = std::size_t(layer) * elements_per_layer() + row * c.kv_dim();
   const std::size_t s = std::size_t(layer) * scales_per_layer() + row * c.n_kv_heads;
-  const bool q8 = type() == KVType::int8;
+  const bool q8 = type() == DType::int8;
   kernels::kv_store_rows(type(), keys_.data() + e * elem, q8 ? &key_scales_[s] : nullptr, k, n,
                          c.n_kv_heads, c.head_size());
   kernels::kv_store_rows(type(), values_.data() + e * elem, q8 ? &value_scales_[s] : nullptr, v,
@@ -84,7 +85,7 @@ kernels::KVRowsView HostKVPool::keys(int layer) const {
   kernels::KVRowsView view;
   view.type = type();
   view.data = keys_.data() + std::size_t(layer) * elements_per_layer() * elem;
-  if (type() == KVType::int8) view.scales = &key_scales_[std::size_t(layer) * scales_per_layer()];
+  if (type() == DType::int8) view.scales = &key_scales_[std::size_t(layer) * scales_per_layer()];
   return view;
 }
 
@@ -93,7 +94,7 @@ kernels::KVRowsView HostKVPool::values(int layer) const {
   kernels::KVRowsView view;
   view.type = type();
   view.data = values_.data() + std::size_t(layer) * elements_per_layer() * elem;
-  if (type() == KVType::int8)
+  if (type() == DType::int8)
     view.scales = &value_scales_[std::size_t(layer) * scales_per_layer()];
   return view;
 }
@@ -115,7 +116,7 @@ void for_each_piece(Bytes& keys, Bytes& values, Scales& kscales, Scales& vscales
     const std::size_t e = (std::size_t(l) * rows + row0) * c.kv_dim() * elem;
     visit(&keys[e], data_bytes);
     visit(&values[e], data_bytes);
-    if (pool.type() == KVType::int8) {
+    if (pool.type() == DType::int8) {
       const std::size_t s = (std::size_t(l) * rows + row0) * c.n_kv_heads;
       visit(&kscales[s], scale_count * sizeof(float));
       visit(&vscales[s], scale_count * sizeof(float));
@@ -144,7 +145,7 @@ void HostKVPool::copy_row(std::size_t src, std::size_t dst) {
     const std::size_t base = std::size_t(l) * elements_per_layer() * elem;
     std::memcpy(&keys_[base + dst * row_bytes], &keys_[base + src * row_bytes], row_bytes);
     std::memcpy(&values_[base + dst * row_bytes], &values_[base + src * row_bytes], row_bytes);
-    if (type() == KVType::int8) {
+    if (type() == DType::int8) {
       const std::size_t sb = std::size_t(l) * scales_per_layer();
       std::copy_n(&key_scales_[sb + src * c.n_kv_heads], c.n_kv_heads, &key_scales_[sb + dst * c.n_kv_heads]);
       std::copy_n(&value_scales_[sb + src * c.n_kv_heads], c.n_kv_heads,

@@ -18,7 +18,7 @@ class CpuRunner final : public ModelRunner {
  public:
   explicit CpuRunner(const Model& model) : ModelRunner(model), pass_(model) {}
   Device device() const override { return Device::cpu; }
-  std::unique_ptr<KVPool> make_pool(int num_blocks, int block_size, KVType type) const override {
+  std::unique_ptr<KVPool> make_pool(int num_blocks, int block_size, DType type) const override {
     return std::make_unique<HostKVPool>(config(), num_blocks, block_size, type);
   }
   void step(std::span<const BatchEntry> batch, LogitsMode mode,
@@ -40,7 +40,7 @@ std::unique_ptr<ModelRunner> make_runner(const Model& model, Device device) {
   return std::make_unique<CpuRunner>(model);
 }
 
-KVCache make_cache(const ModelRunner& runner, int capacity, KVType type) {
+KVCache make_cache(const ModelRunner& runner, int capacity, DType type) {
   const int S = capacity == 0 ? runner.config().seq_len : capacity;
   if (S <= 0 || S > runner.config().seq_len) {
     throw Error(fmt::format("KV cache capacity {} outside [1, seq_len = {}]", S,

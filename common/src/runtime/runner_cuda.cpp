@@ -1,6 +1,5 @@
 // The CUDA model runner: weights resident on the GPU, KV pools in device memory, one batched
 // step per call (CudaTransformer::forward_batch), logits copied back for host sampling.
-#include "inferlab/runtime/cuda_model.hpp"
 #include "inferlab/runtime/runner.hpp"
 
 #include <fmt/format.h>
@@ -16,7 +15,7 @@ namespace {
 class DeviceKVPool final : public KVPool {
  public:
   DeviceKVPool(const ModelConfig& config, int num_blocks, int block_size)
-      : KVPool(config, num_blocks, block_size, KVType::f32),
+      : KVPool(config, num_blocks, block_size, DType::f32),
         pool_(config.n_layers, config.kv_dim(), num_blocks, block_size) {}
   Device device() const override { return Device::cuda; }
   void copy_block(int src, int dst) override {
@@ -45,12 +44,12 @@ class DeviceKVPool final : public KVPool {
 
 class CudaRunner final : public ModelRunner {
  public:
-  explicit CudaRunner(const Model& model) : ModelRunner(model), gpu_(cuda_model_desc(model)) {}
+  explicit CudaRunner(const Model& model) : ModelRunner(model), gpu_(model.config(), model.weights()) {}
   Device device() const override { return Device::cuda; }
-  std::unique_ptr<KVPool> make_pool(int num_blocks, int block_size, KVType type) const override {
-    if (type != KVType::f32) {
+  std::unique_ptr<KVPool> make_pool(int num_blocks, int block_size, DType type) const override {
+    if (type != DType::f32) {
       throw Error(fmt::format("--device cuda: the CUDA backend stores the KV cache in f32 only "
-                              "(asked for {})", kernels::kv_element_bytes(type) == 2 ? "f16" : "int8"));
+                              "(asked for {})", dtype_name(type)));
     }
     try {
       return std::make_unique<DeviceKVPool>(config(), num_blocks, block_size);

@@ -179,7 +179,7 @@ SpecModel::SpecModel(std::unique_ptr<Model> view, const Model& model,
   } else {
     // Exactly the blocks the capacity needs: the sequence can always grow to capacity_.
     const int blocks = blocks_for(capacity_, block_size_);
-    pool_ = runner_->make_pool(blocks, block_size_, KVType::f32);
+    pool_ = runner_->make_pool(blocks, block_size_, DType::f32);
     allocator_ = std::make_unique<BlockAllocator>(blocks);
     cache_ = std::make_unique<KVSequence>(*pool_);
     auto paged = std::make_unique<PagedKVRollback>(*cache_, *allocator_);

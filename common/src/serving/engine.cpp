@@ -250,8 +250,8 @@ Allocator parse_allocator(const std::string& name) {
 }
 
 std::unique_ptr<KVManager> make_kv_manager(const MemoryConfig& memory, PoolFactory pools,
-                                           const ModelConfig& config, KVType type) {
-  const std::size_t per_token = kv_bytes_per_token(config, type);
+                                           const ModelConfig& config, DType type) {
+  const std::size_t per_token = kv_storage_bytes_per_token(config, type);
   if (memory.allocator == Allocator::contiguous) {
     if (memory.prefix_cache != PrefixCacheKind::off)
       throw Error("a prefix cache needs paged KV memory (it shares blocks between requests)");

@@ -12,13 +12,13 @@
 
 namespace inferlab {
 
-PoolFactory runner_pools(const ModelRunner& runner, KVType type) {
+PoolFactory runner_pools(const ModelRunner& runner, DType type) {
   return [&runner, type](int num_blocks, int block_size) {
     return runner.make_pool(num_blocks, block_size, type);
   };
 }
 
-PoolFactory virtual_pools(const ModelConfig& config, KVType type) {
+PoolFactory virtual_pools(const ModelConfig& config, DType type) {
   return [config, type](int num_blocks, int block_size) -> std::unique_ptr<KVPool> {
     return std::make_unique<VirtualKVPool>(config, num_blocks, block_size, type);
   };
@@ -37,7 +37,7 @@ int final_positions(const Sequence& seq) { return seq.prompt_tokens + seq.max_ne
 // --- contiguous --------------------------------------------------------------------------------
 
 ContiguousKVManager::ContiguousKVManager(PoolFactory pools, const ModelConfig& config,
-                                         KVType type, std::size_t budget_tokens, Reserve reserve)
+                                         DType type, std::size_t budget_tokens, Reserve reserve)
     : pools_(std::move(pools)), config_(config), type_(type), budget_(budget_tokens),
       reserve_(reserve) {}
 

@@ -80,11 +80,11 @@ double measure_attention_step_seconds(const ModelConfig& config, int seqs, int c
       kernels::KVRowsView k;
       kernels::KVRowsView v;
       if (block_size > 0) {
-        k = {kernels::KVType::f32, keys.data(), nullptr, &ids[std::size_t(s * per_seq)], B};
-        v = {kernels::KVType::f32, values.data(), nullptr, &ids[std::size_t(s * per_seq)], B};
+        k = {DType::f32, keys.data(), nullptr, &ids[std::size_t(s * per_seq)], B};
+        v = {DType::f32, values.data(), nullptr, &ids[std::size_t(s * per_seq)], B};
       } else {  // contiguous: sequence s owns rows s*context.. of the same storage
-        k = {kernels::KVType::f32, keys.data() + std::size_t(s) * context * KV, nullptr, nullptr, 0};
-        v = {kernels::KVType::f32, values.data() + std::size_t(s) * context * KV, nullptr, nullptr, 0};
+        k = {DType::f32, keys.data() + std::size_t(s) * context * KV, nullptr, nullptr, 0};
+        v = {DType::f32, values.data() + std::size_t(s) * context * KV, nullptr, nullptr, 0};
       }
       kernels::attention_kv_cpu(out.data(), q.data(), k, v, &pos, 1, Nh, Nkv, hs);
     }

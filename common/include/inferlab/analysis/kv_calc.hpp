@@ -11,8 +11,9 @@
 /// Llama-3-70B (L = 80, Nkv = 8, hs = 128) in BF16: 2 x 80 x 8 x 128 x 2 = 327,680 bytes
 /// = 320 KiB per token; 4,096 tokens = 1,342,177,280 bytes = 1.25 GiB (= 1,280 MiB, which the
 /// source text writes as "1.28 GB": it is 1.34 GB in decimal units); 131,072 tokens (128K)
-/// = 40 GiB. This header prints binary units (KiB, MiB, GiB = 2^10, 2^20, 2^30 bytes) and says
-/// so; format_bytes() adds the decimal GB next to them.
+/// = 40 GiB. InferLab prints binary units (KiB, MiB, GiB = 2^10, 2^20, 2^30 bytes) and says so;
+/// format_bytes() (base/units.hpp) adds the decimal GB next to them. Number formats are
+/// inferlab::DType (kernels/dtype.hpp): any of them here, not only those the KV storage implements.
 ///
 /// Quantities are doubles: INT4 stores half a byte per number, and every value here is a
 /// multiple of 0.5 far below 2^53, so the arithmetic is still exact.
@@ -21,24 +22,10 @@
 #include <string>
 #include <vector>
 
+#include "inferlab/kernels/dtype.hpp"
 #include "inferlab/model/model.hpp"
 
 namespace inferlab {
-
-/// @brief Number formats for weights, activations and KV entries in the cost models. These are
-/// formats to *count bytes with*; the KV storage types the engine really implements are
-/// kernels::KVType (kv_cache.hpp).
-enum class DType { fp32, fp16, bf16, fp8, int8, int4 };
-
-/// @brief Bytes per number: 4, 2, 2, 1, 1, 0.5.
-double dtype_bytes(DType type);
-/// @brief "fp32", "fp16", "bf16", "fp8", "int8", "int4".
-const char* dtype_name(DType type);
-/// @brief Parses a dtype_name() (also "f32", "f16", "float32", "float16", "bfloat16").
-/// @throws inferlab::Error naming the valid choices.
-DType parse_dtype(const std::string& name);
-/// @brief Every DType, widest first.
-std::vector<DType> all_dtypes();
 
 /// @brief KV bytes one token adds to the cache: 2 x L x Nkv x hs x bytes(@p kv), plus
 /// 2 x L x Nkv x @p scale_bytes_per_head for quantised caches that keep one scale per
@@ -108,10 +95,5 @@ MemoryFit memory_fit(const ModelConfig& config, DType weights, DType kv, std::in
 /// @param fit a memory_fit() result
 /// @return one line, starting "fits:" or "does not fit:"
 std::string memory_fit_message(const MemoryFit& fit);
-
-/// @brief "1.25 GiB (1.34 GB)": the binary unit that fits (B, KiB, MiB, GiB, TiB) with 3
-/// significant digits, and the same quantity in the decimal unit of the same rank (kB, MB, GB,
-/// TB) in brackets, so nobody has to guess which one a figure is in.
-std::string format_bytes(double bytes);
 
 }  // namespace inferlab

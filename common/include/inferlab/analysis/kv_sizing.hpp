@@ -52,7 +52,7 @@ KVSizingTable kv_sizing_table(const std::string& name, std::int64_t context);
 
 /// @brief The calculator's prediction for a loaded model against the bytes its cache allocates.
 struct KVPredictionCheck {
-  KVType type = KVType::f32;                  ///< the cache's storage type
+  DType type = DType::f32;                  ///< the cache's storage type
   double predicted_bytes_per_token = 0.0;     ///< kv_bytes_per_token(), int8 scales included
   std::size_t allocated_bytes_per_token = 0;  ///< KVCache::bytes_per_token()
   /// @brief True when the prediction is exact.
@@ -61,6 +61,6 @@ struct KVPredictionCheck {
 
 /// @brief Predicts a token's KV bytes for @p config stored as @p type (int8 keeps one 4-byte
 /// float scale per head for keys and one for values) and measures what a KVCache allocates.
-KVPredictionCheck check_kv_prediction(const ModelConfig& config, KVType type);
+KVPredictionCheck check_kv_prediction(const ModelConfig& config, DType type);
 
 }  // namespace inferlab

@@ -28,12 +28,12 @@ struct StepLatency {
 /// holding positions 0..pos-1 (filled beforehand, untimed). Also checks the logits agree.
 /// @throws inferlab::Error if a position is outside [0, tokens.size()).
 std::vector<StepLatency> compare_step_latency(const Model& model, const std::vector<int>& tokens,
-                                              const std::vector<int>& positions, KVType kv_type,
+                                              const std::vector<int>& positions, DType kv_type,
                                               int reps = 3);
 
 /// @brief The accuracy cost of one KV storage type against f32.
 struct KVQuality {
-  KVType type = KVType::f32;             ///< the type measured
+  DType type = DType::f32;             ///< the type measured
   std::size_t bytes_per_token = 0;       ///< its cache bytes per token (scales included)
   double max_abs_logit_diff = 0.0;       ///< over every position of every prompt
   double mean_abs_logit_diff = 0.0;      ///< over every logit compared
@@ -48,6 +48,6 @@ struct KVQuality {
 /// sequence of each prompt (`steps` positions), every logit is compared; (2) free-running
 /// greedy generations are compared token by token.
 KVQuality compare_kv_type(const Model& model, const Tokenizer& tokenizer,
-                          const std::vector<std::string>& prompts, int steps, KVType type);
+                          const std::vector<std::string>& prompts, int steps, DType type);
 
 }  // namespace inferlab

@@ -1,18 +1,6 @@
 #pragma once
 /// @file error.hpp
-/// @brief The one exception type the core throws for bad input (files, parameters, prompts).
+/// @brief The one exception type the core throws for bad input: inferlab::Error, defined in the
+/// lowest layer (inferlab/kernels/error.hpp) so that the kernels throw it too.
 
-#include <stdexcept>
-#include <string>
-
-namespace inferlab {
-
-/// @brief Raised for every user-facing error: a bad model file, an invalid sampling parameter,
-/// a prompt longer than the context. The message names the thing and the problem, so a chapter
-/// can print it as it is and exit non-zero.
-class Error : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
-
-}  // namespace inferlab
+#include "inferlab/kernels/error.hpp"

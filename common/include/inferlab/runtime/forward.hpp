@@ -103,6 +103,6 @@ class ForwardPass {
 /// scratch (a fresh cache of type @p kv_type, every position re-processed).
 /// @note Cost: the whole sequence's forward, about 2 * n_params * T FLOPs, at every step.
 std::vector<float> naive_logits(ForwardPass& pass, std::span<const int> tokens,
-                                KVType kv_type = KVType::f32);
+                                DType kv_type = DType::f32);
 
 }  // namespace inferlab

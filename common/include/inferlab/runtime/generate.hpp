@@ -31,7 +31,7 @@ struct GenerateOptions {
   int steps = 256;
   SamplingParams sampling;          ///< validated before any work
   LoopKind loop = LoopKind::naive;  ///< how each step's logits are obtained
-  KVType kv_type = KVType::f32;     ///< storage type of the KV cache (f32 only on CUDA)
+  DType kv_type = DType::f32;     ///< storage type of the KV cache (f32 only on CUDA)
   Device device = Device::cpu;      ///< where the forward pass runs
   bool keep_logits = false;  ///< keep one logits row per forwarded position (for --dump-logits)
 };

@@ -12,11 +12,6 @@
 
 namespace inferlab {
 
-/// @brief Parses "f32", "f16" or "int8". @throws inferlab::Error naming the valid choices.
-KVType parse_kv_type(const std::string& name);
-/// @brief "f32", "f16" or "int8".
-const char* kv_type_name(KVType type);
-
 /// @brief Keys and values of one sequence in one contiguous allocation: a pool of ONE block of
 /// `capacity` positions, so position p is row p. In host memory by default; a model runner
 /// makes one on its own device (make_cache() in runner.hpp).
@@ -29,7 +24,7 @@ class KVCache : public KVSequence {
  public:
   /// @brief Allocates room for @p capacity positions (0 = the model's seq_len).
   /// @throws inferlab::Error if capacity is outside [1, seq_len].
-  explicit KVCache(const ModelConfig& config, int capacity = 0, KVType type = KVType::f32);
+  explicit KVCache(const ModelConfig& config, int capacity = 0, DType type = DType::f32);
 
   /// @brief Takes over @p one_block_pool (a pool of exactly one block, on any device) and
   /// addresses it as a contiguous cache of pool->block_size() positions.

@@ -22,11 +22,12 @@
 
 namespace inferlab {
 
-using kernels::KVType;
-
 /// @brief Bytes one position occupies in a KV cache: keys and values of every layer
-/// (2 * L * KV elements), plus for int8 one float scale per (layer, K or V, KV head).
-std::size_t kv_bytes_per_token(const ModelConfig& config, KVType type);
+/// (2 * L * KV elements), plus for int8 one float scale per (layer, K or V, KV head). What the
+/// storage allocates, where the calculator's kv_bytes_per_token() (analysis/kv_calc.hpp)
+/// predicts it for any format.
+/// @throws inferlab::Error for a type the KV storage does not implement (kv_storage_supported()).
+std::size_t kv_storage_bytes_per_token(const ModelConfig& config, DType type);
 
 /// @brief A fixed number of KV blocks on one device. Storage layout, per layer l: keys and
 /// values each (num_blocks * block_size, KV) elements of type(); int8 scales (rows, Nkv).
@@ -39,13 +40,13 @@ class KVPool {
   virtual Device device() const = 0;  ///< where the blocks are stored
 
   const ModelConfig& config() const { return config_; }  ///< the model whose KV it stores
-  KVType type() const { return type_; }                  ///< storage type of every value
+  DType type() const { return type_; }                  ///< storage type of every value
   int block_size() const { return block_size_; }         ///< positions per block
   int num_blocks() const { return num_blocks_; }         ///< blocks in the pool
   /// @brief Rows per layer: num_blocks * block_size.
   std::size_t rows() const { return std::size_t(num_blocks_) * block_size_; }
-  /// @brief Bytes one position takes (kv_bytes_per_token()).
-  std::size_t bytes_per_token() const { return kv_bytes_per_token(config_, type_); }
+  /// @brief Bytes one position takes (kv_storage_bytes_per_token()).
+  std::size_t bytes_per_token() const { return kv_storage_bytes_per_token(config_, type_); }
   /// @brief Bytes one block takes: block_size * bytes_per_token().
   std::size_t bytes_per_block() const { return bytes_per_token() * block_size_; }
   /// @brief Bytes the pool holds: num_blocks * bytes_per_block().
@@ -62,15 +63,16 @@ class KVPool {
   virtual void write_block(int id, std::span<const std::uint8_t> in) = 0;
 
  protected:
-  /// @throws inferlab::Error for num_blocks or block_size < 1, or a pool too large to address.
-  KVPool(const ModelConfig& config, int num_blocks, int block_size, KVType type);
+  /// @throws inferlab::Error for num_blocks or block_size < 1, a pool too large to address, or a
+  /// type the KV storage does not implement (bf16, fp8, int4).
+  KVPool(const ModelConfig& config, int num_blocks, int block_size, DType type);
   /// @brief Throws unless 0 <= id < num_blocks().
   void check_block(int id, const char* what) const;
 
  private:
   ModelConfig config_;
   int num_blocks_, block_size_;
-  KVType type_;
+  DType type_;
 };
 
 /// @brief A pool in host memory, read and written by the CPU forward pass.
@@ -78,7 +80,7 @@ class HostKVPool final : public KVPool {
  public:
   /// @brief Allocates (and zeroes) num_blocks * block_size positions.
   /// @throws inferlab::Error (naming the bytes) for bad sizes or when memory cannot be had.
-  HostKVPool(const ModelConfig& config, int num_blocks, int block_size, KVType type);
+  HostKVPool(const ModelConfig& config, int num_blocks, int block_size, DType type);
 
   Device device() const override { return Device::cpu; }  ///< always the CPU
 
@@ -106,7 +108,7 @@ class HostKVPool final : public KVPool {
 class VirtualKVPool final : public KVPool {
  public:
   /// @brief A pool of the given shape that stores nothing.
-  VirtualKVPool(const ModelConfig& config, int num_blocks, int block_size, KVType type)
+  VirtualKVPool(const ModelConfig& config, int num_blocks, int block_size, DType type)
       : KVPool(config, num_blocks, block_size, type) {}
   Device device() const override { return Device::cpu; }  ///< nominally the host
   void copy_block(int src, int dst) override {

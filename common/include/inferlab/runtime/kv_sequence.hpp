@@ -68,7 +68,7 @@ class KVSequence {
   /// @brief Bytes the valid positions occupy.
   std::size_t bytes_in_use() const { return bytes_per_token() * std::size_t(length_); }
   /// @brief Storage type of the pool.
-  KVType type() const { return pool_->type(); }
+  DType type() const { return pool_->type(); }
 
  private:
   const HostKVPool& host_pool(const char* what) const;

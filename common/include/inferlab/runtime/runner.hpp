@@ -39,7 +39,7 @@ class ModelRunner {
   /// @brief A pool of @p num_blocks blocks of @p block_size positions in @p type, on this
   /// runner's device.
   /// @throws inferlab::Error for bad sizes, a type the device does not support, or no memory.
-  virtual std::unique_ptr<KVPool> make_pool(int num_blocks, int block_size, KVType type) const = 0;
+  virtual std::unique_ptr<KVPool> make_pool(int num_blocks, int block_size, DType type) const = 0;
 
   /// @brief One batched step.
   /// @param batch the entries; each entry's cache must live in a pool made by this runner, its
@@ -72,7 +72,7 @@ std::unique_ptr<ModelRunner> make_runner(const Model& model, Device device);
 /// @brief A contiguous cache of @p capacity positions (0 = the model's seq_len) on the
 /// runner's device.
 /// @throws inferlab::Error if capacity is outside [1, seq_len].
-KVCache make_cache(const ModelRunner& runner, int capacity = 0, KVType type = KVType::f32);
+KVCache make_cache(const ModelRunner& runner, int capacity = 0, DType type = DType::f32);
 
 /// @brief Forwards @p tokens of one sequence at positions start_pos.. (a one-entry step).
 /// @param runner the device's runner

@@ -137,19 +137,19 @@ struct MemoryConfig {
 /// @throws inferlab::Error for a paged manager without a budget, a budget under one block, or
 /// a prefix cache without paging.
 std::unique_ptr<KVManager> make_kv_manager(const MemoryConfig& memory, PoolFactory pools,
-                                           const ModelConfig& config, KVType type);
+                                           const ModelConfig& config, DType type);
 
 /// @brief The model side of the real engine.
 struct RealEngine {
   const Model* model = nullptr;          ///< must outlive the run
   const Tokenizer* tokenizer = nullptr;  ///< for text prompts and the output text
-  KVType kv_type = KVType::f32;          ///< storage type of every sequence's KV cache
+  DType kv_type = DType::f32;          ///< storage type of every sequence's KV cache
   Device device = Device::cpu;           ///< where the forward pass runs
   MemoryConfig memory;                   ///< how KV memory is managed
 
   RealEngine() = default;  ///< no model yet
   /// @brief The engine for @p m and @p t; the rest as given or defaulted.
-  RealEngine(const Model* m, const Tokenizer* t, KVType kv = KVType::f32, Device d = Device::cpu,
+  RealEngine(const Model* m, const Tokenizer* t, DType kv = DType::f32, Device d = Device::cpu,
              MemoryConfig mem = {})
       : model(m), tokenizer(t), kv_type(kv), device(d), memory(mem) {}
 };
@@ -160,7 +160,7 @@ struct SimEngine {
   Hardware hardware;     ///< e.g. hardware_by_name("h100-sxm")
   CostOptions cost;      ///< number formats and efficiencies of the roofline
   const Tokenizer* tokenizer = nullptr;  ///< only to count the tokens of text prompts
-  KVType kv_type = KVType::f32;          ///< storage type, for the KV memory's bytes per token
+  DType kv_type = DType::f32;          ///< storage type, for the KV memory's bytes per token
   MemoryConfig memory;                   ///< how KV memory is managed (sizes only: no storage)
 };
 

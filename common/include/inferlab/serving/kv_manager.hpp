@@ -35,9 +35,9 @@ class ModelRunner;
 /// @brief Makes the pools a manager stores into: (num_blocks, block_size) -> pool.
 using PoolFactory = std::function<std::unique_ptr<KVPool>(int num_blocks, int block_size)>;
 /// @brief Pools on @p runner's device, in @p type (the real engine).
-PoolFactory runner_pools(const ModelRunner& runner, KVType type);
+PoolFactory runner_pools(const ModelRunner& runner, DType type);
 /// @brief Pools with sizes and no storage (the simulated clock).
-PoolFactory virtual_pools(const ModelConfig& config, KVType type);
+PoolFactory virtual_pools(const ModelConfig& config, DType type);
 
 /// @brief The interface the scheduler talks to.
 class KVManager {
@@ -105,7 +105,7 @@ class ContiguousKVManager final : public KVManager {
   /// @param type the storage type
   /// @param budget_tokens positions all reservations may take together (0 = unlimited)
   /// @param reserve how large a reservation is
-  ContiguousKVManager(PoolFactory pools, const ModelConfig& config, KVType type,
+  ContiguousKVManager(PoolFactory pools, const ModelConfig& config, DType type,
                       std::size_t budget_tokens = 0, Reserve reserve = Reserve::max_tokens);
   const char* name() const override { return "contiguous"; }
   bool can_allocate(const Sequence& seq) const override;
@@ -118,14 +118,14 @@ class ContiguousKVManager final : public KVManager {
   std::size_t reserved_tokens() const override { return reserved_; }
   std::size_t used_tokens() const override;
   std::size_t logical_tokens() const override { return used_tokens(); }
-  std::size_t bytes_per_token() const override { return kv_bytes_per_token(config_, type_); }
+  std::size_t bytes_per_token() const override { return kv_storage_bytes_per_token(config_, type_); }
   /// @brief Positions a reservation for @p seq takes.
   int reservation(const Sequence& seq) const;
 
  private:
   PoolFactory pools_;
   ModelConfig config_;
-  KVType type_;
+  DType type_;
   std::size_t budget_;
   Reserve reserve_;
   std::size_t reserved_ = 0;

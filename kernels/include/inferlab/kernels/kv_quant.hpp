@@ -1,7 +1,7 @@
 #pragma once
 /// @file kv_quant.hpp
-/// @brief KV cache storage types (f32, f16, int8 with per-(token, head) scales), the kernels that
-/// write rows into them, and attention that reads them back.
+/// @brief KV cache storage (the DType values f32, f16, int8 with per-(token, head) scales), the
+/// kernels that write rows into it, and attention that reads them back.
 ///
 /// Storing the cache in fewer bits per value shrinks the bytes every decode step must read (the
 /// cache is read in full at every step) and the memory each sequence holds, at a small cost in
@@ -10,17 +10,13 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "inferlab/kernels/dtype.hpp"
+
 namespace inferlab::kernels {
 
-/// @brief How one cached value is stored.
-enum class KVType {
-  f32,   ///< 4 bytes, exact
-  f16,   ///< 2 bytes, IEEE half (10-bit mantissa; round to nearest even)
-  int8,  ///< 1 byte + one float scale per (token, KV head): x ~= scale * q, q in [-127, 127]
-};
-
-/// @brief Bytes of one stored element (scales not included).
-std::size_t kv_element_bytes(KVType type);
+/// @brief Bytes of one stored element of a KV storage type (scales not included): 4, 2 or 1.
+/// @throws inferlab::Error for a type the KV storage does not implement (kv_storage_supported()).
+std::size_t kv_element_bytes(DType type);
 
 /// @brief A read-only view of one layer's cached keys (or values) of one sequence.
 ///
@@ -30,7 +26,7 @@ std::size_t kv_element_bytes(KVType type);
 /// p % block_size: row = block_table[p / block_size] * block_size + p % block_size. Attention
 /// visits positions in the same order either way, so both give the same bits.
 struct KVRowsView {
-  KVType type = KVType::f32;       ///< storage type of `data`
+  DType type = DType::f32;       ///< storage type of `data`
   const void* data = nullptr;      ///< (rows, Nkv*hs) elements of `type`
   const float* scales = nullptr;   ///< (rows, Nkv) for int8, else unused
   const int* block_table = nullptr;  ///< (logical blocks) physical block ids; null: row = position
@@ -44,12 +40,14 @@ struct KVRowsView {
 
 /// @brief Writes @p rows rows of float values @p x (rows, Nkv*hs) into storage @p data (and
 /// @p scales for int8: one per (row, head) = max|x| / 127 over the head's hs values).
-void kv_store_rows(KVType type, void* data, float* scales, const float* x, int rows,
+/// @throws inferlab::Error for a type the KV storage does not implement.
+void kv_store_rows(DType type, void* data, float* scales, const float* x, int rows,
                    int n_kv_heads, int head_size);
 
 /// @brief Reads @p rows rows back as floats (out: (rows, Nkv*hs)). The inverse of
 /// kv_store_rows up to the type's rounding.
-void kv_load_rows(KVType type, float* out, const void* data, const float* scales, int rows,
+/// @throws inferlab::Error for a type the KV storage does not implement.
+void kv_load_rows(DType type, float* out, const void* data, const float* scales, int rows,
                   int n_kv_heads, int head_size);
 
 /// @brief Reference: gathers positions 0..max(pos) of both views (through their block tables)
@@ -59,7 +57,7 @@ void attention_kv_ref(float* out, const float* q, const KVRowsView& k, const KVR
                       const int* pos, int T, int n_heads, int n_kv_heads, int head_size);
 
 /// @brief Fast CPU version: dequantizes inside the dot products (the cache is read once, at
-/// its stored width) and follows the block table row by row. With KVType::f32 and no block
+/// its stored width) and follows the block table row by row. With DType::f32 and no block
 /// table it is exactly attention_cpu; with a block table it gives the same bits.
 /// @note Bytes read per token: (pos+1) * 2 * Nkv*hs * kv_element_bytes (+ scales for int8).
 void attention_kv_cpu(float* out, const float* q, const KVRowsView& k, const KVRowsView& v,

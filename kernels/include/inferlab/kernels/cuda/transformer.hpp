@@ -4,40 +4,16 @@
 /// sequence, and the best version of every kernel. The same order of operations as the CPU
 /// inferlab::ForwardPass (common/src/runtime/forward.cpp), so the two can be compared logit by logit.
 ///
-/// Plain C++ header (no CUDA types): the implementation lives behind a pointer.
+/// Plain C++ header (no CUDA types): the implementation lives behind a pointer. It takes the
+/// model's description as the CPU side holds it (inferlab::ModelConfig and inferlab::Weights,
+/// kernels/model_config.hpp), so nothing is copied field by field.
 
 #include <cstddef>
 #include <memory>
 
-namespace inferlab::cuda {
+#include "inferlab/kernels/model_config.hpp"
 
-/// @brief Dimensions and host weight pointers of a model (the fields of inferlab::ModelConfig
-/// and inferlab::Weights, repeated here so that the kernels library does not depend on the
-/// core). Dimension letters as in docs/notation.md. The pointers are read only by the
-/// CudaTransformer constructor.
-struct CudaModelDesc {
-  int dim = 0;         ///< D
-  int hidden_dim = 0;  ///< H
-  int n_layers = 0;    ///< L
-  int n_heads = 0;     ///< Nh
-  int n_kv_heads = 0;  ///< Nkv
-  int vocab_size = 0;  ///< V
-  int seq_len = 0;     ///< S: the capacity of the device KV cache
-  float rope_theta = 10000.0f;  ///< RoPE base
-  float norm_eps = 1e-5f;       ///< RMSNorm epsilon
-  const float* token_embedding = nullptr;  ///< (V, D)
-  const float* rms_att = nullptr;          ///< (L, D)
-  const float* wq = nullptr;               ///< (L, D, D)
-  const float* wk = nullptr;               ///< (L, KV, D)
-  const float* wv = nullptr;               ///< (L, KV, D)
-  const float* wo = nullptr;               ///< (L, D, D)
-  const float* rms_ffn = nullptr;          ///< (L, D)
-  const float* w1 = nullptr;               ///< (L, H, D)
-  const float* w2 = nullptr;               ///< (L, D, H)
-  const float* w3 = nullptr;               ///< (L, H, D)
-  const float* rms_final = nullptr;        ///< (D)
-  const float* wcls = nullptr;             ///< (V, D); == token_embedding when shared (uploaded once)
-};
+namespace inferlab::cuda {
 
 /// @brief KV blocks in device memory (float32): per layer, keys and values each
 /// (num_blocks * block_size, KV) floats, the layout of inferlab::HostKVPool. Shared by every
@@ -84,10 +60,13 @@ struct CudaBatchEntry {
 class CudaTransformer {
  public:
   /// @brief Validates the dimensions, uploads every weight once and allocates the KV cache
-  /// (2 * L * S * KV floats).
+  /// (2 * L * S * KV floats, S = config.seq_len).
+  /// @param config the model's dimensions (shared_classifier is not read: a null @p weights.wcls
+  ///        or one equal to token_embedding means a shared classifier, uploaded once)
+  /// @param weights host pointers to every tensor, read only here: they may be freed afterwards
   /// @throws std::invalid_argument for unusable dimensions or missing weights,
   ///         std::runtime_error when there is no CUDA device or memory runs out.
-  explicit CudaTransformer(const CudaModelDesc& desc);
+  CudaTransformer(const ModelConfig& config, const Weights& weights);
   ~CudaTransformer();
   /// @brief Takes over the other model's device memory and cache; the source is left unusable.
   CudaTransformer(CudaTransformer&&) noexcept;
@@ -132,8 +111,8 @@ class CudaTransformer {
   void reset();
   /// @brief Positions held by the KV cache.
   int length() const;
-  /// @brief The dimensions (weight pointers cleared: they are not kept).
-  const CudaModelDesc& desc() const;
+  /// @brief The model's dimensions.
+  const ModelConfig& config() const;
   /// @brief Bytes of device memory held by the weights.
   std::size_t weight_bytes() const;
 

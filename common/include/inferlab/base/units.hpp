@@ -1,0 +1,17 @@
+#pragma once
+/// @file units.hpp
+/// @brief Byte quantities for people: binary units (KiB, MiB, GiB = 2^10, 2^20, 2^30 bytes),
+/// with the decimal ones (kB, MB, GB = 10^3, 10^6, 10^9 bytes) next to them, so nobody has to
+/// guess which one a figure is in. 4,096 tokens of Llama-3-70B's KV cache are 1.25 GiB, which
+/// is 1.34 GB, not "1.28 GB".
+
+#include <string>
+
+namespace inferlab {
+
+/// @brief "1.25 GiB (1.34 GB)": the binary unit that fits (B, KiB, MiB, GiB, TiB) with 3
+/// significant digits, and the same quantity in the decimal unit of the same rank (kB, MB, GB,
+/// TB) in brackets; "512 B" below 1 KiB.
+std::string format_bytes(double bytes);
+
+}  // namespace inferlab

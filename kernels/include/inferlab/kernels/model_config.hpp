@@ -1,0 +1,62 @@
+#pragma once
+/// @file model_config.hpp
+/// @brief The description of a Llama-2-architecture model that both forward passes take: its
+/// hyper-parameters (ModelConfig) and pointers to its weights (Weights). The CPU pass
+/// (inferlab::ForwardPass) and the CUDA one (inferlab::cuda::CudaTransformer) read the same
+/// structs, so a new field is added once. Plain C++ (no Eigen, no fmt): nvcc compiles it too.
+///
+/// Dimension letters used in shape comments throughout InferLab:
+///  - `L` layers, `D` model dim, `H` hidden (FFN) dim, `V` vocabulary size,
+///  - `Nh` query heads, `Nkv` key/value heads, `hs` head size (= D / Nh), `KV` = Nkv * hs,
+///  - `S` maximum sequence length, `T` tokens in one forward call.
+/// Every matrix is row-major and stored (out, in): a linear layer computes y = W x.
+
+#include <cstddef>
+#include <string>
+
+namespace inferlab {
+
+/// @brief The hyper-parameters of a Llama-2-style transformer.
+struct ModelConfig {
+  int dim = 0;         ///< D: width of the residual stream
+  int hidden_dim = 0;  ///< H: width of the SwiGLU feed-forward layer
+  int n_layers = 0;    ///< L
+  int n_heads = 0;     ///< Nh: query heads
+  int n_kv_heads = 0;  ///< Nkv: key/value heads (GQA when < Nh)
+  int vocab_size = 0;  ///< V
+  int seq_len = 0;     ///< S: the longest sequence the model supports
+  bool shared_classifier = true;  ///< the classifier reuses the token embedding table
+  float rope_theta = 10000.0f;    ///< RoPE base (10000 in the llama2.c format; not stored in it)
+  float norm_eps = 1e-5f;         ///< RMSNorm epsilon
+
+  int head_size() const { return dim / n_heads; }             ///< hs
+  int kv_dim() const { return n_kv_heads * head_size(); }     ///< KV
+  int kv_group() const { return n_heads / n_kv_heads; }       ///< query heads per KV head
+  // The three functions below are defined in common/src/model/model.cpp, next to the checkpoint
+  // layout they count; the kernels only read the fields.
+  /// @brief Number of float32 parameters the model holds (embedding counted once if shared).
+  std::size_t n_params() const;
+  /// @brief Bytes of weights one token's forward pass reads (every matrix once, the embedding
+  /// row only): the quantity that bounds batch-1 decode on a memory-bound machine.
+  std::size_t bytes_read_per_token() const;
+  /// @brief Throws inferlab::Error naming @p source if the configuration is unusable.
+  void validate(const std::string& source) const;
+};
+
+/// @brief Pointers into the weight storage, one per tensor, with their shapes.
+struct Weights {
+  const float* token_embedding = nullptr;  ///< (V, D)
+  const float* rms_att = nullptr;          ///< (L, D)
+  const float* wq = nullptr;               ///< (L, D, D)   out = Nh*hs, in = D
+  const float* wk = nullptr;               ///< (L, KV, D)
+  const float* wv = nullptr;               ///< (L, KV, D)
+  const float* wo = nullptr;               ///< (L, D, D)
+  const float* rms_ffn = nullptr;          ///< (L, D)
+  const float* w1 = nullptr;               ///< (L, H, D)   gate projection
+  const float* w2 = nullptr;               ///< (L, D, H)   down projection
+  const float* w3 = nullptr;               ///< (L, H, D)   up projection
+  const float* rms_final = nullptr;        ///< (D)
+  const float* wcls = nullptr;             ///< (V, D)      == token_embedding when shared
+};
+
+}  // namespace inferlab
