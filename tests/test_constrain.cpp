@@ -373,6 +373,21 @@ TEST_CASE("JSON Schema: if/then/else on a type or a boolean, uniqueItems where i
   PushdownParser u(json_schema_grammar(Json::parse(R"({"uniqueItems":true,"maxItems":1})")));
   CHECK(matches(u, "[1]"));
   CHECK_FALSE(matches(u, "[1, 1]"));
+  // Items from a few constants: every array of different ones is listed.
+  PushdownParser ub(json_schema_grammar(Json::parse(
+      R"({"prefixItems":[{"type":"boolean"},{"type":"boolean"}],"items":false,"uniqueItems":true})")));
+  CHECK(matches(ub, "[]"));
+  CHECK(matches(ub, "[true, false]"));
+  CHECK(matches(ub, "[false]"));
+  CHECK_FALSE(matches(ub, "[true, true]"));
+  CHECK_FALSE(matches(ub, "[true, false, true]"));
+  PushdownParser ue(json_schema_grammar(Json::parse(R"({"items":{"enum":[1, "a", 1.0]},"uniqueItems":true,"minItems":2})")));
+  CHECK(matches(ue, R"([1, "a"])"));
+  CHECK(matches(ue, R"(["a", 1.0])"));
+  CHECK_FALSE(matches(ue, "[1, 1.0]"));
+  CHECK_FALSE(matches(ue, "[1]"));
+  CHECK_THROWS_WITH(json_schema_grammar(Json::parse(R"({"items":{"type":"boolean"},"prefixItems":[{}],"uniqueItems":true})")),
+                    Contains("'uniqueItems'"));
 }
 
 TEST_CASE("JSON Schema bad input: unsupported keywords named, limits, no crash", "[unit][constrain][bad-input]") {

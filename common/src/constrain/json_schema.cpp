@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <limits>
 #include <map>
 #include <optional>
@@ -1231,6 +1232,104 @@ class SchemaCompiler {
 
   // ---- arrays ------------------------------------------------------------------------------
 
+  // The values a schema allows when they are a few scalars (a boolean or null type, an enum or
+  // const of scalars), else std::nullopt.
+  std::optional<std::vector<Json>> few_values(const Json& sub, int depth) {
+    const Json f = flatten(sub, depth + 1);
+    if (f.is_boolean()) return f.get<bool>() ? std::nullopt : std::optional<std::vector<Json>>(std::vector<Json>{});
+    for (const auto& [k, v] : f.items()) {
+      if (k != "enum" && k != "const" && k != "type" && !is_annotation(k)) return std::nullopt;
+    }
+    std::vector<Json> vals;
+    if (f.contains("enum") || f.contains("const")) {
+      const Json list = f.contains("const") ? Json::array({f["const"]}) : f["enum"];
+      for (const auto& v : list) {
+        if (v.is_object() || v.is_array()) return std::nullopt;
+        if (f.contains("enum") && f.contains("const") && canonical(v) != canonical(f["const"])) continue;
+        vals.push_back(v);
+      }
+    } else {
+      for (const auto& t : types_of(f)) {
+        if (t == "boolean") vals.insert(vals.end(), {Json(true), Json(false)});
+        else if (t == "null") vals.emplace_back(nullptr);
+        else return std::nullopt;
+      }
+    }
+    // Keep the values of the schema's types (an enum may list others).
+    std::vector<Json> kept;
+    for (const auto& v : vals) {
+      Json one = f;
+      one.erase("enum");
+      one["const"] = v;
+      if (f.contains("type") && !compile_enum_allows(one)) continue;
+      kept.push_back(v);
+    }
+    return kept;
+  }
+  bool compile_enum_allows(const Json& s) {
+    const std::vector<std::string> types = types_of(s);
+    const Json& v = s["const"];
+    const std::string t = v.is_null() ? "null" : v.is_boolean() ? "boolean" : v.is_string() ? "string" : "number";
+    const bool integral = v.is_number_integer() || (v.is_number_float() && std::floor(v.get<double>()) == v.get<double>());
+    return std::find(types.begin(), types.end(), t) != types.end() ||
+           (t == "number" && integral && std::find(types.begin(), types.end(), "integer") != types.end());
+  }
+
+  // uniqueItems where every item comes from a few scalars: every array of pairwise different
+  // values, listed (at most 256 of them), else -1.
+  int unique_arrays(const std::vector<const Json*>& prefix, const Json* rest, bool rest_allowed, long min_items,
+                    long max_items, int depth) {
+    std::vector<std::vector<Json>> at;  // the values allowed at each position
+    for (const Json* x : prefix) {
+      auto v = few_values(*x, depth);
+      if (!v) return -1;
+      at.push_back(std::move(*v));
+    }
+    std::vector<Json> rest_vals;
+    if (rest_allowed) {
+      if (!rest) return -1;
+      auto v = few_values(*rest, depth);
+      if (!v) return -1;
+      rest_vals = std::move(*v);
+    }
+    // Unique items from the prefix's values and the rest's: never longer than that.
+    long longest = static_cast<long>(at.size() + rest_vals.size());
+    if (max_items >= 0) longest = std::min(longest, max_items);
+    std::vector<int> arrays;
+    std::vector<Json> picked;
+    std::vector<nlohmann::json> seen;
+    bool too_many = false;
+    std::function<void()> extend = [&]() {
+      if (too_many) return;
+      const long n = static_cast<long>(picked.size());
+      if (n >= min_items) {
+        std::vector<int> items{lit("["), ref(ws_)};
+        for (long i = 0; i < n; ++i) {
+          if (i) items.push_back(comma());
+          items.push_back(literal_value(picked[static_cast<std::size_t>(i)]));
+        }
+        items.push_back(ref(ws_));
+        items.push_back(lit("]"));
+        arrays.push_back(g_.seq(std::move(items)));
+        if (arrays.size() > 256) too_many = true;
+      }
+      if (n >= longest) return;
+      const std::vector<Json>& options = n < static_cast<long>(at.size()) ? at[static_cast<std::size_t>(n)] : rest_vals;
+      for (const Json& v : options) {
+        const nlohmann::json c = canonical(v);
+        if (std::find(seen.begin(), seen.end(), c) != seen.end()) continue;
+        picked.push_back(v);
+        seen.push_back(c);
+        extend();
+        picked.pop_back();
+        seen.pop_back();
+      }
+    };
+    extend();
+    if (too_many) return -1;
+    return g_.alt(std::move(arrays));
+  }
+
   int compile_array(const Json& s, int depth) {
     std::vector<const Json*> prefix;
     const Json* rest = nullptr;  // schema of the items after the prefix; nullptr = any
@@ -1259,7 +1358,13 @@ class SchemaCompiler {
     // general; it is a no-op only where an array holds at most one item.
     if (s.contains("uniqueItems") && !(s["uniqueItems"].is_boolean() && !s["uniqueItems"].get<bool>()) &&
         !(max_items >= 0 && max_items <= 1)) {
-      unsupported("uniqueItems", "on arrays that may hold two or more items (comparing items is not context-free)");
+      if (s.contains("contains")) unsupported("uniqueItems", "together with contains");
+      const int listed = unique_arrays(prefix, rest, rest_allowed, min_items, max_items, depth);
+      if (listed < 0) {
+        unsupported("uniqueItems", "on arrays that may hold two or more items that are not all from a few constants "
+                                   "(comparing items is not context-free)");
+      }
+      return listed;
     }
     auto item = [&](long i) {
       if (i < p) return ref(rule_for(*prefix[static_cast<std::size_t>(i)], depth));
