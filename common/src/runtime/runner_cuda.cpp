@@ -1,9 +1,15 @@
 // The CUDA model runner: weights resident on the GPU, KV pools in device memory, one batched
 // step per call (CudaTransformer::forward_batch), logits copied back for host sampling.
-#include "inferlab/runtime/cuda_model.hpp"
-#include "inferlab/runtime/runner.hpp"
+// Built into the CUDA backend module (libinferlab_cuda_backend.so), which exports only the C
+// functions of runtime/cuda_backend.hpp at the end of this file.
+#include <cstdio>
 
 #include <fmt/format.h>
+
+#include "inferlab/kernels/cuda/device.hpp"
+#include "inferlab/runtime/cuda_backend.hpp"
+#include "inferlab/runtime/cuda_model.hpp"
+#include "inferlab/runtime/runner.hpp"
 
 #include "inferlab/base/error.hpp"
 #include "inferlab/kernels/cuda/transformer.hpp"
@@ -109,14 +115,42 @@ class CudaRunner final : public ModelRunner {
 
 }  // namespace
 
-std::unique_ptr<ModelRunner> make_cuda_runner(const Model& model) {
-  try {
-    return std::make_unique<CudaRunner>(model);
-  } catch (const Error&) {
-    throw;
-  } catch (const std::exception& e) {
-    throw Error(fmt::format("--device cuda: {}", e.what()));
-  }
+}  // namespace inferlab
+
+namespace {
+
+// Writes @p text into a caller's buffer, truncated and NUL-terminated.
+void write_reason(char* out, std::size_t size, const char* text) {
+  if (out != nullptr && size > 0) std::snprintf(out, size, "%s", text);
 }
 
-}  // namespace inferlab
+}  // namespace
+
+extern "C" {
+
+int inferlab_cuda_backend_abi() { return inferlab::kCudaModuleAbi; }
+
+int inferlab_cuda_backend_device_available(char* why, std::size_t why_size) {
+  try {
+    std::string reason;
+    if (inferlab::cuda::cuda_device_available(&reason)) return 1;
+    write_reason(why, why_size, reason.c_str());
+  } catch (const std::exception& e) {
+    write_reason(why, why_size, e.what());
+  }
+  return 0;
+}
+
+inferlab::ModelRunner* inferlab_cuda_backend_make_runner(const inferlab::Model* model,
+                                                         char* error, std::size_t error_size) {
+  try {
+    return new inferlab::CudaRunner(*model);
+  } catch (const std::exception& e) {
+    write_reason(error, error_size, e.what());
+  } catch (...) {
+    write_reason(error, error_size, "unknown error");
+  }
+  return nullptr;
+}
+
+}  // extern "C"
