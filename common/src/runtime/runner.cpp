@@ -2,11 +2,14 @@
 // backend module's factory (runtime/cuda_backend.hpp) when --device cuda asks for it.
 #include "inferlab/runtime/runner.hpp"
 
+#include <cmath>
+
 #include <fmt/format.h>
 
 #include "inferlab/base/cuda_module.hpp"
 #include "inferlab/base/error.hpp"
 #include "inferlab/runtime/cuda_backend.hpp"
+#include "inferlab/runtime/sampler.hpp"
 
 namespace inferlab {
 
@@ -46,6 +49,19 @@ std::unique_ptr<ModelRunner> make_runner(const Model& model, Device device) {
   require_device(device);
   if (device == Device::cuda) return make_cuda_runner(model);
   return std::make_unique<CpuRunner>(model);
+}
+
+void ModelRunner::step_greedy(std::span<const BatchEntry> batch, std::vector<int>& next) {
+  step(batch, LogitsMode::last, greedy_logits_);
+  const std::size_t V = static_cast<std::size_t>(config().vocab_size);
+  next.resize(batch.size());
+  for (std::size_t i = 0; i < batch.size(); ++i) {
+    const std::span<const float> row(greedy_logits_.data() + i * V, V);
+    // As the Sampler does: a NaN would be skipped by argmax, so it is refused.
+    for (std::size_t t = 0; t < V; ++t)
+      if (std::isnan(row[t])) throw Error(fmt::format("sampling: logit {} is NaN", t));
+    next[i] = argmax(row);
+  }
 }
 
 KVCache make_cache(const ModelRunner& runner, int capacity, KVType type) {

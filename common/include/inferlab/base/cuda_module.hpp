@@ -18,7 +18,7 @@ inline constexpr const char* kCudaModuleName = "libinferlab_cuda_backend.so";
 
 /// @brief The version of the module's interface: bumped whenever it, ModelRunner or KVPool
 /// changes shape. A module reporting another version is refused (it was built from other sources).
-inline constexpr int kCudaModuleAbi = 1;
+inline constexpr int kCudaModuleAbi = 2;
 
 /// @brief Where the module is looked for: $INFERLAB_CUDA_BACKEND, else the executable's folder.
 std::string cuda_module_path();
