@@ -1,6 +1,8 @@
-// Benchmark: the single-token forward pass (the shape of batch-1 decode) against this machine's
-// memory bandwidth. Reports tokens/s, bytes of weights read per token, achieved GB/s and the
-// ratio to a STREAM-style read probe measured in the same run. Not a test: nothing is asserted.
+// Benchmark: the single-token forward pass (the shape of batch-1 decode) through the model
+// runner, on the CPU or a GPU (--device), against this machine's memory bandwidth. Reports
+// tokens/s, bytes of weights read per token, achieved GB/s and the ratio to a STREAM-style read
+// probe of host memory measured in the same run (on a GPU the ratio to its HBM is
+// bench_runner's). Not a test: nothing is asserted.
 #include <omp.h>
 
 #include <algorithm>
@@ -13,7 +15,7 @@
 #include "inferlab/base/error.hpp"
 #include <fmt/format.h>
 
-#include "inferlab/runtime/forward.hpp"
+#include "inferlab/runtime/runner.hpp"
 #include "inferlab/app/cli_checks.hpp"
 #include "inferlab/analysis/membw.hpp"
 #include "inferlab/model/model.hpp"
@@ -30,16 +32,16 @@ struct DecodeResult {
 
 // Runs `steps` single-token forwards at positions 0..steps-1 through one cache, `reps` times,
 // and keeps the best repetition (the least disturbed by the rest of the machine).
-DecodeResult bench_decode(const Model& model, int steps, int reps) {
-  ForwardPass pass(model);
+DecodeResult bench_decode(const Model& model, Device device, int steps, int reps) {
+  const std::unique_ptr<ModelRunner> runner = make_runner(model, device);
   std::vector<float> logits;
   double best = 1e30;
   for (int r = 0; r < reps; ++r) {
-    KVCache cache(model.config(), steps);
+    KVCache cache = make_cache(*runner, steps);
     const double t0 = now_seconds();
     for (int pos = 0; pos < steps; ++pos) {
       const int token = (pos * 7919 + 1) % model.config().vocab_size;
-      pass.forward(std::span<const int>(&token, 1), pos, cache, LogitsMode::last, logits);
+      run_sequence(*runner, std::span<const int>(&token, 1), pos, cache, LogitsMode::last, logits);
     }
     best = std::min(best, now_seconds() - t0);
     std::fprintf(stderr, "  [%s] repetition %d/%d: %.1f tokens/s\r", model.name().c_str(), r + 1,
@@ -55,7 +57,7 @@ DecodeResult bench_decode(const Model& model, int steps, int reps) {
 int main(int argc, char** argv) {
   CLI::App app{"Single-token forward (batch-1 decode) vs measured memory bandwidth"};
   int threads = 0, steps = 64, reps = 5;
-  std::string model_path;
+  std::string model_path, device = "cpu";
   bool skip_large = false;
   app.add_option("--threads", threads, "CPU threads (0 = OpenMP default)")->check(thread_count());
   app.add_option("--steps", steps, "decode steps per repetition (at most the context)")
@@ -67,7 +69,13 @@ int main(int argc, char** argv) {
   app.add_option("--model", model_path,
                  "small model (default stories260K.bin when found, else a synthetic one)");
   app.add_flag("--skip-large", skip_large, "skip the synthetic stories110M model");
+  app.add_option("--device", device, "where the forward pass runs: cpu or cuda (the logits are "
+                 "copied to the host each step, as for sampling)")
+      ->check(CLI::IsMember({"cpu", "cuda"}))
+      ->capture_default_str();
   return run_main(app, argc, argv, [&] {
+    const Device dev = parse_device(device);
+    require_device(dev);  // before any model is generated
     // A model named on the command line must load; only the default may fall back.
     std::vector<Model> models;
     if (!model_path.empty()) {
@@ -90,7 +98,7 @@ int main(int argc, char** argv) {
                                 m.name(), m.config().seq_len));
     }
     if (threads > 0) omp_set_num_threads(threads);
-    std::printf("threads: %d\n", omp_get_max_threads());
+    std::printf("device: %s, threads: %d\n", device_name(dev), omp_get_max_threads());
     std::fprintf(stderr, "measuring memory read bandwidth (1 GiB buffer)...\n");
     const BandwidthResult bw = measure_read_bandwidth(std::size_t{1} << 30, omp_get_max_threads());
     std::printf("measured read bandwidth: %.2f GB/s (%d threads, STREAM-style sum)\n\n",
@@ -99,7 +107,7 @@ int main(int argc, char** argv) {
     std::printf("%-44s %12s %14s %10s %12s\n", "model", "tokens/s", "MB read/token", "GB/s",
                 "of measured");
     for (const Model& m : models) {
-      const DecodeResult r = bench_decode(m, steps, reps);
+      const DecodeResult r = bench_decode(m, dev, steps, reps);
       std::printf("%-44s %12.1f %14.2f %10.2f %11.1f%%\n", m.name().c_str(), r.tokens_per_s,
                   m.config().bytes_read_per_token() / 1e6, r.gbs, 100.0 * r.gbs / bw.read_gbs);
     }

@@ -2,6 +2,7 @@
 // caches): prefill tokens/s (one matrix-matrix forward over the prompt) vs the same prompt token
 // by token; cached decode tokens/s with achieved GB/s (weights + KV cache read per step) over the
 // measured bandwidth; and the naive/cached step ratio at sequence lengths 64, 256 and 1024.
+// Everything runs through the model runner, on the CPU or a GPU (--device).
 // Not a test: nothing is asserted.
 #include <omp.h>
 
@@ -14,7 +15,7 @@
 #include <fmt/format.h>
 
 #include "inferlab/base/error.hpp"
-#include "inferlab/runtime/forward.hpp"
+#include "inferlab/runtime/runner.hpp"
 #include "inferlab/app/cli_checks.hpp"
 #include "inferlab/analysis/loop_compare.hpp"
 #include "inferlab/analysis/membw.hpp"
@@ -26,7 +27,7 @@ using namespace inferlab;
 int main(int argc, char** argv) {
   CLI::App app{"KV cache benchmark: prefill vs token-by-token, decode bandwidth, naive/cached"};
   int threads = 0, prompt = 256, decode = 64;
-  std::string shape = "stories110M", kv = "f32";
+  std::string shape = "stories110M", kv = "f32", device = "cpu";
   std::vector<int> lengths = {64, 256, 1024};
   app.add_option("--threads", threads, "CPU threads (0 = OpenMP default)")->check(thread_count());
   app.add_option("--shape", shape, "synthetic model shape")->capture_default_str();
@@ -39,8 +40,13 @@ int main(int argc, char** argv) {
   app.add_option("--lengths", lengths, "sequence lengths for the naive/cached ratio")
       ->check(integer_in(1, 1 << 20));
   app.add_option("--kv-dtype", kv, "KV storage type")->capture_default_str();
+  app.add_option("--device", device, "where the forward pass runs: cpu or cuda")
+      ->check(CLI::IsMember({"cpu", "cuda"}))
+      ->capture_default_str();
   return run_main(app, argc, argv, [&] {
     const DType kv_type = parse_kv_dtype(kv);
+    const Device dev = parse_device(device);
+    require_device(dev);  // before the model is generated
     // Every length against the shape's context before any work (a prompt of -5 once read past
     // the end of the token buffer).
     const ModelConfig shape_config = named_config(shape);
@@ -58,26 +64,28 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "measuring memory read bandwidth...\n");
     const BandwidthResult bw = measure_read_bandwidth(std::size_t{1} << 30, omp_get_max_threads());
     const ModelConfig& c = model.config();
-    std::printf("model %s, %d threads, KV %s; measured read bandwidth %.2f GB/s\n\n",
-                model.name().c_str(), omp_get_max_threads(), dtype_name(kv_type), bw.read_gbs);
+    std::printf("model %s on %s, %d threads, KV %s; measured read bandwidth %.2f GB/s (host)\n\n",
+                model.name().c_str(), device_name(dev), omp_get_max_threads(),
+                dtype_name(kv_type), bw.read_gbs);
 
     std::vector<int> tokens(std::max(prompt + decode, *std::max_element(lengths.begin(), lengths.end())));
     for (std::size_t i = 0; i < tokens.size(); ++i) tokens[i] = int((i * 7919 + 1) % c.vocab_size);
-    ForwardPass pass(model);
+    const std::unique_ptr<ModelRunner> runner = make_runner(model, dev);
     std::vector<float> logits;
 
     // Prefill: one forward over the prompt (linear layers as matrix-matrix products) vs the same
     // positions one token per forward (matrix-vector products: the weights stream T times).
     std::fprintf(stderr, "prefill of %d tokens...\n", prompt);
-    KVCache cache(c, 0, kv_type);
+    KVCache cache = make_cache(*runner, 0, kv_type);
     double t0 = now_seconds();
-    pass.forward(std::span<const int>(tokens.data(), prompt), 0, cache, LogitsMode::last, logits);
+    run_sequence(*runner, std::span<const int>(tokens.data(), prompt), 0, cache, LogitsMode::last,
+                 logits);
     const double prefill_s = now_seconds() - t0;
     std::fprintf(stderr, "the same %d tokens one by one...\n", prompt);
     cache.clear();
     t0 = now_seconds();
     for (int p = 0; p < prompt; ++p)
-      pass.forward(std::span<const int>(&tokens[p], 1), p, cache, LogitsMode::last, logits);
+      run_sequence(*runner, std::span<const int>(&tokens[p], 1), p, cache, LogitsMode::last, logits);
     const double one_by_one_s = now_seconds() - t0;
     std::printf("prefill %d tokens in one forward:  %8.1f tokens/s\n", prompt, prompt / prefill_s);
     std::printf("the same, token by token:          %8.1f tokens/s  (prefill is %.1fx faster)\n",
@@ -88,7 +96,7 @@ int main(int argc, char** argv) {
     double bytes = 0;
     t0 = now_seconds();
     for (int p = prompt; p < prompt + decode; ++p) {
-      pass.forward(std::span<const int>(&tokens[p], 1), p, cache, LogitsMode::last, logits);
+      run_sequence(*runner, std::span<const int>(&tokens[p], 1), p, cache, LogitsMode::last, logits);
       bytes += double(c.bytes_read_per_token()) + double(cache.bytes_per_token()) * (p + 1);
     }
     const double decode_s = now_seconds() - t0;
@@ -101,7 +109,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "naive vs cached steps at lengths");
     for (int n : lengths) std::fprintf(stderr, " %d", n);
     std::fprintf(stderr, " (the naive step at 1024 forwards 1024 tokens)...\n");
-    const auto rows = compare_step_latency(model, tokens, positions, kv_type, 1);
+    const auto rows = compare_step_latency(model, tokens, positions, kv_type, 1, dev);
     std::printf("%10s  %12s  %12s  %10s  %s\n", "length", "naive ms", "cached ms", "ratio", "same logits");
     for (const StepLatency& s : rows)
       std::printf("%10d  %12.2f  %12.2f  %9.1fx  %s\n", s.position + 1, s.naive_s * 1e3,

@@ -17,6 +17,7 @@
 #include "inferlab/serving/kv_manager.hpp"
 #include "inferlab/serving/paging.hpp"
 #include "inferlab/runtime/runner.hpp"
+#include "inferlab/runtime/sampler.hpp"
 #include "inferlab/serving/workload.hpp"
 #include "test_support.hpp"
 
@@ -377,4 +378,26 @@ TEST_CASE("swap vs recompute table: 256 to 64K tokens, cut at the model's contex
     CHECK(r.recompute_seconds == one.recompute_seconds);
   }
   CHECK(rows.back().tokens == 65536);
+}
+
+TEST_CASE("runner: step_greedy on the CPU is the Sampler's greedy choice of step's logits",
+          "[unit][runner][greedy]") {
+  const Model model = make_synthetic_model("stories260K");
+  const auto runner = make_runner(model, Device::cpu);
+  KVCache a = make_cache(*runner), b = make_cache(*runner);
+  Sampler greedy(SamplingParams{.temperature = 0.0f}, model.config().vocab_size);
+  std::vector<int> seq = {1, 40, 7, 300};
+  std::vector<float> logits;
+  std::vector<int> next;
+  for (int step = 0; step < 8; ++step) {
+    const int from = step == 0 ? 0 : int(seq.size()) - 1;
+    const std::span<const int> chunk = std::span<const int>(seq).subspan(std::size_t(from));
+    run_sequence(*runner, chunk, from, a, LogitsMode::last, logits);
+    const BatchEntry entry{chunk, from, &b};
+    runner->step_greedy(std::span<const BatchEntry>(&entry, 1), next);
+    REQUIRE(next.size() == 1);
+    CHECK(next[0] == greedy.sample(logits, seq));
+    seq.push_back(next[0]);
+  }
+  CHECK(runner->logits_bytes_copied() == 0);
 }

@@ -213,7 +213,7 @@ struct CudaTransformer::Impl {
   /// attention_cuda scratch for any call of up to C tokens
 
   /// (C) token ids of the call
-  DeviceBuffer<int> tokens, pos, next_token;  ///< (1) token chosen on the device (greedy, top-p)
+  DeviceBuffer<int> tokens, pos, next_token;  ///< next_token: (rows) argmax tokens chosen on the device
   DeviceBuffer<int> slot;           ///< (C) pool row each token's key and value go to
   DeviceBuffer<int> token_seq;      ///< (C) the batch entry of each token
   DeviceBuffer<int> table_offsets;  ///< (entries) where each entry's block table starts
@@ -450,6 +450,21 @@ int CudaTransformer::forward_batch(const CudaBatchEntry* entries, int n, CudaKVP
   return rows;
 }
 
+void CudaTransformer::forward_batch_greedy(const CudaBatchEntry* entries, int n,
+                                           CudaKVPool& pool, int* next_tokens) {
+  if (!next_tokens) throw std::invalid_argument("CudaTransformer::forward_batch_greedy: no output");
+  Impl& m = *impl_;
+  const int rows = m.forward_batch_device(entries, n, pool, false);
+  // Grows with the largest batch seen, then is reused: no allocation per step.
+  if (m.next_token.size() < std::size_t(rows)) m.next_token = DeviceBuffer<int>(std::size_t(rows));
+  for (int r = 0; r < rows; ++r) {
+    k::argmax_cuda(k::kArgmaxBestVersion, m.next_token.data() + r,
+                   m.logits.data() + std::size_t(r) * m.d.vocab_size, m.d.vocab_size,
+                   m.stream.get());
+  }
+  m.next_token.download(next_tokens, std::size_t(rows), 0, m.stream.get());
+}
+
 CudaTransformer::CudaTransformer(const ModelConfig& config, const Weights& weights)
     : impl_(std::make_unique<Impl>(config, weights)) {}
 CudaTransformer::~CudaTransformer() = default;
@@ -468,16 +483,6 @@ int CudaTransformer::forward_greedy(const int* tokens, int T, int start_pos) {
   impl_->forward_device(tokens, T, start_pos, false);
   k::argmax_cuda(k::kArgmaxBestVersion, impl_->next_token.data(), impl_->logits.data(),
                  impl_->d.vocab_size, impl_->stream.get());
-  int token = 0;
-  impl_->next_token.download(&token, 1, 0, impl_->stream.get());
-  return token;
-}
-
-int CudaTransformer::forward_top_p(const int* tokens, int T, int start_pos, float temperature,
-                                   float top_p, float u) {
-  impl_->forward_device(tokens, T, start_pos, false);
-  k::top_p_sample_cuda(k::kTopPSampleBestVersion, impl_->next_token.data(), impl_->logits.data(),
-                       impl_->d.vocab_size, temperature, top_p, u, impl_->stream.get());
   int token = 0;
   impl_->next_token.download(&token, 1, 0, impl_->stream.get());
   return token;

@@ -17,9 +17,9 @@ namespace inferlab {
 
 std::vector<StepLatency> compare_step_latency(const Model& model, const std::vector<int>& tokens,
                                               const std::vector<int>& positions, DType kv_type,
-                                              int reps) {
+                                              int reps, Device device) {
   const ModelConfig& c = model.config();
-  std::unique_ptr<ModelRunner> runner = make_runner(model, Device::cpu);
+  std::unique_ptr<ModelRunner> runner = make_runner(model, device);
   std::vector<StepLatency> out;
   std::vector<float> logits;
   for (int pos : positions) {

@@ -1,12 +1,12 @@
-// Device selection: the CPU always, CUDA when built in and present.
+// Device selection: the CPU always, CUDA when its backend module loads and finds a GPU.
 #include "inferlab/base/device.hpp"
+
+#include <cstddef>
 
 #include <fmt/format.h>
 
+#include "inferlab/base/cuda_module.hpp"
 #include "inferlab/base/error.hpp"
-#ifdef INFERLAB_HAVE_CUDA
-#include "inferlab/kernels/cuda/device.hpp"
-#endif
 
 namespace inferlab {
 
@@ -18,28 +18,27 @@ Device parse_device(const std::string& name) {
 
 const char* device_name(Device device) { return device == Device::cpu ? "cpu" : "cuda"; }
 
-bool cuda_backend_built() {
-#ifdef INFERLAB_HAVE_CUDA
-  return true;
-#else
-  return false;
-#endif
-}
+bool cuda_backend_built() { return cuda_module_loads(); }
 
 void require_device(Device device) {
   if (device == Device::cpu) return;
-#ifdef INFERLAB_HAVE_CUDA
-  std::string why;
-  if (!cuda::cuda_device_available(&why)) {
+  // The module's C interface (runtime/cuda_backend.hpp), by name: base sits below runtime.
+  using Abi = int (*)();
+  using Available = int (*)(char*, std::size_t);
+  const auto abi = reinterpret_cast<Abi>(cuda_module_function("inferlab_cuda_backend_abi"));
+  if (abi() != kCudaModuleAbi) {
+    throw Error(fmt::format("--device cuda: {} was built from other sources (interface version "
+                            "{}, this program expects {}); rebuild it",
+                            cuda_module_path(), abi(), kCudaModuleAbi));
+  }
+  const auto available = reinterpret_cast<Available>(
+      cuda_module_function("inferlab_cuda_backend_device_available"));
+  char why[512] = "";
+  if (available(why, sizeof(why)) == 0) {
     throw Error(fmt::format("--device cuda: no usable CUDA device on this machine ({}); run with "
                             "--device cpu",
                             why));
   }
-#else
-  throw Error("--device cuda: this build has no CUDA backend (nvcc was not found when it was "
-              "configured). Install the CUDA toolkit and configure with -DINFERLAB_CUDA=ON (or "
-              "the 'cuda' preset), or run with --device cpu");
-#endif
 }
 
 }  // namespace inferlab

@@ -60,6 +60,14 @@ GenerationResult generate(const Model& model, const Tokenizer& tokenizer,
   KVCache cache = make_cache(*runner, steps, options.kv_type);
   r.kv_bytes_per_token = cache.bytes_per_token();
   std::vector<float> logits;
+  // Plain greedy decoding needs only each step's argmax, which the runner takes where the
+  // logits are: on a GPU only the token id crosses to the host. Penalties and kept logits need
+  // the logits themselves on the host.
+  const SamplingParams& sp = options.sampling;
+  const bool argmax_only = sp.greedy() && sp.repetition_penalty == 1.0f &&
+                           sp.frequency_penalty == 0.0f && sp.presence_penalty == 0.0f &&
+                           !options.keep_logits;
+  std::vector<int> chosen;  // (1) step_greedy's token
   int forwarded = 0;  // positions whose logits have been computed
   while (true) {
     const bool prefill = forwarded == 0;
@@ -70,8 +78,14 @@ GenerationResult generate(const Model& model, const Tokenizer& tokenizer,
     const bool all_rows = prefill && options.keep_logits;
     const double t0 = now_seconds();
     if (from == 0) cache.clear();  // the naive loop remembers nothing between steps
-    run_sequence(*runner, std::span<const int>(seq.data() + from, n - from), from, cache,
-                 all_rows ? LogitsMode::all : LogitsMode::last, logits);
+    const std::span<const int> chunk(seq.data() + from, n - from);
+    if (argmax_only) {
+      const BatchEntry entry{chunk, from, &cache};
+      runner->step_greedy(std::span<const BatchEntry>(&entry, 1), chosen);
+    } else {
+      run_sequence(*runner, chunk, from, cache, all_rows ? LogitsMode::all : LogitsMode::last,
+                   logits);
+    }
     const double t1 = now_seconds();
     r.steps.push_back({n - 1, n - from, t1 - t0, prefill});
     forwarded = n;
@@ -81,8 +95,14 @@ GenerationResult generate(const Model& model, const Tokenizer& tokenizer,
         r.logits.emplace_back(logits.begin() + std::ptrdiff_t(i) * c.vocab_size,
                               logits.begin() + std::ptrdiff_t(i + 1) * c.vocab_size);
     }
-    const std::span<const float> last(logits.data() + logits.size() - c.vocab_size, c.vocab_size);
-    const int next = sampler.sample(last, seq);
+    int next = 0;
+    if (argmax_only) {
+      next = chosen[0];
+    } else {
+      const std::span<const float> last(logits.data() + logits.size() - c.vocab_size,
+                                        c.vocab_size);
+      next = sampler.sample(last, seq);
+    }
     seq.push_back(next);
     r.timeline.token_times.push_back(now_seconds());
     if (next == kBosToken) {  // the model's end-of-text signal

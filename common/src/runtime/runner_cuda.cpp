@@ -1,8 +1,14 @@
 // The CUDA model runner: weights resident on the GPU, KV pools in device memory, one batched
 // step per call (CudaTransformer::forward_batch), logits copied back for host sampling.
-#include "inferlab/runtime/runner.hpp"
+// Built into the CUDA backend module (libinferlab_cuda_backend.so), which exports only the C
+// functions of runtime/cuda_backend.hpp at the end of this file.
+#include <cstdio>
 
 #include <fmt/format.h>
+
+#include "inferlab/kernels/cuda/device.hpp"
+#include "inferlab/runtime/cuda_backend.hpp"
+#include "inferlab/runtime/runner.hpp"
 
 #include "inferlab/base/error.hpp"
 #include "inferlab/kernels/cuda/transformer.hpp"
@@ -62,10 +68,40 @@ class CudaRunner final : public ModelRunner {
   }
   void step(std::span<const BatchEntry> batch, LogitsMode mode,
             std::vector<float>& logits) override {
+    DeviceKVPool& pool = check_batch(batch, mode);
+    logits.resize(rows_ * std::size_t(config().vocab_size));
+    try {
+      gpu_.forward_batch(entries_.data(), static_cast<int>(entries_.size()), pool.device_pool(),
+                         mode == LogitsMode::all, logits.data());
+    } catch (const std::exception& e) {
+      throw Error(fmt::format("CUDA forward: {}", e.what()));
+    }
+    logits_bytes_copied_ += logits.size() * sizeof(float);
+    advance(batch);
+  }
+
+  // The argmax on the device (argmax_cuda, lowest id on a tie): only the ids come back.
+  void step_greedy(std::span<const BatchEntry> batch, std::vector<int>& next) override {
+    DeviceKVPool& pool = check_batch(batch, LogitsMode::last);
+    next.resize(batch.size());
+    try {
+      gpu_.forward_batch_greedy(entries_.data(), static_cast<int>(entries_.size()),
+                                pool.device_pool(), next.data());
+    } catch (const std::exception& e) {
+      throw Error(fmt::format("CUDA forward: {}", e.what()));
+    }
+    logits_bytes_copied_ += next.size() * sizeof(int);
+    advance(batch);
+  }
+
+ private:
+  // Checks every entry (nothing is changed on an error), fills entries_ and rows_, and returns
+  // the one device pool the batch's caches live in.
+  DeviceKVPool& check_batch(std::span<const BatchEntry> batch, LogitsMode mode) {
     if (batch.empty()) throw Error("forward: empty batch");
     DeviceKVPool* pool = nullptr;
     entries_.clear();
-    std::size_t rows = 0;
+    rows_ = 0;
     for (const BatchEntry& e : batch) {
       if (e.cache == nullptr) throw Error("forward: batch entry without a cache");
       // The CUDA attention kernels are causal only: a tree entry would be attended wrongly.
@@ -84,38 +120,63 @@ class CudaRunner final : public ModelRunner {
       const auto& blocks = e.cache->blocks();
       entries_.push_back({e.tokens.data(), static_cast<int>(e.tokens.size()), e.start_pos,
                           blocks.data(), static_cast<int>(blocks.size())});
-      rows += mode == LogitsMode::all ? e.tokens.size() : 1;
+      rows_ += mode == LogitsMode::all ? e.tokens.size() : 1;
     }
     for (std::size_t i = 0; i < batch.size(); ++i)
       for (std::size_t j = 0; j < i; ++j)
         if (batch[i].cache == batch[j].cache) throw Error("forward: two batch entries share one cache");
-    logits.resize(rows * std::size_t(config().vocab_size));
-    try {
-      gpu_.forward_batch(entries_.data(), static_cast<int>(entries_.size()), pool->device_pool(),
-                         mode == LogitsMode::all, logits.data());
-    } catch (const std::exception& e) {
-      throw Error(fmt::format("CUDA forward: {}", e.what()));
-    }
-    logits_bytes_copied_ += logits.size() * sizeof(float);
+    return *pool;
+  }
+
+  // After a successful step every entry's cache holds its new positions.
+  static void advance(std::span<const BatchEntry> batch) {
     for (const BatchEntry& e : batch)
       e.cache->set_length(e.start_pos + static_cast<int>(e.tokens.size()));
   }
 
- private:
   cuda::CudaTransformer gpu_;
   std::vector<cuda::CudaBatchEntry> entries_;
+  std::size_t rows_ = 0;  // logits rows of the step being run
 };
 
 }  // namespace
 
-std::unique_ptr<ModelRunner> make_cuda_runner(const Model& model) {
-  try {
-    return std::make_unique<CudaRunner>(model);
-  } catch (const Error&) {
-    throw;
-  } catch (const std::exception& e) {
-    throw Error(fmt::format("--device cuda: {}", e.what()));
-  }
+}  // namespace inferlab
+
+namespace {
+
+// Writes @p text into a caller's buffer, truncated and NUL-terminated.
+void write_reason(char* out, std::size_t size, const char* text) {
+  if (out != nullptr && size > 0) std::snprintf(out, size, "%s", text);
 }
 
-}  // namespace inferlab
+}  // namespace
+
+extern "C" {
+
+int inferlab_cuda_backend_abi() { return inferlab::kCudaModuleAbi; }
+
+int inferlab_cuda_backend_device_available(char* why, std::size_t why_size) {
+  try {
+    std::string reason;
+    if (inferlab::cuda::cuda_device_available(&reason)) return 1;
+    write_reason(why, why_size, reason.c_str());
+  } catch (const std::exception& e) {
+    write_reason(why, why_size, e.what());
+  }
+  return 0;
+}
+
+inferlab::ModelRunner* inferlab_cuda_backend_make_runner(const inferlab::Model* model,
+                                                         char* error, std::size_t error_size) {
+  try {
+    return new inferlab::CudaRunner(*model);
+  } catch (const std::exception& e) {
+    write_reason(error, error_size, e.what());
+  } catch (...) {
+    write_reason(error, error_size, "unknown error");
+  }
+  return nullptr;
+}
+
+}  // extern "C"

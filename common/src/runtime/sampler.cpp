@@ -37,6 +37,7 @@
 #include <fmt/format.h>
 
 #include "inferlab/base/error.hpp"
+#include "inferlab/kernels/softmax.hpp"
 
 namespace inferlab {
 
@@ -171,13 +172,9 @@ void softmax_with_temperature(std::span<float> logits, float temperature) {
   }
   // softmax(z / T) is unchanged by subtracting a constant from every z / T; subtracting the
   // max makes every exponent <= 0, so exp cannot overflow and the largest term is exactly 1.
-  double total = 0.0;
-  for (float& z : logits) {
-    z = std::exp((z - max_logit) / temperature);  // -inf (masked) gives exactly 0
-    total += z;
-  }
-  const float inv_total = static_cast<float>(1.0 / total);
-  for (float& p : logits) p *= inv_total;
+  // The shifted row's max is exactly 0, so the kernel's own max subtraction changes no bit.
+  for (float& z : logits) z = (z - max_logit) / temperature;  // -inf (masked) stays -inf: p = 0
+  kernels::softmax_cpu(logits.data(), 1, static_cast<int>(logits.size()));
 }
 
 namespace {

@@ -26,10 +26,11 @@ struct StepLatency {
 /// @brief Times one generation step both ways at each of @p positions of @p tokens: the naive
 /// step re-forwards tokens[0..pos]; the cached step forwards tokens[pos] into a cache already
 /// holding positions 0..pos-1 (filled beforehand, untimed). Also checks the logits agree.
-/// @throws inferlab::Error if a position is outside [0, tokens.size()).
+/// Both steps run through the model runner of @p device.
+/// @throws inferlab::Error if a position is outside [0, tokens.size()), or the device cannot run.
 std::vector<StepLatency> compare_step_latency(const Model& model, const std::vector<int>& tokens,
                                               const std::vector<int>& positions, DType kv_type,
-                                              int reps = 3);
+                                              int reps = 3, Device device = Device::cpu);
 
 /// @brief The accuracy cost of one KV storage type against f32.
 struct KVQuality {

@@ -9,8 +9,9 @@
 ///  - runs one ragged step: each BatchEntry forwards a chunk of one sequence (a prompt chunk or
 ///    one decode token), all of the step's tokens through each weight matrix at once, attention
 ///    per sequence through its block table.
-/// The logits always come back to host memory, because sampling runs on the host (the copy is
-/// counted in logits_bytes_copied(); chapter 01 shows what it costs on a GPU).
+/// The logits come back to host memory, because sampling runs on the host (the copy is counted
+/// in logits_bytes_copied(); chapter 01 shows what it costs on a GPU), except for plain greedy
+/// decoding (step_greedy), where a GPU returns only the chosen token ids.
 
 #include <cstddef>
 #include <memory>
@@ -53,6 +54,15 @@ class ModelRunner {
   virtual void step(std::span<const BatchEntry> batch, LogitsMode mode,
                     std::vector<float>& logits) = 0;
 
+  /// @brief One batched step that returns each entry's greedy next token: the argmax of its
+  /// last logits row, the lowest id on a tie (the Sampler's greedy rule without penalties).
+  /// The CPU runner computes the logits and takes the argmax on the host; the CUDA runner takes
+  /// it on the device, so only the token ids cross to the host (4 bytes per entry, not 4 * V).
+  /// @param batch as for step()
+  /// @param next resized to (entries): the token chosen for each entry
+  /// @throws inferlab::Error as step() does, or for a NaN logit on the host.
+  virtual void step_greedy(std::span<const BatchEntry> batch, std::vector<int>& next);
+
   /// @brief Bytes copied from the device to the host for logits so far (0 on the CPU).
   std::size_t logits_bytes_copied() const { return logits_bytes_copied_; }
 
@@ -60,6 +70,7 @@ class ModelRunner {
   /// @brief Binds the runner to @p model.
   explicit ModelRunner(const Model& model) : model_(&model) {}
   std::size_t logits_bytes_copied_ = 0;  ///< see logits_bytes_copied()
+  std::vector<float> greedy_logits_;     ///< (entries, V) step_greedy()'s logits, reused
 
  private:
   const Model* model_;

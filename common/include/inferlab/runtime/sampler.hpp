@@ -67,7 +67,8 @@ void apply_penalties(std::span<float> logits, std::span<const int> history,
                      const SamplingParams& params, std::vector<int>& scratch);
 /// @brief Index of the largest logit (the lowest index wins a tie).
 int argmax(std::span<const float> logits);
-/// @brief In-place softmax of logits / temperature (temperature > 0). Logits of -inf (masked
+/// @brief In-place softmax of logits / temperature (temperature > 0): the logits shifted by
+/// their max and scaled here, then kernels::softmax_cpu. Logits of -inf (masked
 /// tokens) get probability 0. @throws inferlab::Error if the largest logit is not finite.
 void softmax_with_temperature(std::span<float> logits, float temperature);
 /// @brief Zeroes all but the k largest probabilities (k = 0: no-op; ties keep lower ids).

@@ -98,14 +98,17 @@ class CudaTransformer {
   int forward_batch(const CudaBatchEntry* entries, int n, CudaKVPool& pool, bool all_logits,
                     float* host_logits);
 
+  /// @brief forward_batch() with the argmax of each entry's last logits row taken on the device
+  /// (argmax_cuda, lowest id on a tie): only the n token ids come back (4 bytes per entry instead
+  /// of 4 * V).
+  /// @param next_tokens (n) host ints, written
+  /// @throws std::invalid_argument as forward_batch() does.
+  void forward_batch_greedy(const CudaBatchEntry* entries, int n, CudaKVPool& pool,
+                            int* next_tokens);
   /// @brief Like forward() for the last token only, but the argmax is taken on the device and
   /// only the token id comes back (4 bytes instead of 4*V).
   int forward_greedy(const int* tokens, int T, int start_pos);
 
-  /// @brief Like forward_greedy() with top-p sampling on the device (see sampling_cuda.hpp for
-  /// the exact rule); @p u is the uniform draw in [0, 1) supplied by the caller's RNG.
-  int forward_top_p(const int* tokens, int T, int start_pos, float temperature, float top_p,
-                    float u);
 
   /// @brief Empties the KV cache (a new sequence starts at position 0).
   void reset();
