@@ -111,7 +111,10 @@ RooflinePrediction predict_roofline(const ModelConfig& config, const Hardware& h
 /// threads), times a 4096-input linear layer at batch 1/8/64/512 and in a batch sweep, decode
 /// attention with @p config's heads (and without GQA), and the whole model @p config_name when
 /// its float32 weights are between the last-level cache and 2 GB.
+/// @param config the model whose attention shape is timed
+/// @param config_name its name, to time the whole model when it fits the window above
 /// @param quick smaller sizes and fewer repetitions (tests, CI)
+/// @param progress called with a line before each measurement (may be empty)
 /// @note Cost: tens of seconds (a few with @p quick).
 MachineRoofline measure_machine_roofline(const ModelConfig& config, const std::string& config_name,
                                          bool quick,

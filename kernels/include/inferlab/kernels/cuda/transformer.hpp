@@ -101,6 +101,9 @@ class CudaTransformer {
   /// @brief forward_batch() with the argmax of each entry's last logits row taken on the device
   /// (argmax_cuda, lowest id on a tie): only the n token ids come back (4 bytes per entry instead
   /// of 4 * V).
+  /// @param entries (n) the sequences of the step, as for forward_batch()
+  /// @param n number of entries (>= 1)
+  /// @param pool the device KV pool every entry's blocks live in
   /// @param next_tokens (n) host ints, written
   /// @throws std::invalid_argument as forward_batch() does.
   void forward_batch_greedy(const CudaBatchEntry* entries, int n, CudaKVPool& pool,
