@@ -159,7 +159,14 @@ void print_run_header(const char* title, const LoadedModel& m, const GenerationF
                                      ? "synthetic (generated pieces, no file)"
                                      : m.tokenizer_source.c_str());
   if (parse_device(f.device) == Device::cuda) {
-    std::printf("device:    cuda (forward pass on the GPU; sampling on the host)\n");
+    // generate() takes a plain greedy step's argmax on the GPU; penalties, other sampling and
+    // --dump-logits need the logits on the host.
+    const bool argmax_on_gpu = s.greedy() && s.repetition_penalty == 1.0f &&
+                               s.frequency_penalty == 0.0f && s.presence_penalty == 0.0f &&
+                               f.dump_logits.empty();
+    std::printf("device:    cuda (forward pass on the GPU; %s)\n",
+                argmax_on_gpu ? "greedy argmax on the GPU, only the token id is copied back"
+                              : "logits copied back, sampling on the host");
   } else {
     std::printf("device:    cpu, %d threads\n", omp_get_max_threads());
   }
