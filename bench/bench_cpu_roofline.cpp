@@ -23,17 +23,20 @@
 using namespace inferlab;
 
 int main(int argc, char** argv) {
-  CLI::App app{"This CPU's roofs (bandwidth, FMA peak) and the model's decode, prefill and "
-               "batched decode against them"};
+  CLI::App app{
+      "This CPU's roofs (bandwidth, FMA peak) and the model's decode, prefill and "
+      "batched decode against them"};
   int threads = 0;
   std::string model_path, synthetic = "stories110M";
   ModelPointOptions o;
   o.reps = 5;
   app.add_option("--threads", threads, "CPU threads (0 = OpenMP default)");
   app.add_option("--model", model_path, "a llama2.c .bin model (default: --synthetic)");
-  app.add_option("--synthetic", synthetic, "random weights of this named shape")->capture_default_str();
+  app.add_option("--synthetic", synthetic, "random weights of this named shape")
+      ->capture_default_str();
   app.add_option("--prompt-tokens", o.prompt_tokens, "prefill length")->capture_default_str();
-  app.add_option("--batches", o.batches, "decode batch sizes, ascending from 1")->capture_default_str();
+  app.add_option("--batches", o.batches, "decode batch sizes, ascending from 1")
+      ->capture_default_str();
   app.add_option("--steps", o.decode_steps, "decode steps per repetition")->capture_default_str();
   app.add_option("--reps", o.reps, "repetitions (the median is reported)")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
@@ -41,7 +44,9 @@ int main(int argc, char** argv) {
     if (threads < 0) throw Error("--threads must be >= 0");
     if (threads > 0) omp_set_num_threads(threads);
     const int nth = omp_get_max_threads();
-    o.progress = [](const std::string& line) { std::fprintf(stderr, "[bench] %s\n", line.c_str()); };
+    o.progress = [](const std::string& line) {
+      std::fprintf(stderr, "[bench] %s\n", line.c_str());
+    };
 
     std::fprintf(stderr, "[bench] measuring the roofs\n");
     // A roof is the best the machine can do: the best of three probes (on a shared machine one
@@ -53,12 +58,14 @@ int main(int argc, char** argv) {
     }
     const double eigen = measure_gemm_flops(1024, nth, 3);
 
-    const Model model = model_path.empty() ? make_synthetic_model(synthetic) : Model::load(model_path);
+    const Model model =
+        model_path.empty() ? make_synthetic_model(synthetic) : Model::load(model_path);
     const ModelConfig& c = model.config();
     std::printf("== bench_cpu_roofline: %s, %d threads\n", model.name().c_str(), nth);
-    std::printf("roofs: read bandwidth %.2f GB/s, FMA peak %.1f GFLOP/s (Eigen SGEMM 1024^3: "
-                "%.1f GFLOP/s, %.0f%% of it); ridge %.1f FLOP/byte\n",
-                bw / 1e9, fma / 1e9, eigen / 1e9, 100.0 * eigen / fma, fma / bw);
+    std::printf(
+        "roofs: read bandwidth %.2f GB/s, FMA peak %.1f GFLOP/s (Eigen SGEMM 1024^3: "
+        "%.1f GFLOP/s, %.0f%% of it); ridge %.1f FLOP/byte\n",
+        bw / 1e9, fma / 1e9, eigen / 1e9, 100.0 * eigen / fma, fma / bw);
     std::printf("model: %.1f MB of weights read per token, %.2f GFLOP per token\n\n",
                 c.bytes_read_per_token() / 1e6, forward_flops(c, 1, 0, 1) / 1e9);
 
@@ -79,8 +86,9 @@ int main(int argc, char** argv) {
                   p.intensity(), p.bytes_per_second() / 1e9, p.flops_per_second() / 1e9,
                   100.0 * p.flops_per_second() / fma);
     }
-    std::printf("\nBelow the ridge a step costs the weight stream (tokens/s grows with B); above "
-                "it the FMA units (tokens/s flattens).\n");
+    std::printf(
+        "\nBelow the ridge a step costs the weight stream (tokens/s grows with B); above "
+        "it the FMA units (tokens/s flattens).\n");
   } catch (const std::exception& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
     return 1;

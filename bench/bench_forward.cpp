@@ -69,7 +69,8 @@ int main(int argc, char** argv) {
   app.add_option("--model", model_path,
                  "small model (default stories260K.bin when found, else a synthetic one)");
   app.add_flag("--skip-large", skip_large, "skip the synthetic stories110M model");
-  app.add_option("--device", device, "where the forward pass runs: cpu or cuda (the logits are "
+  app.add_option("--device", device,
+                 "where the forward pass runs: cpu or cuda (the logits are "
                  "copied to the host each step, as for sampling)")
       ->check(CLI::IsMember({"cpu", "cuda"}))
       ->capture_default_str();
@@ -111,9 +112,10 @@ int main(int argc, char** argv) {
       std::printf("%-44s %12.1f %14.2f %10.2f %11.1f%%\n", m.name().c_str(), r.tokens_per_s,
                   m.config().bytes_read_per_token() / 1e6, r.gbs, 100.0 * r.gbs / bw.read_gbs);
     }
-    std::printf("\nA model whose weights exceed the caches is bound by memory bandwidth: its "
-                "ratio is the one to read.\nA model that fits in cache (stories260K) is bound by "
-                "per-token overhead instead: read its tokens/s.\n");
+    std::printf(
+        "\nA model whose weights exceed the caches is bound by memory bandwidth: its "
+        "ratio is the one to read.\nA model that fits in cache (stories260K) is bound by "
+        "per-token overhead instead: read its tokens/s.\n");
     return 0;
   });
 }

@@ -65,10 +65,11 @@ int main(int argc, char** argv) {
     const BandwidthResult bw = measure_read_bandwidth(std::size_t{1} << 30, omp_get_max_threads());
     const ModelConfig& c = model.config();
     std::printf("model %s on %s, %d threads, KV %s; measured read bandwidth %.2f GB/s (host)\n\n",
-                model.name().c_str(), device_name(dev), omp_get_max_threads(),
-                dtype_name(kv_type), bw.read_gbs);
+                model.name().c_str(), device_name(dev), omp_get_max_threads(), dtype_name(kv_type),
+                bw.read_gbs);
 
-    std::vector<int> tokens(std::max(prompt + decode, *std::max_element(lengths.begin(), lengths.end())));
+    std::vector<int> tokens(
+        std::max(prompt + decode, *std::max_element(lengths.begin(), lengths.end())));
     for (std::size_t i = 0; i < tokens.size(); ++i) tokens[i] = int((i * 7919 + 1) % c.vocab_size);
     const std::unique_ptr<ModelRunner> runner = make_runner(model, dev);
     std::vector<float> logits;
@@ -85,7 +86,8 @@ int main(int argc, char** argv) {
     cache.clear();
     t0 = now_seconds();
     for (int p = 0; p < prompt; ++p)
-      run_sequence(*runner, std::span<const int>(&tokens[p], 1), p, cache, LogitsMode::last, logits);
+      run_sequence(*runner, std::span<const int>(&tokens[p], 1), p, cache, LogitsMode::last,
+                   logits);
     const double one_by_one_s = now_seconds() - t0;
     std::printf("prefill %d tokens in one forward:  %8.1f tokens/s\n", prompt, prompt / prefill_s);
     std::printf("the same, token by token:          %8.1f tokens/s  (prefill is %.1fx faster)\n",
@@ -96,13 +98,15 @@ int main(int argc, char** argv) {
     double bytes = 0;
     t0 = now_seconds();
     for (int p = prompt; p < prompt + decode; ++p) {
-      run_sequence(*runner, std::span<const int>(&tokens[p], 1), p, cache, LogitsMode::last, logits);
+      run_sequence(*runner, std::span<const int>(&tokens[p], 1), p, cache, LogitsMode::last,
+                   logits);
       bytes += double(c.bytes_read_per_token()) + double(cache.bytes_per_token()) * (p + 1);
     }
     const double decode_s = now_seconds() - t0;
     const double gbs = bytes / decode_s / 1e9;
-    std::printf("cached decode (positions %d..%d):  %8.1f tokens/s, %.2f GB/s = %.1f%% of measured\n\n",
-                prompt, prompt + decode - 1, decode / decode_s, gbs, 100 * gbs / bw.read_gbs);
+    std::printf(
+        "cached decode (positions %d..%d):  %8.1f tokens/s, %.2f GB/s = %.1f%% of measured\n\n",
+        prompt, prompt + decode - 1, decode / decode_s, gbs, 100 * gbs / bw.read_gbs);
 
     std::vector<int> positions;
     for (int n : lengths) positions.push_back(n - 1);
@@ -110,7 +114,8 @@ int main(int argc, char** argv) {
     for (int n : lengths) std::fprintf(stderr, " %d", n);
     std::fprintf(stderr, " (the naive step at 1024 forwards 1024 tokens)...\n");
     const auto rows = compare_step_latency(model, tokens, positions, kv_type, 1, dev);
-    std::printf("%10s  %12s  %12s  %10s  %s\n", "length", "naive ms", "cached ms", "ratio", "same logits");
+    std::printf("%10s  %12s  %12s  %10s  %s\n", "length", "naive ms", "cached ms", "ratio",
+                "same logits");
     for (const StepLatency& s : rows)
       std::printf("%10d  %12.2f  %12.2f  %9.1fx  %s\n", s.position + 1, s.naive_s * 1e3,
                   s.cached_s * 1e3, s.naive_s / s.cached_s, s.identical ? "yes" : "NO");

@@ -39,8 +39,10 @@ double median(std::vector<double> v) {
 
 // Version 0 is matmul_ref, 1.. the CPU ladder.
 void run_version(int version, float* y, const float* x, const float* w, int T, int n, int d) {
-  if (version == 0) k::matmul_ref(y, x, w, T, n, d);
-  else k::matmul_cpu_version(version, y, x, w, T, n, d);
+  if (version == 0)
+    k::matmul_ref(y, x, w, T, n, d);
+  else
+    k::matmul_cpu_version(version, y, x, w, T, n, d);
 }
 
 }  // namespace
@@ -51,7 +53,8 @@ int main(int argc, char** argv) {
   std::vector<int> tokens{1, 16, 64, 512};
   bool skip_ref = false;
   app.add_option("--threads", threads, "CPU threads (0 = OpenMP default)");
-  app.add_option("--reps", reps, "timed repetitions per point (median reported)")->capture_default_str();
+  app.add_option("--reps", reps, "timed repetitions per point (median reported)")
+      ->capture_default_str();
   app.add_option("--tokens", tokens, "token counts T to run")->capture_default_str();
   app.add_flag("--skip-ref", skip_ref, "do not time matmul_ref (it is still the check)");
   CLI11_PARSE(app, argc, argv);
@@ -77,11 +80,14 @@ int main(int argc, char** argv) {
     if (p.flops > peak.flops) peak = p;
     if (b.read_gbs > bw.read_gbs) bw = b;
   }
-  std::printf("== bench_matmul_cpu: %d threads, FMA peak %.1f GFLOP/s (%d-float vectors), "
-              "read bandwidth %.1f GB/s\n", nth, peak.flops / 1e9, peak.vector_width, bw.read_gbs);
-  std::printf("versions: 0 matmul_ref, 1 lanes, 2 blocked (best = %d)\n\n", k::kMatmulCpuBestVersion);
-  std::printf("%-22s %3s %10s %9s %9s %7s %9s  %s\n", "shape T x n -> d", "ver", "GFLOP/s",
-              "% FMA", "GB/s W", "% BW", "best", "check");
+  std::printf(
+      "== bench_matmul_cpu: %d threads, FMA peak %.1f GFLOP/s (%d-float vectors), "
+      "read bandwidth %.1f GB/s\n",
+      nth, peak.flops / 1e9, peak.vector_width, bw.read_gbs);
+  std::printf("versions: 0 matmul_ref, 1 lanes, 2 blocked (best = %d)\n\n",
+              k::kMatmulCpuBestVersion);
+  std::printf("%-22s %3s %10s %9s %9s %7s %9s  %s\n", "shape T x n -> d", "ver", "GFLOP/s", "% FMA",
+              "GB/s W", "% BW", "best", "check");
 
   bool all_ok = true;
   // The two shapes of a stories110M feed-forward block (w1/w3: 768 -> 2048, w2: 2048 -> 768).
@@ -111,7 +117,8 @@ int main(int argc, char** argv) {
           if (!(err <= 1e-4 + 1e-4 * std::fabs(ref[i]))) ok = false;
         }
         if (v == 1) first_fast = y;
-        const bool same_bits = v <= 1 || std::memcmp(y.data(), first_fast.data(), y.size() * 4) == 0;
+        const bool same_bits =
+            v <= 1 || std::memcmp(y.data(), first_fast.data(), y.size() * 4) == 0;
         ok = ok && same_bits;
         all_ok = all_ok && ok;
         // Time: one warm-up call, then the median of reps calls, each on the next weight copy.
@@ -128,15 +135,16 @@ int main(int argc, char** argv) {
         const double gbs = 4.0 * double(wsize) / t / 1e9;
         char shape[32];
         std::snprintf(shape, sizeof shape, "%d x %d -> %d", T, n, d);
-        std::printf("%-22s %3d %10.1f %8.1f%% %9.1f %6.1f%% %9.1f  %s (max err %.1e%s)\n", shape,
-                    v, gflops, 100.0 * gflops * 1e9 / peak.flops, gbs, 100.0 * gbs / bw.read_gbs,
+        std::printf("%-22s %3d %10.1f %8.1f%% %9.1f %6.1f%% %9.1f  %s (max err %.1e%s)\n", shape, v,
+                    gflops, 100.0 * gflops * 1e9 / peak.flops, gbs, 100.0 * gbs / bw.read_gbs,
                     2.0 * T * double(wsize) / t_best / 1e9, ok ? "PASS" : "FAIL", max_err,
                     v >= 2 ? (same_bits ? ", bits = v1" : ", bits != v1") : "");
       }
     }
   }
-  std::printf("\nMedians of the repetitions; 'best' is the fastest repetition, in GFLOP/s. Read "
-              "GFLOP/s against the FMA peak for large T (compute-bound), GB/s against the read "
-              "bandwidth for T = 1 (memory-bound).\n");
+  std::printf(
+      "\nMedians of the repetitions; 'best' is the fastest repetition, in GFLOP/s. Read "
+      "GFLOP/s against the FMA peak for large T (compute-bound), GB/s against the read "
+      "bandwidth for T = 1 (memory-bound).\n");
   return all_ok ? 0 : 1;
 }

@@ -16,7 +16,8 @@
 using namespace inferlab;
 
 int main(int argc, char** argv) {
-  CLI::App app{"Prefix cache benchmark: match + insert cost per request, radix trie vs block hashes"};
+  CLI::App app{
+      "Prefix cache benchmark: match + insert cost per request, radix trie vs block hashes"};
   std::vector<int> lengths = {100, 1000, 10000};
   int block_size = 16, reps = 9;
   app.add_option("--lengths", lengths, "prompt lengths, tokens")->check(integer_in(4, 1 << 22));
@@ -28,9 +29,10 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   try {
-    std::printf("prefix cache operations per request (prompts share 3/4 with a cached one, blocks "
-                "of %d, median of %d x 64):\n",
-                block_size, reps);
+    std::printf(
+        "prefix cache operations per request (prompts share 3/4 with a cached one, blocks "
+        "of %d, median of %d x 64):\n",
+        block_size, reps);
     std::printf("  %8s  %6s  %10s  %11s  %9s\n", "tokens", "cache", "match (us)", "insert (us)",
                 "ns/token");
     for (int n : lengths) {

@@ -25,11 +25,17 @@ int main(int argc, char** argv) {
   int layers = 0, context = 128, steps = 16;
   app.add_option("--config", configs, "model shapes (named_config names)")->capture_default_str();
   app.add_option("--batch", batches, "batch sizes")->capture_default_str();
-  app.add_option("--device", device, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}))->capture_default_str();
+  app.add_option("--device", device, "cpu or cuda")
+      ->check(CLI::IsMember({"cpu", "cuda"}))
+      ->capture_default_str();
   app.add_option("--layers", layers, "keep only the first N layers (0 = all), to fit host memory")
       ->check(CLI::Range(0, 1000));
-  app.add_option("--context", context, "cached tokens per sequence")->check(CLI::Range(1, 1 << 20))->capture_default_str();
-  app.add_option("--steps", steps, "decode steps timed per batch")->check(CLI::Range(1, 100000))->capture_default_str();
+  app.add_option("--context", context, "cached tokens per sequence")
+      ->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
+  app.add_option("--steps", steps, "decode steps timed per batch")
+      ->check(CLI::Range(1, 100000))
+      ->capture_default_str();
   return run_chapter(app, argc, argv, [&] {
     const Device dev = parse_device(device);
     require_device(dev);

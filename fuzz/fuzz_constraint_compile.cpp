@@ -18,8 +18,8 @@ const std::vector<std::string>& vocabulary() {
   static const std::vector<std::string> v = [] {
     std::vector<std::string> t = {"<eos>"};
     for (int c = 0x20; c < 0x7f; ++c) t.emplace_back(1, char(c));
-    for (const char* s : {"\"}", "\"},", "{\"", "\":", "true", "null", "ab", "aa", "12", "\\n",
-                          "  ", "\xc3\xa9"})
+    for (const char* s :
+         {"\"}", "\"},", "{\"", "\":", "true", "null", "ab", "aa", "12", "\\n", "  ", "\xc3\xa9"})
       t.emplace_back(s);
     return t;
   }();

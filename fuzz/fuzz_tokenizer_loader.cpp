@@ -18,8 +18,16 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     for (const char* text : {"Once upon a time", "aaaa bbbb", "x\xC3\xA9y", ""}) {
       std::vector<int> got, want;
       bool got_ok = true, want_ok = true;
-      try { got = t.encode(text); } catch (const inferlab::Error&) { got_ok = false; }
-      try { want = inferlab::test::reference_encode(t, text); } catch (const inferlab::Error&) { want_ok = false; }
+      try {
+        got = t.encode(text);
+      } catch (const inferlab::Error&) {
+        got_ok = false;
+      }
+      try {
+        want = inferlab::test::reference_encode(t, text);
+      } catch (const inferlab::Error&) {
+        want_ok = false;
+      }
       if (got_ok && want_ok && got != want) std::abort();  // the two encoders disagree
       if (got_ok) (void)t.decode(got);
     }

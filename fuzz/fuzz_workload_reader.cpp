@@ -16,7 +16,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const std::vector<inferlab::Request> requests = inferlab::read_workload_file(in, "fuzz.jsonl");
     double last = 0.0;
     for (const inferlab::Request& r : requests) {
-      if (!(std::isfinite(r.arrival) && r.arrival >= last && r.arrival <= inferlab::kMaxArrivalSeconds))
+      if (!(std::isfinite(r.arrival) && r.arrival >= last &&
+            r.arrival <= inferlab::kMaxArrivalSeconds))
         std::abort();
       last = r.arrival;
       if (r.max_tokens < 1) std::abort();

@@ -11,7 +11,8 @@
 
 namespace inferlab::test {
 
-inline std::vector<int> reference_encode(const Tokenizer& t, std::string_view text, bool bos = true) {
+inline std::vector<int> reference_encode(const Tokenizer& t, std::string_view text,
+                                         bool bos = true) {
   std::vector<int> symbols;
   auto add_code_point = [&](std::string_view cp) {
     if (const int id = t.find(cp); id >= 0) {

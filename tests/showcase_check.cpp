@@ -124,7 +124,8 @@ std::vector<json> select_pointer(const json& doc, const std::string& pointer) {
   std::size_t start = 1;
   while (start <= pointer.size()) {
     const std::size_t end = pointer.find('/', start);
-    segments.push_back(pointer.substr(start, end == std::string::npos ? std::string::npos : end - start));
+    segments.push_back(
+        pointer.substr(start, end == std::string::npos ? std::string::npos : end - start));
     if (end == std::string::npos) break;
     start = end + 1;
   }
@@ -156,8 +157,10 @@ std::vector<json> evaluate(const json& doc, std::string term) {
       // An array the pointer selects counts as its elements: len(/steps) is the step count.
       std::vector<json> inner;
       for (const json& v : select_pointer(doc, term.substr(4, term.size() - 5))) {
-        if (v.is_array()) inner.insert(inner.end(), v.begin(), v.end());
-        else inner.push_back(v);
+        if (v.is_array())
+          inner.insert(inner.end(), v.begin(), v.end());
+        else
+          inner.push_back(v);
       }
       if (std::string(fn) == "len(") {
         values = {json(inner.size())};
@@ -166,9 +169,12 @@ std::vector<json> evaluate(const json& doc, std::string term) {
         double acc = std::string(fn) == "sum(" ? 0.0 : inner.front().get<double>();
         for (const json& v : inner) {
           const double x = v.get<double>();
-          if (std::string(fn) == "sum(") acc += x;
-          else if (std::string(fn) == "min(") acc = std::min(acc, x);
-          else acc = std::max(acc, x);
+          if (std::string(fn) == "sum(")
+            acc += x;
+          else if (std::string(fn) == "min(")
+            acc = std::min(acc, x);
+          else
+            acc = std::max(acc, x);
         }
         values = {json(acc)};
       }
@@ -227,11 +233,12 @@ bool check(const json& doc, const std::string& expectation) {
       }
       const json& a = lhs[lhs.size() == 1 ? 0 : failed];
       const json& b = rhs[rhs.size() == 1 ? 0 : failed];
-      std::printf("%s  %s   [%s %s %s%s]\n", ok ? "ok  " : "FAIL", expectation.c_str(),
-                  a.dump().c_str(), o.c_str(), b.dump().c_str(),
-                  n > 1 ? (ok ? (", all " + std::to_string(n)).c_str()
-                              : (", value " + std::to_string(failed) + " of " + std::to_string(n)).c_str())
-                        : "");
+      std::printf(
+          "%s  %s   [%s %s %s%s]\n", ok ? "ok  " : "FAIL", expectation.c_str(), a.dump().c_str(),
+          o.c_str(), b.dump().c_str(),
+          n > 1 ? (ok ? (", all " + std::to_string(n)).c_str()
+                      : (", value " + std::to_string(failed) + " of " + std::to_string(n)).c_str())
+                : "");
       return ok;
     } catch (const std::exception& e) {
       std::printf("FAIL  %s   [%s]\n", expectation.c_str(), e.what());
@@ -255,12 +262,14 @@ int main(int argc, char** argv) {
       for (int k = i + 1; k < argc; ++k) command.push_back(argv[k]);
       break;
     } else {
-      std::fprintf(stderr, "usage: inferlab_showcase_check --expect 'TERM OP TERM'... -- COMMAND ARGS...\n");
+      std::fprintf(
+          stderr, "usage: inferlab_showcase_check --expect 'TERM OP TERM'... -- COMMAND ARGS...\n");
       return 2;
     }
   }
   if (command.empty() || expectations.empty()) {
-    std::fprintf(stderr, "usage: inferlab_showcase_check --expect 'TERM OP TERM'... -- COMMAND ARGS...\n");
+    std::fprintf(stderr,
+                 "usage: inferlab_showcase_check --expect 'TERM OP TERM'... -- COMMAND ARGS...\n");
     return 2;
   }
   std::printf("showcase:");

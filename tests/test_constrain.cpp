@@ -23,7 +23,9 @@ using Catch::Matchers::Contains;
 
 namespace {
 
-bool matches(PushdownParser& p, std::string_view text) { return p.accepts(p.advance(p.initial_state(), text)); }
+bool matches(PushdownParser& p, std::string_view text) {
+  return p.accepts(p.advance(p.initial_state(), text));
+}
 
 std::filesystem::path suite_dir() {
   if (const char* env = std::getenv("INFERLAB_JSONSCHEMA_SUITE"); env && *env) return env;
@@ -100,11 +102,16 @@ TEST_CASE("regex: UTF-8 classes and JSON-string spelling", "[unit][constrain]") 
 
 TEST_CASE("regex errors give the position", "[unit][constrain][bad-input]") {
   const std::vector<std::pair<std::string, std::string>> bad = {
-      {"a(b", "position 1: unmatched '('"},  {"ab)", "position 2: unmatched ')'"},
-      {"[z-a]", "range out of order"},       {"a{3,1}", "max < min"},
-      {"(a)\\1", "backreferences"},          {"(?=a)", "lookaround"},
-      {"*a", "position 0: quantifier without"}, {"a{99999}", "above the limit 10000"},
-      {"[abc", "unterminated character class"}, {"a^b", "position 1: '^'"}};
+      {"a(b", "position 1: unmatched '('"},
+      {"ab)", "position 2: unmatched ')'"},
+      {"[z-a]", "range out of order"},
+      {"a{3,1}", "max < min"},
+      {"(a)\\1", "backreferences"},
+      {"(?=a)", "lookaround"},
+      {"*a", "position 0: quantifier without"},
+      {"a{99999}", "above the limit 10000"},
+      {"[abc", "unterminated character class"},
+      {"a^b", "position 1: '^'"}};
   for (const auto& [pat, msg] : bad) {
     INFO("pattern " << pat);
     CHECK_THROWS_WITH(regex_grammar(pat), Contains("regex error at position") && Contains(msg));
@@ -126,7 +133,8 @@ factor ::= [0-9]+ | "(" expr ")" | "-" factor
   CHECK_FALSE(matches(p, "(1"));
   CHECK(p.can_continue(p.advance(p.initial_state(), "(1")));
   // Multi-line rules, classes with escapes and negation, counted repetition, '.'.
-  PushdownParser q(parse_gbnf("root ::= \"<\" ([^>\\n] | \"\\\\>\"){1,3}\n  | x .\nx ::= [\\x41-\\x43]\n"));
+  PushdownParser q(
+      parse_gbnf("root ::= \"<\" ([^>\\n] | \"\\\\>\"){1,3}\n  | x .\nx ::= [\\x41-\\x43]\n"));
   CHECK(matches(q, "<ab"));
   CHECK(matches(q, "<\\>"));
   CHECK(matches(q, "Cé"));
@@ -134,28 +142,36 @@ factor ::= [0-9]+ | "(" expr ")" | "-" factor
   CHECK_FALSE(matches(q, "<>"));
 }
 
-TEST_CASE("GBNF errors give line:column, unknown rules and left recursion", "[unit][constrain][bad-input]") {
-  CHECK_THROWS_WITH(parse_gbnf("root ::= a\na ::= \"x\" @\n", "g.gbnf"), Contains("g.gbnf:2:11: unexpected character '@'"));
-  CHECK_THROWS_WITH(parse_gbnf("root ::= \"x\" y\n", "g.gbnf"), Contains("g.gbnf:1:14: unknown rule 'y'"));
+TEST_CASE("GBNF errors give line:column, unknown rules and left recursion",
+          "[unit][constrain][bad-input]") {
+  CHECK_THROWS_WITH(parse_gbnf("root ::= a\na ::= \"x\" @\n", "g.gbnf"),
+                    Contains("g.gbnf:2:11: unexpected character '@'"));
+  CHECK_THROWS_WITH(parse_gbnf("root ::= \"x\" y\n", "g.gbnf"),
+                    Contains("g.gbnf:1:14: unknown rule 'y'"));
   CHECK_THROWS_WITH(parse_gbnf("root ::= \"abc\n"), Contains("1:10: unterminated string literal"));
   CHECK_THROWS_WITH(parse_gbnf("a ::= \"x\"\n"), Contains("no 'root' rule"));
   CHECK_THROWS_WITH(parse_gbnf("root ::= (\"a\"\n"), Contains("1:10: unmatched '('"));
-  CHECK_THROWS_WITH(parse_gbnf("root ::= \"a\"\nroot ::= \"b\"\n"), Contains("2:1: rule 'root' is defined twice"));
+  CHECK_THROWS_WITH(parse_gbnf("root ::= \"a\"\nroot ::= \"b\"\n"),
+                    Contains("2:1: rule 'root' is defined twice"));
   CHECK_THROWS_WITH(PushdownParser(parse_gbnf("root ::= e\ne ::= e \"+\" \"1\" | \"1\"\n")),
                     Contains("rule 'e' is left-recursive"));
-  CHECK_THROWS_WITH(PushdownParser(parse_gbnf("root ::= n root \"x\" | \"y\"\nn ::= \"\" | \"z\"\n")),
-                    Contains("left-recursive"));
-  CHECK_THROWS_WITH(PushdownParser(parse_gbnf("root ::= r\nr ::= \"a\" r\n")), Contains("unsatisfiable"));
+  CHECK_THROWS_WITH(
+      PushdownParser(parse_gbnf("root ::= n root \"x\" | \"y\"\nn ::= \"\" | \"z\"\n")),
+      Contains("left-recursive"));
+  CHECK_THROWS_WITH(PushdownParser(parse_gbnf("root ::= r\nr ::= \"a\" r\n")),
+                    Contains("unsatisfiable"));
 }
 
 TEST_CASE("JSON mode accepts JSON and nothing else", "[unit][constrain]") {
   PushdownParser p(json_mode_grammar());
-  for (const char* ok : {"{}", "[]", "{\"a\": [1, -2.5e+3, true, null, \"x\\u00e9\\n\"]}", "0", "[ 1 ,\n\t2 ]", "\"\\ud83d\\ude00\"",
-                         "[[[[[]]]]]", "{\"\": {}}", "\"é\""}) {
+  for (const char* ok :
+       {"{}", "[]", "{\"a\": [1, -2.5e+3, true, null, \"x\\u00e9\\n\"]}", "0", "[ 1 ,\n\t2 ]",
+        "\"\\ud83d\\ude00\"", "[[[[[]]]]]", "{\"\": {}}", "\"é\""}) {
     INFO(ok);
     CHECK(matches(p, ok));
   }
-  for (const char* bad : {" 0", "{", "[1,]", "{\"a\" 1}", "01", "1.", "\"\\ud83d\"", "\"\x01\"", "tru", "{'a': 1}", "\"\xff\""}) {
+  for (const char* bad : {" 0", "{", "[1,]", "{\"a\" 1}", "01", "1.", "\"\\ud83d\"", "\"\x01\"",
+                          "tru", "{'a': 1}", "\"\xff\""}) {
     INFO(bad);
     CHECK_FALSE(matches(p, bad));
   }
@@ -163,7 +179,8 @@ TEST_CASE("JSON mode accepts JSON and nothing else", "[unit][constrain]") {
 
 TEST_CASE("JSON Schema: integer ranges and multipleOf are exact", "[unit][constrain]") {
   const std::vector<std::pair<std::string, std::function<bool(long)>>> cases = {
-      {R"({"type":"integer","minimum":-13,"maximum":217})", [](long x) { return x >= -13 && x <= 217; }},
+      {R"({"type":"integer","minimum":-13,"maximum":217})",
+       [](long x) { return x >= -13 && x <= 217; }},
       {R"({"type":"integer","exclusiveMinimum":99.5})", [](long x) { return x > 99; }},
       {R"({"type":"integer","exclusiveMaximum":-7})", [](long x) { return x < -7; }},
       {R"({"type":"integer","multipleOf":7})", [](long x) { return x % 7 == 0; }},
@@ -182,7 +199,8 @@ TEST_CASE("JSON Schema: integer ranges and multipleOf are exact", "[unit][constr
 TEST_CASE("JSON Schema: decimal bounds on numbers are exact", "[unit][constrain]") {
   std::vector<std::string> numbers;
   for (const char* i : {"0", "1", "2", "3", "12"}) {
-    for (const char* f : {"", ".0", ".05", ".1", ".10", ".15", ".5", ".949", ".95", ".951", ".999"}) {
+    for (const char* f :
+         {"", ".0", ".05", ".1", ".10", ".15", ".5", ".949", ".95", ".951", ".999"}) {
       numbers.push_back(std::string(i) + f);
       numbers.push_back("-" + numbers.back());
     }
@@ -235,22 +253,26 @@ TEST_CASE("JSON Schema: free objects with propertyNames and property counts", "[
   CHECK_FALSE(matches(p, R"({"abc": 1})"));
   CHECK_FALSE(matches(p, R"({"a": 1, "b": 2, "c": 3})"));
   CHECK_FALSE(matches(p, R"({"a": "x"})"));
-  PushdownParser none(json_schema_grammar(Json::parse(R"({"type":"object","propertyNames":false})")));
+  PushdownParser none(
+      json_schema_grammar(Json::parse(R"({"type":"object","propertyNames":false})")));
   CHECK(matches(none, "{}"));
   CHECK_FALSE(matches(none, R"({"a": 1})"));
 }
 
-TEST_CASE("JSON Schema: properties in any order, each at most once, the required ones present", "[unit][constrain]") {
+TEST_CASE("JSON Schema: properties in any order, each at most once, the required ones present",
+          "[unit][constrain]") {
   // Every sequence of up to 4 members drawn from the listed a (required, string), b (integer),
   // c (null) and the additional x, y (boolean), against the rule written out: no listed key
   // twice, a present, each value of its type. (An additional key may repeat: remembering
   // arbitrary names is beyond any finite grammar, and JSON parsers keep the last value.)
   // The objects' texts are built here, not by the engine.
-  const Json schema = Json::parse(R"({"type":"object","properties":{"a":{"type":"string"},"b":{"type":"integer"},
+  const Json schema =
+      Json::parse(R"({"type":"object","properties":{"a":{"type":"string"},"b":{"type":"integer"},
       "c":{"type":"null"}},"required":["a"],"additionalProperties":{"type":"boolean"}})");
   PushdownParser p(json_schema_grammar(schema));
   const std::vector<std::pair<std::string, std::string>> members = {
-      {"a", "\"s\""}, {"b", "1"}, {"c", "null"}, {"x", "true"}, {"y", "false"}, {"b", "\"wrong type\""}};
+      {"a", "\"s\""}, {"b", "1"},     {"c", "null"},
+      {"x", "true"},  {"y", "false"}, {"b", "\"wrong type\""}};
   int accepted = 0, checked = 0;
   std::vector<std::vector<int>> seqs{{}};
   for (std::size_t i = 0; i < seqs.size(); ++i) {
@@ -280,7 +302,8 @@ TEST_CASE("JSON Schema: properties in any order, each at most once, the required
   CHECK(accepted > 100);  // e.g. {"c": null, "x": true, "a": "s", "b": 1}
   CHECK(checked == 1 + 6 + 36 + 216 + 1296);
   // const objects are equal whatever their key order.
-  PushdownParser k(json_schema_grammar(Json::parse(R"({"const":{"foo":"bar","baz":[1,{"p":1,"q":2}]}})")));
+  PushdownParser k(
+      json_schema_grammar(Json::parse(R"({"const":{"foo":"bar","baz":[1,{"p":1,"q":2}]}})")));
   CHECK(matches(k, R"({"foo": "bar", "baz": [1, {"p": 1, "q": 2}]})"));
   CHECK(matches(k, R"({"baz": [1, {"q": 2, "p": 1}], "foo": "bar"})"));
   CHECK_FALSE(matches(k, R"({"baz": [{"q": 2, "p": 1}, 1], "foo": "bar"})"));
@@ -297,7 +320,8 @@ TEST_CASE("JSON Schema: properties in any order, each at most once, the required
   CHECK_THROWS_WITH(json_schema_grammar(schema, huge), Contains("max_free_order_properties"));
 }
 
-TEST_CASE("JSON Schema: dependentRequired and required names outside properties", "[unit][constrain]") {
+TEST_CASE("JSON Schema: dependentRequired and required names outside properties",
+          "[unit][constrain]") {
   // bar requires foo; quux requires foo and bar (a name not in properties); any order.
   PushdownParser p(json_schema_grammar(Json::parse(
       R"({"properties":{"bar":{"type":"integer"}},"dependentRequired":{"bar":["foo"],"quux":["foo","bar"]}})")));
@@ -314,7 +338,8 @@ TEST_CASE("JSON Schema: dependentRequired and required names outside properties"
   CHECK(matches(d, R"({"b": 1, "a": 2})"));
   CHECK_FALSE(matches(d, R"({"a": 2})"));
   // Schema dependencies: a present key requires the object to satisfy a schema.
-  PushdownParser ds(json_schema_grammar(Json::parse(R"({"dependencies":{"a":{"required":["b"]}}})")));
+  PushdownParser ds(
+      json_schema_grammar(Json::parse(R"({"dependencies":{"a":{"required":["b"]}}})")));
   CHECK(matches(ds, R"({"a": 1, "b": 2})"));
   CHECK(matches(ds, R"({"c": 1})"));
   CHECK(matches(ds, "[1]"));
@@ -326,20 +351,23 @@ TEST_CASE("JSON Schema: dependentRequired and required names outside properties"
   CHECK_FALSE(matches(dd, R"({"foo": "x", "bar": 2})"));
   CHECK_FALSE(matches(dd, R"({"bar": "y"})"));
   // A required name that is not listed takes additionalProperties' schema.
-  PushdownParser r(json_schema_grammar(Json::parse(R"({"required":["id"],"additionalProperties":{"type":"string"}})")));
+  PushdownParser r(json_schema_grammar(
+      Json::parse(R"({"required":["id"],"additionalProperties":{"type":"string"}})")));
   CHECK(matches(r, R"({"x": "a", "id": "b"})"));
   CHECK_FALSE(matches(r, R"({"x": "a"})"));
   CHECK_FALSE(matches(r, R"({"id": 1})"));
 }
 
 TEST_CASE("JSON Schema: contains and minContains", "[unit][constrain]") {
-  PushdownParser c(json_schema_grammar(Json::parse(R"({"type":"array","contains":{"type":"integer"}})")));
+  PushdownParser c(
+      json_schema_grammar(Json::parse(R"({"type":"array","contains":{"type":"integer"}})")));
   CHECK(matches(c, "[1]"));
   CHECK(matches(c, R"(["a", 2, null])"));
   CHECK_FALSE(matches(c, "[]"));
   CHECK_FALSE(matches(c, R"(["a", 2.5])"));
   // The match must also satisfy items.
-  PushdownParser i(json_schema_grammar(Json::parse(R"({"items":{"type":"integer"},"contains":{"minimum":5}})")));
+  PushdownParser i(
+      json_schema_grammar(Json::parse(R"({"items":{"type":"integer"},"contains":{"minimum":5}})")));
   CHECK(matches(i, "[1, 6]"));
   CHECK(matches(i, "{}"));  // not an array: the keywords do not apply
   CHECK_FALSE(matches(i, "[1, 2]"));
@@ -356,19 +384,22 @@ TEST_CASE("JSON Schema: contains and minContains", "[unit][constrain]") {
   CHECK(matches(f, "1"));
 }
 
-TEST_CASE("JSON Schema: if/then/else on a type or a boolean, uniqueItems where it is decidable", "[unit][constrain]") {
-  PushdownParser t(json_schema_grammar(Json::parse(
-      R"({"if":{"type":"string"},"then":{"maxLength":2},"else":{"type":"integer"}})")));
+TEST_CASE("JSON Schema: if/then/else on a type or a boolean, uniqueItems where it is decidable",
+          "[unit][constrain]") {
+  PushdownParser t(json_schema_grammar(
+      Json::parse(R"({"if":{"type":"string"},"then":{"maxLength":2},"else":{"type":"integer"}})")));
   CHECK(matches(t, R"("ab")"));
   CHECK_FALSE(matches(t, R"("abc")"));
   CHECK(matches(t, "3"));
   CHECK_FALSE(matches(t, "3.5"));
   CHECK_FALSE(matches(t, "null"));
-  PushdownParser b(json_schema_grammar(Json::parse(R"({"if":false,"then":{"const":"then"},"else":{"const":"else"}})")));
+  PushdownParser b(json_schema_grammar(
+      Json::parse(R"({"if":false,"then":{"const":"then"},"else":{"const":"else"}})")));
   CHECK(matches(b, R"("else")"));
   CHECK_FALSE(matches(b, R"("then")"));
   // then in another allOf branch than its if does nothing.
-  PushdownParser a(json_schema_grammar(Json::parse(R"({"allOf":[{"if":{"type":"string"}},{"then":{"maxLength":1}}]})")));
+  PushdownParser a(json_schema_grammar(
+      Json::parse(R"({"allOf":[{"if":{"type":"string"}},{"then":{"maxLength":1}}]})")));
   CHECK(matches(a, R"("abc")"));
   PushdownParser u(json_schema_grammar(Json::parse(R"({"uniqueItems":true,"maxItems":1})")));
   CHECK(matches(u, "[1]"));
@@ -381,32 +412,45 @@ TEST_CASE("JSON Schema: if/then/else on a type or a boolean, uniqueItems where i
   CHECK(matches(ub, "[false]"));
   CHECK_FALSE(matches(ub, "[true, true]"));
   CHECK_FALSE(matches(ub, "[true, false, true]"));
-  PushdownParser ue(json_schema_grammar(Json::parse(R"({"items":{"enum":[1, "a", 1.0]},"uniqueItems":true,"minItems":2})")));
+  PushdownParser ue(json_schema_grammar(
+      Json::parse(R"({"items":{"enum":[1, "a", 1.0]},"uniqueItems":true,"minItems":2})")));
   CHECK(matches(ue, R"([1, "a"])"));
   CHECK(matches(ue, R"(["a", 1.0])"));
   CHECK_FALSE(matches(ue, "[1, 1.0]"));
   CHECK_FALSE(matches(ue, "[1]"));
-  CHECK_THROWS_WITH(json_schema_grammar(Json::parse(R"({"items":{"type":"boolean"},"prefixItems":[{}],"uniqueItems":true})")),
+  CHECK_THROWS_WITH(json_schema_grammar(Json::parse(
+                        R"({"items":{"type":"boolean"},"prefixItems":[{}],"uniqueItems":true})")),
                     Contains("'uniqueItems'"));
 }
 
-TEST_CASE("JSON Schema bad input: unsupported keywords named, limits, no crash", "[unit][constrain][bad-input]") {
-  auto compile = [](const std::string& s) { return PushdownParser(json_schema_grammar(Json::parse(s))); };
+TEST_CASE("JSON Schema bad input: unsupported keywords named, limits, no crash",
+          "[unit][constrain][bad-input]") {
+  auto compile = [](const std::string& s) {
+    return PushdownParser(json_schema_grammar(Json::parse(s)));
+  };
   CHECK_THROWS_WITH(compile(R"({"type":"array","contains":{"type":"integer"},"maxContains":2})"),
                     Contains("unsupported JSON Schema keyword 'maxContains'"));
-  CHECK_THROWS_WITH(compile(R"({"uniqueItems":true})"), Contains("unsupported JSON Schema keyword 'uniqueItems'"));
-  CHECK_THROWS_WITH(compile(R"({"if":{"const":1},"then":{"type":"integer"}})"), Contains("unsupported JSON Schema keyword 'if'"));
+  CHECK_THROWS_WITH(compile(R"({"uniqueItems":true})"),
+                    Contains("unsupported JSON Schema keyword 'uniqueItems'"));
+  CHECK_THROWS_WITH(compile(R"({"if":{"const":1},"then":{"type":"integer"}})"),
+                    Contains("unsupported JSON Schema keyword 'if'"));
   // 1 and 1.0 are the same value: these branches overlap, so oneOf cannot be an anyOf.
   CHECK_THROWS_WITH(compile(R"({"oneOf":[{"const":1},{"const":1.0}]})"), Contains("'oneOf'"));
-  CHECK_THROWS_WITH(compile(R"({"oneOf":[{"const":{"a":1,"b":2}},{"const":{"b":2,"a":1}}]})"), Contains("'oneOf'"));
+  CHECK_THROWS_WITH(compile(R"({"oneOf":[{"const":{"a":1,"b":2}},{"const":{"b":2,"a":1}}]})"),
+                    Contains("'oneOf'"));
   CHECK_THROWS_WITH(compile(R"({"patternProperties":{"^a":{}}})"), Contains("'patternProperties'"));
-  CHECK_THROWS_WITH(compile(R"({"type":"string","format":"hostname"})"), Contains("'format' with value 'hostname'"));
-  CHECK_THROWS_WITH(compile(R"({"$ref":"http://example.com/x.json"})"), Contains("only local references"));
+  CHECK_THROWS_WITH(compile(R"({"type":"string","format":"hostname"})"),
+                    Contains("'format' with value 'hostname'"));
+  CHECK_THROWS_WITH(compile(R"({"$ref":"http://example.com/x.json"})"),
+                    Contains("only local references"));
   CHECK_THROWS_WITH(compile(R"({"$ref":"#/$defs/missing"})"), Contains("does not resolve"));
-  CHECK_THROWS_WITH(compile(R"({"oneOf":[{"type":"integer"},{"minimum":2}]})"), Contains("'oneOf'"));
-  CHECK_THROWS_WITH(compile(R"({"type":"string","pattern":"a(b"})"), Contains("regex error at position 1"));
+  CHECK_THROWS_WITH(compile(R"({"oneOf":[{"type":"integer"},{"minimum":2}]})"),
+                    Contains("'oneOf'"));
+  CHECK_THROWS_WITH(compile(R"({"type":"string","pattern":"a(b"})"),
+                    Contains("regex error at position 1"));
   CHECK_THROWS_WITH(compile("false"), Contains("unsatisfiable"));
-  CHECK_THROWS_WITH(compile(R"({"type":"integer","minimum":5,"maximum":4})"), Contains("unsatisfiable"));
+  CHECK_THROWS_WITH(compile(R"({"type":"integer","minimum":5,"maximum":4})"),
+                    Contains("unsatisfiable"));
   // Nested thousands deep: a clear error, not a stack overflow.
   std::string deep;
   for (int i = 0; i < 5000; ++i) deep += R"({"items":)";
@@ -414,7 +458,8 @@ TEST_CASE("JSON Schema bad input: unsupported keywords named, limits, no crash",
   for (int i = 0; i < 5000; ++i) deep += "}";
   CHECK_THROWS_WITH(compile(deep), Contains("deeper than 128 levels"));
   // A recursive schema is fine: it becomes a recursive rule.
-  PushdownParser rec = compile(R"({"$defs":{"t":{"type":"array","items":{"$ref":"#/$defs/t"}}},"$ref":"#/$defs/t"})");
+  PushdownParser rec = compile(
+      R"({"$defs":{"t":{"type":"array","items":{"$ref":"#/$defs/t"}}},"$ref":"#/$defs/t"})");
   CHECK(matches(rec, "[[[], [[]]], []]"));
   CHECK_FALSE(matches(rec, "[1]"));
   // A huge enum compiles and is exact.
@@ -448,15 +493,23 @@ bool validate(const Json& root, const Json& s, const Json& x, int depth = 0) {
   }
   if (s.contains("type")) {
     bool any = false;
-    if (s["type"].is_string()) any = type_ok(s["type"].get<std::string>());
-    else for (const auto& t : s["type"]) any = any || type_ok(t.get<std::string>());
+    if (s["type"].is_string())
+      any = type_ok(s["type"].get<std::string>());
+    else
+      for (const auto& t : s["type"]) any = any || type_ok(t.get<std::string>());
     if (!any) return false;
   }
   // JSON values are equal whatever the order of object keys: compare as unordered JSON.
-  auto same = [](const Json& a, const Json& b) { return nlohmann::json::parse(a.dump()) == nlohmann::json::parse(b.dump()); };
-  if (s.contains("enum") && std::none_of(s["enum"].begin(), s["enum"].end(), [&](const Json& e) { return same(e, x); })) return false;
+  auto same = [](const Json& a, const Json& b) {
+    return nlohmann::json::parse(a.dump()) == nlohmann::json::parse(b.dump());
+  };
+  if (s.contains("enum") &&
+      std::none_of(s["enum"].begin(), s["enum"].end(), [&](const Json& e) { return same(e, x); }))
+    return false;
   if (s.contains("const") && !same(s["const"], x)) return false;
-  if (s.contains("allOf")) for (const auto& b : s["allOf"]) if (!validate(root, b, x, depth + 1)) return false;
+  if (s.contains("allOf"))
+    for (const auto& b : s["allOf"])
+      if (!validate(root, b, x, depth + 1)) return false;
   if (s.contains("anyOf")) {
     bool any = false;
     for (const auto& b : s["anyOf"]) any = any || validate(root, b, x, depth + 1);
@@ -487,22 +540,28 @@ bool validate(const Json& root, const Json& s, const Json& x, int depth = 0) {
     for (const unsigned char c : v) n += (c & 0xC0) != 0x80;
     if (s.contains("minLength") && n < s["minLength"].get<long>()) return false;
     if (s.contains("maxLength") && n > s["maxLength"].get<long>()) return false;
-    if (s.contains("pattern") && !std::regex_search(v, std::regex(s["pattern"].get<std::string>()))) return false;
+    if (s.contains("pattern") && !std::regex_search(v, std::regex(s["pattern"].get<std::string>())))
+      return false;
   }
   if (x.is_array()) {
     const long n = static_cast<long>(x.size());
     if (s.contains("minItems") && n < s["minItems"].get<long>()) return false;
     if (s.contains("maxItems") && n > s["maxItems"].get<long>()) return false;
     std::size_t prefix = 0;
-    const Json* pre = s.contains("prefixItems") ? &s["prefixItems"] : (s.contains("items") && s["items"].is_array() ? &s["items"] : nullptr);
+    const Json* pre = s.contains("prefixItems")
+                          ? &s["prefixItems"]
+                          : (s.contains("items") && s["items"].is_array() ? &s["items"] : nullptr);
     if (pre) {
       prefix = pre->size();
-      for (std::size_t i = 0; i < std::min(prefix, x.size()); ++i) if (!validate(root, (*pre)[i], x[i], depth + 1)) return false;
+      for (std::size_t i = 0; i < std::min(prefix, x.size()); ++i)
+        if (!validate(root, (*pre)[i], x[i], depth + 1)) return false;
     }
     const Json* rest = s.contains("prefixItems") ? (s.contains("items") ? &s["items"] : nullptr)
                        : pre ? (s.contains("additionalItems") ? &s["additionalItems"] : nullptr)
                              : (s.contains("items") ? &s["items"] : nullptr);
-    if (rest) for (std::size_t i = prefix; i < x.size(); ++i) if (!validate(root, *rest, x[i], depth + 1)) return false;
+    if (rest)
+      for (std::size_t i = prefix; i < x.size(); ++i)
+        if (!validate(root, *rest, x[i], depth + 1)) return false;
     if (s.contains("contains")) {
       long matched = 0;
       for (const auto& item : x) matched += validate(root, s["contains"], item, depth + 1);
@@ -511,7 +570,8 @@ bool validate(const Json& root, const Json& s, const Json& x, int depth = 0) {
     }
     if (s.value("uniqueItems", false)) {
       for (std::size_t i = 0; i < x.size(); ++i)
-        for (std::size_t j = i + 1; j < x.size(); ++j) if (same(x[i], x[j])) return false;
+        for (std::size_t j = i + 1; j < x.size(); ++j)
+          if (same(x[i], x[j])) return false;
     }
   }
   if (x.is_object()) {
@@ -520,29 +580,36 @@ bool validate(const Json& root, const Json& s, const Json& x, int depth = 0) {
       for (const auto& [k, v] : s[kw].items()) {
         if (!x.contains(k)) continue;
         if (v.is_array()) {
-          for (const auto& r : v) if (!x.contains(r.get<std::string>())) return false;
+          for (const auto& r : v)
+            if (!x.contains(r.get<std::string>())) return false;
         } else if (!validate(root, v, x, depth + 1)) {
           return false;
         }
       }
     }
-    if (s.contains("required")) for (const auto& r : s["required"]) if (!x.contains(r.get<std::string>())) return false;
+    if (s.contains("required"))
+      for (const auto& r : s["required"])
+        if (!x.contains(r.get<std::string>())) return false;
     for (const auto& [k, v] : x.items()) {
       if (s.contains("properties") && s["properties"].contains(k)) {
         if (!validate(root, s["properties"][k], v, depth + 1)) return false;
-      } else if (s.contains("additionalProperties") && !validate(root, s["additionalProperties"], v, depth + 1)) {
+      } else if (s.contains("additionalProperties") &&
+                 !validate(root, s["additionalProperties"], v, depth + 1)) {
         return false;
       }
     }
-    if (s.contains("minProperties") && static_cast<long>(x.size()) < s["minProperties"].get<long>()) return false;
-    if (s.contains("maxProperties") && static_cast<long>(x.size()) > s["maxProperties"].get<long>()) return false;
+    if (s.contains("minProperties") && static_cast<long>(x.size()) < s["minProperties"].get<long>())
+      return false;
+    if (s.contains("maxProperties") && static_cast<long>(x.size()) > s["maxProperties"].get<long>())
+      return false;
   }
   return true;
 }
 
 // Forces every valid instance of every compilable group through the engine; at every distinct
 // state reached, the fast mask must equal the oracle's. Returns the number of states checked.
-int check_masks_against_oracle(const Tokenizer& tok, const std::string& draft, int every_nth_group) {
+int check_masks_against_oracle(const Tokenizer& tok, const std::string& draft,
+                               int every_nth_group) {
   const std::vector<std::string> bytes = token_byte_strings(tok);
   const TokenTrie trie(bytes);
   int checked = 0, groups = 0, index = 0;
@@ -563,12 +630,14 @@ int check_masks_against_oracle(const Tokenizer& tok, const std::string& draft, i
       int state = parser->initial_state();
       for (std::size_t i = 0; i <= ids.size() && state != PushdownParser::kDead; ++i) {
         if (seen.insert(state).second) {
-          INFO(draft << "/" << file << ": " << group["description"] << " / " << t["description"] << ", token " << i);
+          INFO(draft << "/" << file << ": " << group["description"] << " / " << t["description"]
+                     << ", token " << i);
           REQUIRE(masks.mask(state) == masks.oracle_mask(state));
           ++checked;
         }
         if (i < ids.size()) {
-          if (!masks.mask(state).allowed(ids[i])) break;  // ordering limits: the instance leaves the grammar
+          if (!masks.mask(state).allowed(ids[i]))
+            break;  // ordering limits: the instance leaves the grammar
           state = parser->advance(state, bytes[static_cast<std::size_t>(ids[i])]);
         }
       }
@@ -580,7 +649,8 @@ int check_masks_against_oracle(const Tokenizer& tok, const std::string& draft, i
 
 }  // namespace
 
-TEST_CASE("fast masks equal the oracle on every state of the test suite (tok512)", "[constrain][oracle]") {
+TEST_CASE("fast masks equal the oracle on every state of the test suite (tok512)",
+          "[constrain][oracle]") {
   const Tokenizer tok = Tokenizer::load(test::model_file("tok512.bin"), 512);
   for (const char* draft : {"draft2020-12", "draft7"}) {
     const int n = check_masks_against_oracle(tok, draft, 1);
@@ -589,13 +659,15 @@ TEST_CASE("fast masks equal the oracle on every state of the test suite (tok512)
   }
 }
 
-TEST_CASE("fast masks equal the oracle on every state of the test suite (Llama 2 32K)", "[constrain][oracle]") {
+TEST_CASE("fast masks equal the oracle on every state of the test suite (Llama 2 32K)",
+          "[constrain][oracle]") {
   const Tokenizer tok = Tokenizer::load(test::model_file("tokenizer.bin"), 32000);
   // Every group of 2020-12; the oracle costs V x token length closures per state.
   CHECK(check_masks_against_oracle(tok, "draft2020-12", 1) > 500);
 }
 
-TEST_CASE("fast masks equal the oracle inside strings of multi-byte characters and counted lengths", "[constrain][oracle]") {
+TEST_CASE("fast masks equal the oracle inside strings of multi-byte characters and counted lengths",
+          "[constrain][oracle]") {
   // The loop tables' hard cases: UTF-8 characters of 2-4 bytes skipped as whole characters,
   // strings whose minimum length counts characters in states (a chain, not a loop), keys that
   // are a listed name or any other string, a pattern whose loop set is only part of ASCII.
@@ -628,7 +700,8 @@ TEST_CASE("fast masks equal the oracle inside strings of multi-byte characters a
   }
 }
 
-TEST_CASE("JSON Schema: format is an assertion by default and an annotation on request", "[unit][constrain]") {
+TEST_CASE("JSON Schema: format is an assertion by default and an annotation on request",
+          "[unit][constrain]") {
   const Json schema = Json::parse(R"({"type":"string","format":"date"})");
   PushdownParser asserted(json_schema_grammar(schema));
   CHECK(matches(asserted, "\"2024-02-29\""));
@@ -646,7 +719,8 @@ TEST_CASE("JSON Schema: format is an assertion by default and an annotation on r
   CHECK(matches(any, "\"x\""));
 }
 
-TEST_CASE("MaskBench over the test suite: no invalid instance accepted, no crash", "[constrain][maskbench]") {
+TEST_CASE("MaskBench over the test suite: no invalid instance accepted, no crash",
+          "[constrain][maskbench]") {
   const Tokenizer tok = Tokenizer::load(test::model_file("tokenizer.bin"), 32000);
   const MaskBenchVocab vocab(tok);
   for (const char* draft : {"draft2020-12", "draft7"}) {
@@ -665,11 +739,13 @@ TEST_CASE("MaskBench over the test suite: no invalid instance accepted, no crash
     INFO(s.dump());
     CHECK(s["crashes"] == 0);
     CHECK(s["invalid_accepted"] == 0);
-    CHECK(s["passing"].get<int>() >= 150);  // 172 of 320 per draft at the time of writing; a regression guard
+    CHECK(s["passing"].get<int>() >=
+          150);  // 172 of 320 per draft at the time of writing; a regression guard
   }
 }
 
-TEST_CASE("constrained random walks generate instances the validator accepts", "[constrain][validator]") {
+TEST_CASE("constrained random walks generate instances the validator accepts",
+          "[constrain][validator]") {
   const Tokenizer tok = Tokenizer::load(test::model_file("tok512.bin"), 512);
   const std::vector<std::string> bytes = token_byte_strings(tok);
   const TokenTrie trie(bytes);
@@ -677,8 +753,9 @@ TEST_CASE("constrained random walks generate instances the validator accepts", "
   int generated = 0;
   for (const auto& [file, group] : suite_groups("draft2020-12")) {
     const Json& schema = group["schema"];
-    if (file == "format" || file == "ref" || file == "refRemote" || file == "defs" || file == "dynamicRef" ||
-        file == "anchor" || file == "vocabulary" || file == "unevaluatedItems" || file == "unevaluatedProperties") {
+    if (file == "format" || file == "ref" || file == "refRemote" || file == "defs" ||
+        file == "dynamicRef" || file == "anchor" || file == "vocabulary" ||
+        file == "unevaluatedItems" || file == "unevaluatedProperties") {
       continue;  // the validator above does not resolve these (formats, $id-relative refs)
     }
     std::unique_ptr<PushdownParser> parser;
@@ -702,10 +779,13 @@ TEST_CASE("constrained random walks generate instances the validator accepts", "
         }
         std::vector<int> allowed;
         for (int t = 0; t < tok.vocab_size(); ++t) {
-          if (m.allowed(t) && t != kEosToken && (bytes[static_cast<std::size_t>(t)].size() <= 2 || rng.next_f32() < 0.1f)) allowed.push_back(t);
+          if (m.allowed(t) && t != kEosToken &&
+              (bytes[static_cast<std::size_t>(t)].size() <= 2 || rng.next_f32() < 0.1f))
+            allowed.push_back(t);
         }
         if (allowed.empty()) {
-          for (int t = 0; t < tok.vocab_size(); ++t) if (m.allowed(t) && t != kEosToken) allowed.push_back(t);
+          for (int t = 0; t < tok.vocab_size(); ++t)
+            if (m.allowed(t) && t != kEosToken) allowed.push_back(t);
         }
         if (allowed.empty()) break;
         const int t = allowed[rng.next_u32() % allowed.size()];
@@ -714,7 +794,8 @@ TEST_CASE("constrained random walks generate instances the validator accepts", "
         REQUIRE(state != PushdownParser::kDead);
       }
       if (!ended) continue;
-      INFO(file << ": " << group["description"] << "\nschema " << schema.dump() << "\ngenerated " << text);
+      INFO(file << ": " << group["description"] << "\nschema " << schema.dump() << "\ngenerated "
+                << text);
       Json x;
       try {
         x = Json::parse(text);
@@ -728,7 +809,8 @@ TEST_CASE("constrained random walks generate instances the validator accepts", "
   CHECK(generated > 100);
 }
 
-TEST_CASE("constrained sampling: every chapter 01 sampler setting yields valid output", "[constrain][sampling]") {
+TEST_CASE("constrained sampling: every chapter 01 sampler setting yields valid output",
+          "[constrain][sampling]") {
   const Model model = make_synthetic_model("stories260K");
   const Tokenizer tok = Tokenizer::synthetic(512);
   const std::vector<std::string> bytes = token_byte_strings(tok);
@@ -744,8 +826,10 @@ TEST_CASE("constrained sampling: every chapter 01 sampler setting yields valid o
   settings[4].presence_penalty = 0.5f;
   const std::vector<std::pair<ConstraintKind, std::string>> constraints = {
       {ConstraintKind::regex, "[a-z]{3,8}@(example|test)\\.(com|org)"},
-      {ConstraintKind::gbnf, "root ::= \"(\" num (\",\" num){0,3} \")\"\nnum ::= [1-9] [0-9]{0,2}\n"},
-      {ConstraintKind::json_schema, R"({"type":"object","properties":{"a":{"type":"integer","minimum":0,"maximum":9},"b":{"enum":["x","y"]}},"required":["a","b"],"additionalProperties":false})"},
+      {ConstraintKind::gbnf,
+       "root ::= \"(\" num (\",\" num){0,3} \")\"\nnum ::= [1-9] [0-9]{0,2}\n"},
+      {ConstraintKind::json_schema,
+       R"({"type":"object","properties":{"a":{"type":"integer","minimum":0,"maximum":9},"b":{"enum":["x","y"]}},"required":["a","b"],"additionalProperties":false})"},
   };
   int ended = 0;
   for (const auto& [kind, text] : constraints) {

@@ -57,11 +57,11 @@ TEST_CASE("batch invariance: batched greedy tokens equal each request's golden t
   REQUIRE(reqs.size() >= 6);
   // Small budgets force prompts into several chunks next to other sequences' decodes; few
   // slots force queueing, so the batch composition changes all the time.
-  for (const SchedulerConfig config : {SchedulerConfig{Policy::continuous, 3, 7},
-                                       SchedulerConfig{Policy::continuous, 6, 4},
-                                       SchedulerConfig{Policy::static_batching, 4, 16}}) {
-    INFO(policy_name(config.policy) << " max_seqs " << config.max_seqs << " budget "
-                                    << config.max_batched_tokens);
+  for (const SchedulerConfig config :
+       {SchedulerConfig{Policy::continuous, 3, 7}, SchedulerConfig{Policy::continuous, 6, 4},
+        SchedulerConfig{Policy::static_batching, 4, 16}}) {
+    INFO(policy_name(config.policy)
+         << " max_seqs " << config.max_seqs << " budget " << config.max_batched_tokens);
     const EngineRun run = run_real(reqs, config, {&model, &tok, DType::f32, Device::cpu, {}});
     REQUIRE(run.requests.size() == reqs.size());
     for (std::size_t i = 0; i < reqs.size(); ++i) {
@@ -88,8 +88,10 @@ TEST_CASE("batch invariance: batched greedy tokens equal each request's golden t
   }
 }
 
-TEST_CASE("the real engine samples each request with its own RNG: same tokens under both "
-          "policies", "[engine]") {
+TEST_CASE(
+    "the real engine samples each request with its own RNG: same tokens under both "
+    "policies",
+    "[engine]") {
   const Model model = make_synthetic_model("stories260K");
   const Tokenizer tok = Tokenizer::synthetic(model.config().vocab_size);
   WorkloadSpec spec;
@@ -99,8 +101,10 @@ TEST_CASE("the real engine samples each request with its own RNG: same tokens un
   spec.sampling.temperature = 0.9f;
   spec.sampling.top_p = 0.9f;
   const auto reqs = generate_workload(spec);
-  const EngineRun a = run_real(reqs, {Policy::continuous, 4, 9}, {&model, &tok, DType::f32, Device::cpu, {}});
-  const EngineRun b = run_real(reqs, {Policy::static_batching, 3, 64}, {&model, &tok, DType::f32, Device::cpu, {}});
+  const EngineRun a =
+      run_real(reqs, {Policy::continuous, 4, 9}, {&model, &tok, DType::f32, Device::cpu, {}});
+  const EngineRun b =
+      run_real(reqs, {Policy::static_batching, 3, 64}, {&model, &tok, DType::f32, Device::cpu, {}});
   for (std::size_t i = 0; i < reqs.size(); ++i) {
     CHECK(a.requests[i].tokens == b.requests[i].tokens);
     CHECK(a.requests[i].generated() == reqs[i].max_tokens);  // ignore_eos: exact lengths
@@ -133,11 +137,13 @@ TEST_CASE("sim clock: every step takes step_time_seconds of its shape", "[engine
     // The shape built by hand from the chunks, with the chapter 03 helpers.
     StepShape shape;
     for (const StepChunk& c : s.chunks) {
-      if (c.prefill) shape.add_prefill(c.count, c.start);
-      else shape.add_decode(c.start + 1);
+      if (c.prefill)
+        shape.add_prefill(c.count, c.start);
+      else
+        shape.add_decode(c.start + 1);
     }
-    CHECK(s.end - s.start == Approx(step_time_seconds(engine.config, engine.hardware, shape))
-                                 .epsilon(1e-9));
+    CHECK(s.end - s.start ==
+          Approx(step_time_seconds(engine.config, engine.hardware, shape)).epsilon(1e-9));
     CHECK(s.start >= previous_end);
     previous_end = s.end;
   }

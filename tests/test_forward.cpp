@@ -181,7 +181,8 @@ TEST_CASE("a ragged batch gives every sequence the same bits as running it alone
   for (std::size_t s = 0; s < seqs.size(); ++s) CHECK(caches[s].length() == int(seqs[s].size()));
 }
 
-TEST_CASE("forward_batch rejects a bad batch without touching any cache", "[unit][forward][batch]") {
+TEST_CASE("forward_batch rejects a bad batch without touching any cache",
+          "[unit][forward][batch]") {
   SyntheticOptions opt;
   opt.seq_len = 16;
   const Model model = make_synthetic_model("stories260K", opt);

@@ -38,15 +38,16 @@ TEST_CASE("greedy generation reproduces every golden case exactly (ids and text)
     CHECK(r.steps.front().prefill);
     CHECK(r.steps.front().tokens_forwarded == int(r.prompt_tokens.size()));
     // The stop reason follows from the tokens: BOS last is eos, else the steps ran out.
-    CHECK(r.stop_reason == (r.tokens.back() == kBosToken ? GenerationStop::eos
+    CHECK(r.stop_reason == (r.tokens.back() == kBosToken        ? GenerationStop::eos
                             : o.steps == model.config().seq_len ? GenerationStop::context
                                                                 : GenerationStop::max_steps));
   }
 }
 
-TEST_CASE("a generation stops at the model's end-of-text token (stories260K's greedy story ends "
-          "after position 345)",
-          "[model][generate]") {
+TEST_CASE(
+    "a generation stops at the model's end-of-text token (stories260K's greedy story ends "
+    "after position 345)",
+    "[model][generate]") {
   // Random weights never sample BOS on purpose: this one needs the real model.
   const Model model = Model::load(test::model_file("stories260K.bin"));
   const Tokenizer tok = Tokenizer::load(test::model_file("tok512.bin"), 512);

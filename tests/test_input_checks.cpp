@@ -48,7 +48,8 @@ struct Fixtures {
   }
   std::string at(const char* name) const { return (dir / name).string(); }
   std::size_t entries() const {
-    return static_cast<std::size_t>(std::distance(fs::directory_iterator(dir), fs::directory_iterator()));
+    return static_cast<std::size_t>(
+        std::distance(fs::directory_iterator(dir), fs::directory_iterator()));
   }
 };
 
@@ -71,12 +72,14 @@ TEST_CASE("only regular files are opened: FIFO, directory, device and symlink lo
   const Fixtures f;
   CHECK_THAT(error_of([&] { require_regular_file(f.at("fifo"), "model file"); }),
              Catch::Contains("model file '") && Catch::Contains("is a FIFO (named pipe)"));
-  CHECK_THAT(error_of([&] { require_regular_file(f.at("sub"), "x"); }), Catch::Contains("is a directory"));
+  CHECK_THAT(error_of([&] { require_regular_file(f.at("sub"), "x"); }),
+             Catch::Contains("is a directory"));
   CHECK_THAT(error_of([&] { require_regular_file("/dev/zero", "x"); }),
              Catch::Contains("is a character device"));
   CHECK_THAT(error_of([&] { require_regular_file(f.at("loop_a"), "x"); }),
              Catch::Contains("symlink loop"));
-  CHECK_THAT(error_of([&] { require_regular_file(f.at("none"), "x"); }), Catch::Contains("not found"));
+  CHECK_THAT(error_of([&] { require_regular_file(f.at("none"), "x"); }),
+             Catch::Contains("not found"));
   CHECK_NOTHROW(require_regular_file(f.at("file.txt"), "x"));
   // The loaders use it: a FIFO is refused at once instead of blocking in open().
   CHECK_THAT(error_of([&] { Model::load(f.at("fifo")); }), Catch::Contains("FIFO"));
@@ -154,8 +157,7 @@ TEST_CASE("flag validators: ranges named, NaN and infinities refused, seeds read
   CHECK(verdict(thread_count(), "0").empty());
 }
 
-TEST_CASE("allocation sizes are checked before trying, naming what and how big",
-          "[unit][checks]") {
+TEST_CASE("allocation sizes are checked before trying, naming what and how big", "[unit][checks]") {
   CHECK_NOTHROW(require_allocation(1024.0, "a small buffer"));
   CHECK_THAT(error_of([] { require_allocation(1e30, "the universe"); }),
              Catch::StartsWith("the universe needs") && Catch::Contains("more than the"));
@@ -170,10 +172,10 @@ TEST_CASE("UTF-8 validation finds the first bad byte", "[unit][checks]") {
   CHECK(invalid_utf8_offset("plain ascii") == std::string_view::npos);
   CHECK(invalid_utf8_offset("na\xC3\xAFve \xF0\x9F\xA6\x99") == std::string_view::npos);
   CHECK(invalid_utf8_offset("a\xFF") == 1);
-  CHECK(invalid_utf8_offset("ab\xC3") == 2);               // truncated
-  CHECK(invalid_utf8_offset("\xC0\xAF") == 0);             // overlong
-  CHECK(invalid_utf8_offset("x\xED\xA0\x80") == 1);        // a UTF-16 surrogate
-  CHECK(invalid_utf8_offset("\xF4\x90\x80\x80") == 0);     // above U+10FFFF
+  CHECK(invalid_utf8_offset("ab\xC3") == 2);            // truncated
+  CHECK(invalid_utf8_offset("\xC0\xAF") == 0);          // overlong
+  CHECK(invalid_utf8_offset("x\xED\xA0\x80") == 1);     // a UTF-16 surrogate
+  CHECK(invalid_utf8_offset("\xF4\x90\x80\x80") == 0);  // above U+10FFFF
   CHECK_THAT(error_of([] { require_utf8("a\xFF", "--prompt"); }),
              Catch::Equals("--prompt is not valid UTF-8 (byte 1: 0xFF)"));
 }
@@ -184,8 +186,9 @@ TEST_CASE("workload-file integers are read as 64 bits and range-checked, never w
     std::istringstream in(line);
     return error_of([&] { read_workload_file(in, "t.jsonl"); });
   };
-  CHECK_THAT(error_of_line("{\"prompt_len\": 8, \"max_tokens\": 4294967304}"),
-             Catch::Contains("t.jsonl:1:") && Catch::Contains("4294967304 is outside [1, 2147483647]"));
+  CHECK_THAT(
+      error_of_line("{\"prompt_len\": 8, \"max_tokens\": 4294967304}"),
+      Catch::Contains("t.jsonl:1:") && Catch::Contains("4294967304 is outside [1, 2147483647]"));
   CHECK_THAT(error_of_line("{\"prompt_len\": 4294967297, \"max_tokens\": 4}"),
              Catch::Contains("prompt_len"));
   CHECK_THAT(error_of_line("{\"prompt_len\": 8, \"max_tokens\": 4, \"top_k\": -4294967297}"),
@@ -204,7 +207,8 @@ TEST_CASE("workload-file integers are read as 64 bits and range-checked, never w
              Catch::Contains("t.jsonl:1: line longer than the limit"));
   WorkloadSpec spec;
   spec.rate = 1e-300;
-  CHECK_THAT(error_of([&] { generate_workload(spec); }), Catch::Contains("after the limit of 86400 s"));
+  CHECK_THAT(error_of([&] { generate_workload(spec); }),
+             Catch::Contains("after the limit of 86400 s"));
   spec.rate = std::nan("");
   CHECK_THROWS_AS(generate_workload(spec), Error);
 }
@@ -227,7 +231,8 @@ TEST_CASE("a NaN or infinite weight is refused at load, naming the tensor and th
     file.write(reinterpret_cast<const char*>(&bad), sizeof bad);
     file.close();
     CHECK_THAT(error_of([&] { Model::load(f.at("model.bin")); }),
-               Catch::Contains("tensor wq holds") && Catch::Contains("at index " + std::to_string(index)) &&
+               Catch::Contains("tensor wq holds") &&
+                   Catch::Contains("at index " + std::to_string(index)) &&
                    Catch::Contains("(layer 1)"));
   }
 }
@@ -241,9 +246,11 @@ TEST_CASE("the priority-queue BPE gives exactly run.c's ids", "[unit][checks][to
   }
   // Texts: random mixes of letters, spaces, repeated runs (long merge chains, many equal
   // scores) and multi-byte characters, some broken.
-  const std::vector<std::string> atoms = {"a", "b", "e", "t", "h", " ", "  ", "the", "ing", "aaaa",
-                                          "\xC3\xA9", "\xF0\x9F\xA6\x99", "\xE2\x82", "\xFF", "\n",
-                                          "Once", " upon", " a", " time", "0", "12", ",", "."};
+  const std::vector<std::string> atoms = {
+      "a",        "b",    "e",   "t",    "h",        " ",
+      "  ",       "the",  "ing", "aaaa", "\xC3\xA9", "\xF0\x9F\xA6\x99",
+      "\xE2\x82", "\xFF", "\n",  "Once", " upon",    " a",
+      " time",    "0",    "12",  ",",    "."};
   std::mt19937 rng(12345);
   for (const Tokenizer& t : tokenizers) {
     for (int trial = 0; trial < 300; ++trial) {

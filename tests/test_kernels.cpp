@@ -19,7 +19,8 @@ using inferlab::test::all_close;
 
 namespace {
 
-std::vector<float> random_vector(std::size_t n, std::uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
+std::vector<float> random_vector(std::size_t n, std::uint32_t seed, float lo = -1.0f,
+                                 float hi = 1.0f) {
   std::mt19937 rng(seed);
   std::uniform_real_distribution<float> dist(lo, hi);
   std::vector<float> v(n);
@@ -37,20 +38,19 @@ std::vector<float> integer_vector(std::size_t n, std::uint32_t seed) {
   return v;
 }
 
-#define REQUIRE_CLOSE(actual, expected, n, atol, rtol)                                       \
-  do {                                                                                       \
-    const auto report_ = all_close(actual, expected, long(n), atol, rtol);                   \
+#define REQUIRE_CLOSE(actual, expected, n, atol, rtol)                                            \
+  do {                                                                                            \
+    const auto report_ = all_close(actual, expected, long(n), atol, rtol);                        \
     INFO("max abs error " << report_.max_abs_err << ", first mismatch at " << report_.first_bad); \
-    REQUIRE(report_.ok);                                                                     \
+    REQUIRE(report_.ok);                                                                          \
   } while (0)
 
 }  // namespace
 
 TEST_CASE("every CPU matmul version equals the reference exactly on integer inputs",
           "[unit][kernel]") {
-  const int shapes[][3] = {{1, 1, 1},    {1, 31, 33},  {3, 33, 31},  {5, 4097, 7},
-                           {1, 64, 32001}, {37, 64, 96}, {4, 172, 64}, {64, 288, 33},
-                           {13, 48, 5},  {2, 17, 2}};
+  const int shapes[][3] = {{1, 1, 1},    {1, 31, 33},  {3, 33, 31},   {5, 4097, 7}, {1, 64, 32001},
+                           {37, 64, 96}, {4, 172, 64}, {64, 288, 33}, {13, 48, 5},  {2, 17, 2}};
   for (int v = 1; v <= matmul_cpu_versions(); ++v) {
     for (const auto& s : shapes) {
       const int T = s[0], n = s[1], d = s[2];
@@ -94,7 +94,8 @@ TEST_CASE("CPU matmul is batch invariant: a token's row has the same bits alone 
         std::vector<float> alone(d);
         matmul_cpu_version(v, alone.data(), x.data() + std::size_t(t) * n, w.data(), 1, n, d);
         INFO("version " << v << " T=" << T << " t=" << t);
-        REQUIRE(std::memcmp(alone.data(), batched.data() + std::size_t(t) * d, d * sizeof(float)) == 0);
+        REQUIRE(std::memcmp(alone.data(), batched.data() + std::size_t(t) * d, d * sizeof(float)) ==
+                0);
       }
     }
   }
@@ -123,7 +124,8 @@ TEST_CASE("CPU matmul versions share one summation order: identical bits on rand
     REQUIRE(std::memcmp(best.data(), first.data(), best.size() * sizeof(float)) == 0);
     // The last token (in the last token block), alone.
     matmul_cpu(last.data(), x.data() + std::size_t(T - 1) * n, w.data(), 1, n, d);
-    REQUIRE(std::memcmp(last.data(), first.data() + std::size_t(T - 1) * d, d * sizeof(float)) == 0);
+    REQUIRE(std::memcmp(last.data(), first.data() + std::size_t(T - 1) * d, d * sizeof(float)) ==
+            0);
   }
 }
 
@@ -240,7 +242,8 @@ TEST_CASE("swiglu_cpu matches the reference and silu's definition", "[unit][kern
 
 TEST_CASE("attention_cpu matches the reference (GQA, mixed positions)", "[unit][kernel]") {
   const int S = 70, Nh = 8, Nkv = 2, hs = 16, KV = Nkv * hs;
-  const auto kc = random_vector(std::size_t(S) * KV, 16), vc = random_vector(std::size_t(S) * KV, 17);
+  const auto kc = random_vector(std::size_t(S) * KV, 16),
+             vc = random_vector(std::size_t(S) * KV, 17);
   const int T = 4;
   const int pos[T] = {0, 1, 33, 69};
   const auto q = random_vector(std::size_t(T) * Nh * hs, 18);

@@ -42,9 +42,9 @@ TEST_CASE("kv_store_rows / kv_load_rows round-trip within each type's precision"
     kernels::kv_load_rows(t, back.data(), data.data(), scales.data(), rows, heads, hs);
     for (std::size_t i = 0; i < x.size(); ++i) {
       const float amax_bound =
-          t == DType::int8 ? scales[i / hs] * 0.5f * 1.0001f   // half a quantization step
+          t == DType::int8  ? scales[i / hs] * 0.5f * 1.0001f          // half a quantization step
           : t == DType::f16 ? std::fabs(x[i]) * (1.0f / 2048) + 1e-7f  // half an ulp of 11 bits
-                             : 0.0f;
+                            : 0.0f;
       INFO(dtype_name(t) << " element " << i << ": " << x[i] << " -> " << back[i]);
       REQUIRE(std::fabs(back[i] - x[i]) <= amax_bound);
     }
@@ -146,7 +146,8 @@ TEST_CASE("the cached loop gives the naive loop's tokens and bit-identical logit
     REQUIRE(cached.tokens == c.tokens);
     CHECK(cached.text == c.text);
     CHECK(cached.kv_bytes_in_use == cached.kv_bytes_per_token * (cached.tokens.size() - 1));
-    for (std::size_t i = 1; i < cached.steps.size(); ++i) CHECK(cached.steps[i].tokens_forwarded == 1);
+    for (std::size_t i = 1; i < cached.steps.size(); ++i)
+      CHECK(cached.steps[i].tokens_forwarded == 1);
     // The naive loop on a shorter budget: its logits must be the same bits at every position
     // (every kernel's reduction order is independent of how many tokens a call processes).
     o.loop = LoopKind::naive;
@@ -206,7 +207,8 @@ TEST_CASE("f16 and int8 KV storage: bounded logit error, few greedy tokens chang
   }
 }
 
-TEST_CASE("the KV calculator predicts exactly the bytes the cache allocates", "[unit][kv][kv_calc]") {
+TEST_CASE("the KV calculator predicts exactly the bytes the cache allocates",
+          "[unit][kv][kv_calc]") {
   for (const char* name : {"stories260K", "stories15M", "llama3-8b"}) {
     ModelConfig c = named_config(name);
     c.seq_len = std::min(c.seq_len, 64);  // keep the allocation small

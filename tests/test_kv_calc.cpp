@@ -17,11 +17,11 @@
 
 using inferlab::DType;
 using inferlab::Error;
-using inferlab::named_config;
-using inferlab::MemoryFit;
 using inferlab::memory_fit;
 using inferlab::memory_fit_message;
+using inferlab::MemoryFit;
 using inferlab::ModelConfig;
+using inferlab::named_config;
 
 namespace {
 constexpr double kKiB = 1024.0, kMiB = kKiB * 1024.0, kGiB = kMiB * 1024.0;
@@ -162,12 +162,16 @@ TEST_CASE("memory_fit: Llama-3-70B does not fit on one 80 GB GPU, Llama-3-8B doe
   const MemoryFit exact = memory_fit(big, DType::bf16, DType::bf16, 1, 0, f.weight_bytes);
   CHECK(exact.fits);
   CHECK_FALSE(memory_fit(big, DType::bf16, DType::bf16, 1, 1, f.weight_bytes).fits);
-  const MemoryFit small = memory_fit(named_config("llama3-8b"), DType::bf16, DType::bf16, 1, 4096, 80e9);
+  const MemoryFit small =
+      memory_fit(named_config("llama3-8b"), DType::bf16, DType::bf16, 1, 4096, 80e9);
   CHECK(small.fits);
   CHECK_THAT(memory_fit_message(small), Catch::StartsWith("fits: needs 16."));
-  CHECK_THROWS_WITH(memory_fit(big, DType::bf16, DType::bf16, 0, 1, 80e9), Catch::Contains("batch 0"));
-  CHECK_THROWS_WITH(memory_fit(big, DType::bf16, DType::bf16, 1, -1, 80e9), Catch::Contains("context -1"));
-  CHECK_THROWS_WITH(memory_fit(big, DType::bf16, DType::bf16, 1, 1, 0.0), Catch::Contains("positive"));
+  CHECK_THROWS_WITH(memory_fit(big, DType::bf16, DType::bf16, 0, 1, 80e9),
+                    Catch::Contains("batch 0"));
+  CHECK_THROWS_WITH(memory_fit(big, DType::bf16, DType::bf16, 1, -1, 80e9),
+                    Catch::Contains("context -1"));
+  CHECK_THROWS_WITH(memory_fit(big, DType::bf16, DType::bf16, 1, 1, 0.0),
+                    Catch::Contains("positive"));
 }
 
 TEST_CASE("sizing table: the fewest 80 GB GPUs that hold the bf16 weights and one sequence",

@@ -72,14 +72,14 @@ TEST_CASE("request_metrics and tpot_from reject impossible timelines", "[unit][m
 TEST_CASE("percentile interpolates linearly between closest ranks (numpy 'linear')",
           "[unit][metrics]") {
   // Sorted: 15 20 35 40 50, ranks 0..4; p maps to rank p/100 * 4.
-  const std::vector<double> v = {40.0, 15.0, 50.0, 35.0, 20.0};  // unsorted on purpose
-  REQUIRE(inferlab::percentile(v, 0.0) == 15.0);                 // the minimum
-  REQUIRE(inferlab::percentile(v, 100.0) == 50.0);               // the maximum
-  REQUIRE(inferlab::percentile(v, 50.0) == 35.0);                // rank 2 exactly
-  REQUIRE(inferlab::percentile(v, 25.0) == 20.0);                // rank 1 exactly
-  REQUIRE(inferlab::percentile(v, 40.0) == Approx(29.0));        // rank 1.6: 20 + 0.6 * 15
-  REQUIRE(inferlab::percentile(v, 90.0) == Approx(46.0));        // rank 3.6: 40 + 0.6 * 10
-  REQUIRE(inferlab::percentile(v, 99.0) == Approx(49.6));        // rank 3.96
+  const std::vector<double> v = {40.0, 15.0, 50.0, 35.0, 20.0};     // unsorted on purpose
+  REQUIRE(inferlab::percentile(v, 0.0) == 15.0);                    // the minimum
+  REQUIRE(inferlab::percentile(v, 100.0) == 50.0);                  // the maximum
+  REQUIRE(inferlab::percentile(v, 50.0) == 35.0);                   // rank 2 exactly
+  REQUIRE(inferlab::percentile(v, 25.0) == 20.0);                   // rank 1 exactly
+  REQUIRE(inferlab::percentile(v, 40.0) == Approx(29.0));           // rank 1.6: 20 + 0.6 * 15
+  REQUIRE(inferlab::percentile(v, 90.0) == Approx(46.0));           // rank 3.6: 40 + 0.6 * 10
+  REQUIRE(inferlab::percentile(v, 99.0) == Approx(49.6));           // rank 3.96
   REQUIRE(v == std::vector<double>{40.0, 15.0, 50.0, 35.0, 20.0});  // input left untouched
 
   const std::vector<double> one = {7.0};
@@ -98,9 +98,9 @@ TEST_CASE("summarize gives mean, percentiles and range", "[unit][metrics]") {
   const auto s = inferlab::summarize(std::vector<double>{4.0, 1.0, 3.0, 2.0});
   REQUIRE(s.count == 4);
   REQUIRE(s.mean == 2.5);
-  REQUIRE(s.p50 == 2.5);                  // rank 1.5
-  REQUIRE(s.p90 == Approx(3.7));          // rank 2.7
-  REQUIRE(s.p99 == Approx(3.97));         // rank 2.97
+  REQUIRE(s.p50 == 2.5);           // rank 1.5
+  REQUIRE(s.p90 == Approx(3.7));   // rank 2.7
+  REQUIRE(s.p99 == Approx(3.97));  // rank 2.97
   REQUIRE(s.min == 1.0);
   REQUIRE(s.max == 4.0);
   const auto empty = inferlab::summarize(std::vector<double>{});
@@ -157,12 +157,11 @@ TEST_CASE("serving_metrics: throughput counts every request, goodput only those 
 }
 
 TEST_CASE("serving_metrics rejects a non-positive duration", "[unit][metrics]") {
-  const std::vector<inferlab::RequestMetrics> reqs = {
-      inferlab::request_metrics({0.0, {0.5}})};
+  const std::vector<inferlab::RequestMetrics> reqs = {inferlab::request_metrics({0.0, {0.5}})};
   REQUIRE_THROWS_AS(inferlab::serving_metrics(reqs, 0.0), Error);
   REQUIRE_THROWS_AS(inferlab::serving_metrics(reqs, -1.0), Error);
-  REQUIRE_THROWS_AS(
-      inferlab::serving_metrics(reqs, std::numeric_limits<double>::quiet_NaN()), Error);
+  REQUIRE_THROWS_AS(inferlab::serving_metrics(reqs, std::numeric_limits<double>::quiet_NaN()),
+                    Error);
   // No requests at all is a valid (idle) window.
   const auto idle = inferlab::serving_metrics(std::vector<inferlab::RequestMetrics>{}, 5.0);
   REQUIRE(idle.throughput_tokens == 0.0);

@@ -25,7 +25,10 @@ struct TempFile {
   explicit TempFile(const std::string& tag)
       : path(fs::temp_directory_path() /
              ("inferlab_test_" + tag + "_" + std::to_string(::getpid()) + ".bin")) {}
-  ~TempFile() { std::error_code ec; fs::remove(path, ec); }
+  ~TempFile() {
+    std::error_code ec;
+    fs::remove(path, ec);
+  }
   void write(const std::vector<char>& bytes) const {
     std::ofstream(path, std::ios::binary).write(bytes.data(), std::streamsize(bytes.size()));
   }
@@ -61,8 +64,7 @@ TEST_CASE("stories260K loads with the documented configuration", "[unit][model]"
   CHECK(c.n_params() == 260032);
 }
 
-TEST_CASE("bad model files give one clear error naming the file and the problem",
-          "[unit][model]") {
+TEST_CASE("bad model files give one clear error naming the file and the problem", "[unit][model]") {
   const std::vector<char> good = read_all(test::model_file("stories260K.bin"));
   REQUIRE(good.size() == 1056540);
   TempFile f("model");
@@ -78,9 +80,9 @@ TEST_CASE("bad model files give one clear error naming the file and the problem"
   }
   SECTION("truncated") {
     f.write(std::vector<char>(good.begin(), good.end() - 4));
-    REQUIRE_THROWS_WITH(Model::load(f.path.string()),
-                        Catch::Contains("1056536 bytes") && Catch::Contains("1056540") &&
-                            Catch::Contains("truncated"));
+    REQUIRE_THROWS_WITH(Model::load(f.path.string()), Catch::Contains("1056536 bytes") &&
+                                                          Catch::Contains("1056540") &&
+                                                          Catch::Contains("truncated"));
   }
   SECTION("padded") {
     std::vector<char> bytes = good;

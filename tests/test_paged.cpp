@@ -86,13 +86,14 @@ TEST_CASE("paged attention: the paged forward gives the contiguous cache's bits"
         run_sequence(*runner, std::span<const int>(tokens.data(), first), 0, *seq.kv,
                      LogitsMode::all, got);
         for (int p = first; p < n; ++p) {
-          run_sequence(*runner, std::span<const int>(&tokens[p], 1), p, *seq.kv,
-                       LogitsMode::all, row);
+          run_sequence(*runner, std::span<const int>(&tokens[p], 1), p, *seq.kv, LogitsMode::all,
+                       row);
           got.insert(got.end(), row.begin(), row.end());
         }
         REQUIRE(got.size() == want.size());
         CHECK(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)) == 0);
-        if (block_size > 1) CHECK(seq.kv->blocks().size() == std::size_t((n + block_size - 1) / block_size));
+        if (block_size > 1)
+          CHECK(seq.kv->blocks().size() == std::size_t((n + block_size - 1) / block_size));
         paged.free(seq);
         CHECK(paged.allocator().num_free() == num_blocks);
       }
@@ -119,8 +120,8 @@ TEST_CASE("paged attention kernel: the reference twin equals attention over gath
                                offsets.data(), token_seq.data(), pos.data(), 3, Nh, Nkv, hs, B);
   // Independent check: attention_kv_cpu through a KVRowsView with the same table.
   for (int t = 0; t < 3; ++t) {
-    kernels::KVRowsView k{DType::f32, kpool.data(), nullptr,
-                          tables.data() + offsets[token_seq[t]], B};
+    kernels::KVRowsView k{DType::f32, kpool.data(), nullptr, tables.data() + offsets[token_seq[t]],
+                          B};
     kernels::KVRowsView v = k;
     v.data = vpool.data();
     std::vector<float> want(Nh * hs);
@@ -171,7 +172,8 @@ TEST_CASE("block manager: reference counts, copy-on-write and fork on random ope
       // The child shares the blocks that hold the parent's positions, no more.
       const auto& pb = parent.kv->blocks();
       const std::size_t shared = std::size_t((parent.kv->length() + B - 1) / B);
-      CHECK(child->kv->blocks() == std::vector<int>(pb.begin(), pb.begin() + std::ptrdiff_t(shared)));
+      CHECK(child->kv->blocks() ==
+            std::vector<int>(pb.begin(), pb.begin() + std::ptrdiff_t(shared)));
       live.push_back(std::move(child));
     } else if (what == 3 && !live.empty()) {  // finish one
       const std::size_t i = rng() % live.size();
@@ -278,7 +280,8 @@ TEST_CASE("memory: a request that cannot fit is an error naming the numbers", "[
     run_real({r}, {}, e);
     FAIL("no error");
   } catch (const Error& err) {
-    CHECK_THAT(err.what(), Catch::Contains("request 0 needs 13 blocks") && Catch::Contains("the pool has 4"));
+    CHECK_THAT(err.what(),
+               Catch::Contains("request 0 needs 13 blocks") && Catch::Contains("the pool has 4"));
   }
   e.memory.budget_bytes = 10;  // less than one block
   CHECK_THROWS_WITH(run_real({r}, {}, e), Catch::Contains("less than one block"));
@@ -314,7 +317,8 @@ TEST_CASE("parallel sampling: each branch equals its solo run, and paging stores
       Request solo = r;
       solo.n = 1;
       solo.sampling.seed = r.sampling.seed + 7919u * std::uint64_t(b);
-      const EngineRun alone = run_real({solo}, {Policy::continuous, 4, 64}, {&model, &tok, DType::f32, Device::cpu, {}});
+      const EngineRun alone = run_real({solo}, {Policy::continuous, 4, 64},
+                                       {&model, &tok, DType::f32, Device::cpu, {}});
       CHECK(run.requests[std::size_t(b)].branch == b);
       CHECK(run.requests[std::size_t(b)].tokens == alone.requests[0].tokens);
     }

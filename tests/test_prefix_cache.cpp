@@ -41,8 +41,10 @@ struct FingerprintPool {
   int block_size;
   BlockAllocator alloc;
   std::vector<std::vector<std::uint64_t>> slots;
-  FingerprintPool(int blocks, int b) : block_size(b), alloc(blocks),
-      slots(std::size_t(blocks), std::vector<std::uint64_t>(std::size_t(b), 0)) {}
+  FingerprintPool(int blocks, int b)
+      : block_size(b),
+        alloc(blocks),
+        slots(std::size_t(blocks), std::vector<std::uint64_t>(std::size_t(b), 0)) {}
 
   static std::vector<std::uint64_t> fingerprints(const std::vector<int>& tokens) {
     std::vector<std::uint64_t> f;
@@ -103,8 +105,9 @@ std::vector<int> random_prompt(Rng& rng, const std::vector<std::vector<int>>& st
 
 }  // namespace
 
-TEST_CASE("radix cache: match lengths equal a brute-force scan, and the blocks hold the query's keys",
-          "[prefix][unit]") {
+TEST_CASE(
+    "radix cache: match lengths equal a brute-force scan, and the blocks hold the query's keys",
+    "[prefix][unit]") {
   for (int block_size : {1, 4, 16}) {
     INFO("block size " << block_size);
     FingerprintPool pool(20000, block_size);
@@ -184,8 +187,9 @@ TEST_CASE("prefix caches: a tenant's salt hides its entries from everyone else",
   }
 }
 
-TEST_CASE("radix cache: eviction takes least recently used leaves, never pinned ones, and leaks nothing",
-          "[prefix][unit]") {
+TEST_CASE(
+    "radix cache: eviction takes least recently used leaves, never pinned ones, and leaks nothing",
+    "[prefix][unit]") {
   const int B = 2;
   FingerprintPool pool(64, B);
   {
@@ -272,7 +276,8 @@ std::vector<Request> shared_prefix_requests(int vocab) {
   Rng rng(3);
   auto ids = [&](int n) {
     std::vector<int> v;
-    for (int i = 0; i < n; ++i) v.push_back(3 + static_cast<int>(next(rng) % std::uint64_t(vocab - 3)));
+    for (int i = 0; i < n; ++i)
+      v.push_back(3 + static_cast<int>(next(rng) % std::uint64_t(vocab - 3)));
     return v;
   };
   const std::vector<int> system = ids(37), other = ids(21);
@@ -397,7 +402,8 @@ TEST_CASE("engine: a chat's next turn reuses the whole conversation", "[prefix][
     CHECK(std::equal(prev.begin(), prev.end(), prompt.begin()));
     // Everything the previous turn forwarded is cached: all its tokens but the last generated.
     CHECK(on.requests[i].cached_tokens == static_cast<int>(prev.size()) - 1);
-    CHECK(off.requests[i].timeline.arrival >= off.requests[i - 1].timeline.token_times.back() + 0.5);
+    CHECK(off.requests[i].timeline.arrival >=
+          off.requests[i - 1].timeline.token_times.back() + 0.5);
   }
 }
 
@@ -423,7 +429,8 @@ TEST_CASE("engine: under memory pressure the cache evicts, and tokens do not cha
     const EngineRun on = run_real(reqs, sc, e);
     CHECK(on.evicted_blocks > 0);
     CHECK(on.peak_cached_blocks <= 60);
-    for (std::size_t i = 0; i < reqs.size(); ++i) CHECK(on.requests[i].tokens == off.requests[i].tokens);
+    for (std::size_t i = 0; i < reqs.size(); ++i)
+      CHECK(on.requests[i].tokens == off.requests[i].tokens);
     for (const EngineStep& s : on.steps) CHECK(s.kv_reserved <= 60u * 4);
   }
 }
@@ -478,8 +485,9 @@ TEST_CASE("prefix cache: needs paged memory", "[prefix][engine]") {
   CHECK_THROWS_WITH(run_real({r}, {}, e), Catch::Contains("needs paged KV memory"));
 }
 
-TEST_CASE("engine: every shared-prefix workload saves prefill, the trie at least as much as the hashes",
-          "[prefix][engine]") {
+TEST_CASE(
+    "engine: every shared-prefix workload saves prefill, the trie at least as much as the hashes",
+    "[prefix][engine]") {
   SimEngine e;
   e.config = named_config("llama3-8b");
   e.hardware = hardware_by_name("h100-sxm");
@@ -501,7 +509,8 @@ TEST_CASE("engine: every shared-prefix workload saves prefill, the trie at least
     const std::vector<Request> reqs = generate_workload(spec);
     std::map<std::string, PrefixSummary> s;
     std::vector<int> tokens_off;
-    for (PrefixCacheKind cache : {PrefixCacheKind::off, PrefixCacheKind::hash, PrefixCacheKind::radix}) {
+    for (PrefixCacheKind cache :
+         {PrefixCacheKind::off, PrefixCacheKind::hash, PrefixCacheKind::radix}) {
       e.memory.prefix_cache = cache;
       const EngineRun run = run_sim(reqs, {Policy::continuous, 16, 512}, e);
       const PrefixSummary sum = prefix_summary(run);
@@ -530,7 +539,7 @@ TEST_CASE("side channel: without a tenant salt a seen prefix answers faster, wit
   auto serve = [&](const std::vector<Request>& reqs) { return run_sim(reqs, {}, e); };
   const SideChannel open = measure_side_channel(serve, 2000, 1.0, /*salted=*/false);
   const SideChannel closed = measure_side_channel(serve, 2000, 1.0, /*salted=*/true);
-  CHECK(open.ratio() > 3.0);                         // a 2,000-token prefill skipped
+  CHECK(open.ratio() > 3.0);                           // a 2,000-token prefill skipped
   CHECK(closed.ratio() == Approx(1.0).epsilon(0.02));  // both of bob's prompts prefilled whole
   CHECK_THROWS_AS(measure_side_channel(serve, 0, 1.0, false), Error);
 }

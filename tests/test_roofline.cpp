@@ -22,9 +22,9 @@
 using inferlab::CostOptions;
 using inferlab::DType;
 using inferlab::Error;
-using inferlab::StepShape;
 using inferlab::hardware_by_name;
 using inferlab::named_config;
+using inferlab::StepShape;
 
 namespace {
 CostOptions textbook() {
@@ -200,7 +200,8 @@ TEST_CASE("step_time_seconds: the simulator's clock", "[unit][roofline]") {
   CHECK(s.context_tokens == 100 + 300 + 128 + 512);
   CHECK(s.attended_pairs == 100 + 300 + 512 * 128 + 512 * 513 / 2);
   const auto cost = inferlab::step_cost(c, h100, s);
-  CHECK(inferlab::step_time_seconds(c, h100, s) == std::max(cost.compute_seconds, cost.memory_seconds));
+  CHECK(inferlab::step_time_seconds(c, h100, s) ==
+        std::max(cost.compute_seconds, cost.memory_seconds));
   CHECK(cost.kv_bytes == double(s.context_tokens) * 131072.0);
   // Monotone: adding work never makes a step faster.
   StepShape more = s;
@@ -209,7 +210,8 @@ TEST_CASE("step_time_seconds: the simulator's clock", "[unit][roofline]") {
   // A faster memory shortens a memory-bound step by exactly the bandwidth ratio.
   const auto h200 = hardware_by_name("h200");
   const StepShape decode = StepShape{}.add_decode(1000);
-  CHECK(inferlab::step_time_seconds(c, h100, decode) / inferlab::step_time_seconds(c, h200, decode) ==
+  CHECK(inferlab::step_time_seconds(c, h100, decode) /
+            inferlab::step_time_seconds(c, h200, decode) ==
         Approx(4.8 / 3.35));
   CHECK_THROWS_AS(StepShape{}.add_decode(-1), Error);
 }
@@ -225,8 +227,7 @@ TEST_CASE("the linear layer's critical batch solves the roofline exactly", "[uni
   CHECK(inferlab::attainable_flops(h100, 1e4) == 989e12);
 }
 
-TEST_CASE("this machine, quickly measured: plausible roofs and kernel points",
-          "[roofline][slow]") {
+TEST_CASE("this machine, quickly measured: plausible roofs and kernel points", "[roofline][slow]") {
   auto options = inferlab::quick_measure_options();
   options.thread_counts = {1};
   const auto m = inferlab::measure_this_machine(options);
@@ -302,8 +303,9 @@ TEST_CASE("the FMA peak probe reports FLOP/s in plausible units", "[roofline][un
   CHECK(r.flops < 1e13);  // one core
 }
 
-TEST_CASE("chapter 03's prediction: one intensity row per batch asked, verdicts, the worked example",
-          "[unit][roofline]") {
+TEST_CASE(
+    "chapter 03's prediction: one intensity row per batch asked, verdicts, the worked example",
+    "[unit][roofline]") {
   const auto c = named_config("llama3-8b");
   const auto h100 = hardware_by_name("h100-sxm");
   inferlab::RooflineRequest r;
@@ -313,8 +315,8 @@ TEST_CASE("chapter 03's prediction: one intensity row per batch asked, verdicts,
   REQUIRE(p.linear.size() == 5);
   CHECK(p.linear[0].tokens == 1);
   CHECK(p.linear[4].tokens == 2000);
-  CHECK(p.linear[0].memory_bound);    // one token: far below the ridge
-  CHECK(!p.linear[4].memory_bound);   // a 2,000-token prompt: above it
+  CHECK(p.linear[0].memory_bound);   // one token: far below the ridge
+  CHECK(!p.linear[4].memory_bound);  // a 2,000-token prompt: above it
   CHECK(p.linear[0].ops.size() == inferlab::linear_layer_costs(c, 1).size());
   CHECK(p.attention_context == 4096);  // context 0 asks for the default
   CHECK(p.attention_intensity_limit == Approx(2.0 * c.kv_group() / 2.0));

@@ -191,8 +191,7 @@ TEST_CASE("repetition penalty divides positive logits and multiplies negative on
   }
 }
 
-TEST_CASE("frequency penalty scales with the count, presence penalty does not",
-          "[unit][sampler]") {
+TEST_CASE("frequency penalty scales with the count, presence penalty does not", "[unit][sampler]") {
   SamplingParams p;
   p.frequency_penalty = 0.5f;
   p.presence_penalty = 0.25f;
@@ -232,8 +231,7 @@ TEST_CASE("greedy is the argmax of the penalised logits, lowest id on a tie", "[
   p.repetition_penalty = 1.3f;
   Sampler penalised(p, 5);
   REQUIRE(penalised.sample(logits, std::vector<int>{0}) == 1);
-  REQUIRE(penalised.distribution(logits, std::vector<int>{0}) ==
-          std::vector<float>{0, 1, 0, 0, 0});
+  REQUIRE(penalised.distribution(logits, std::vector<int>{0}) == std::vector<float>{0, 1, 0, 0, 0});
 }
 
 TEST_CASE("softmax_with_temperature sharpens below 1 and flattens above", "[unit][sampler]") {
@@ -298,11 +296,11 @@ TEST_CASE("min-p drops tokens below min_p * p_max", "[unit][sampler]") {
   };
   // p_max = 0.5: min_p 0.3 gives threshold 0.15, and p = 0.15 itself is kept (>=).
   REQUIRE(min_p(five_probs(), 0.3f) == std::vector<float>{0.5f, 0.2f, 0.15f, 0, 0});
-  REQUIRE(kept(min_p(five_probs(), 0.31f)) == std::vector<int>{0, 1});   // threshold 0.155
+  REQUIRE(kept(min_p(five_probs(), 0.31f)) == std::vector<int>{0, 1});          // threshold 0.155
   REQUIRE(kept(min_p(five_probs(), 0.1f)) == std::vector<int>{0, 1, 2, 3, 4});  // 0.05 == 0.05
   REQUIRE(kept(min_p(five_probs(), 0.11f)) == std::vector<int>{0, 1, 2, 3});
   REQUIRE(kept(min_p(five_probs(), 1.0f)) == std::vector<int>{0});  // only the maximum
-  REQUIRE(min_p(five_probs(), 0.0f) == five_probs());                 // off
+  REQUIRE(min_p(five_probs(), 0.0f) == five_probs());               // off
   // Scale-free: unnormalised input behaves the same (threshold relative to the max).
   REQUIRE(kept(min_p({5.0f, 2.0f, 1.5f, 1.0f, 0.5f}, 0.3f)) == std::vector<int>{0, 1, 2});
 }
@@ -316,7 +314,7 @@ TEST_CASE("top-p keeps the smallest prefix whose mass reaches top_p", "[unit][sa
   REQUIRE(top_p(five_probs(), 0.7f) == std::vector<float>{0.5f, 0.2f, 0, 0, 0});  // 0.7 reached
   REQUIRE(top_p(five_probs(), 0.71f) == std::vector<float>{0.5f, 0.2f, 0.15f, 0, 0});
   REQUIRE(kept(top_p(five_probs(), 0.5f)) == std::vector<int>{0});
-  REQUIRE(kept(top_p(five_probs(), 0.4f)) == std::vector<int>{0});     // the crossing token
+  REQUIRE(kept(top_p(five_probs(), 0.4f)) == std::vector<int>{0});  // the crossing token
   REQUIRE(kept(top_p(five_probs(), 0.51f)) == std::vector<int>{0, 1});
   REQUIRE(kept(top_p(five_probs(), 0.96f)) == std::vector<int>{0, 1, 2, 3, 4});
   REQUIRE(top_p(five_probs(), 1.0f) == five_probs());  // off
@@ -328,8 +326,7 @@ TEST_CASE("top-p keeps the smallest prefix whose mass reaches top_p", "[unit][sa
   REQUIRE(kept(top_p({0.25f, 0.25f, 0.25f, 0.25f}, 0.5f)) == std::vector<int>{0, 1});
 }
 
-TEST_CASE("top-p after top-k or min-p works on the renormalised distribution",
-          "[unit][sampler]") {
+TEST_CASE("top-p after top-k or min-p works on the renormalised distribution", "[unit][sampler]") {
   // top_k = 3 leaves {0.5, 0.2, 0.15}, total 0.85, renormalised {0.588, 0.235, 0.176}. With
   // top_p = 0.8 the renormalised masses 0.588, 0.824 reach 0.8 at the second token. Against the
   // original scale (0.5, 0.7, 0.85 vs 0.8) a third token would be kept: this pins our choice.
@@ -351,7 +348,7 @@ TEST_CASE("the Sampler chains the steps: penalties, temperature, top-k, min-p, t
   std::vector<float> logits;
   for (float q : five_probs()) logits.push_back(std::log(q));
   SamplingParams params;
-  params.top_k = 4;    // drops 0.05
+  params.top_k = 4;      // drops 0.05
   params.min_p = 0.25f;  // threshold 0.125: drops 0.1
   params.top_p = 0.8f;   // on {0.5, 0.2, 0.15} / 0.85: 0.588, 0.824 -> keeps two
   Sampler sampler(params, 5);
@@ -439,8 +436,8 @@ TEST_CASE("draws follow distribution() (chi-square) and never hit a filtered tok
   // 12 tokens, T = 0.8, top_k = 8, min_p = 0.12, top_p = 0.9. Each filter bites (computed in
   // double): top-k drops {4, 7, 9, 11}; min-p (threshold 0.0354) drops token 2; top-p keeps
   // {10, 1, 5, 3, 8} (mass 0.821 before token 8, 0.910 with it) and drops {0, 6}.
-  const std::vector<float> logits = {1.0f, 2.2f, 0.4f, 1.8f, -0.3f, 2.0f,
-                                     0.9f, -1.5f, 1.5f, 0.1f, 2.5f, -0.8f};
+  const std::vector<float> logits = {1.0f, 2.2f,  0.4f, 1.8f, -0.3f, 2.0f,
+                                     0.9f, -1.5f, 1.5f, 0.1f, 2.5f,  -0.8f};
   SamplingParams params;
   params.temperature = 0.8f;
   params.top_k = 8;
@@ -451,9 +448,9 @@ TEST_CASE("draws follow distribution() (chi-square) and never hit a filtered tok
   const std::vector<float> q = sampler.distribution(logits, {});
 
   // First: the distribution itself is the hand-computed one.
-  const std::vector<double> expected = {0, 0.23489701031864127, 0, 0.14247223863309075, 0,
-                                        0.1829379755772897, 0, 0, 0.09791964213787223, 0,
-                                        0.3417731333331061, 0};
+  const std::vector<double> expected = {
+      0, 0.23489701031864127, 0, 0.14247223863309075, 0, 0.1829379755772897, 0,
+      0, 0.09791964213787223, 0, 0.3417731333331061,  0};
   const auto r = inferlab::test::all_close(q, expected, 12, 1e-6, 1e-5);
   INFO("distribution max err " << r.max_abs_err << " first bad " << r.first_bad);
   REQUIRE(r.ok);

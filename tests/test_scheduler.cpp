@@ -27,9 +27,9 @@ Sequence make_test_sequence(int id, int prompt, int output) {
 
 struct Trace {
   std::vector<StepPlan> plans;
-  std::vector<int> running_after_schedule;     // running().size() during each step
-  std::vector<std::vector<int>> running_ids;   // ids running during each step
-  std::vector<int> admission_order;            // ids in the order they first got work
+  std::vector<int> running_after_schedule;    // running().size() during each step
+  std::vector<std::vector<int>> running_ids;  // ids running during each step
+  std::vector<int> admission_order;           // ids in the order they first got work
 };
 
 // Plays the engine: every request has arrived at the start; each step appends one token to

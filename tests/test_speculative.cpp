@@ -115,9 +115,10 @@ TEST_CASE("attention over listed rows matches its reference, and the full list i
   }
 }
 
-TEST_CASE("tree forward: a chain is the causal forward bit for bit, and every tree node gets the "
-          "logits of its own path",
-          "[unit][forward][speculative]") {
+TEST_CASE(
+    "tree forward: a chain is the causal forward bit for bit, and every tree node gets the "
+    "logits of its own path",
+    "[unit][forward][speculative]") {
   const Model m = make_synthetic_model("stories260K");
   ForwardPass pass(m);
   const std::vector<int> prefix = {1, 40, 77, 300, 12};
@@ -152,10 +153,12 @@ TEST_CASE("tree forward: a chain is the causal forward bit for bit, and every tr
     const int V = m.config().vocab_size;
     for (int node = 0; node < 6; ++node) {
       std::vector<int> path;
-      for (int a = node; a >= 0; a = parent_nodes[std::size_t(a)]) path.push_back(tokens[std::size_t(a)]);
+      for (int a = node; a >= 0; a = parent_nodes[std::size_t(a)])
+        path.push_back(tokens[std::size_t(a)]);
       std::vector<int> seq = prefix;
       seq.insert(seq.end(), path.rbegin(), path.rend());
-      const float* row = node < 2 ? &first[std::size_t(node + 1) * V] : &second[std::size_t(node - 2) * V];
+      const float* row =
+          node < 2 ? &first[std::size_t(node + 1) * V] : &second[std::size_t(node - 2) * V];
       const std::vector<float> got(row, row + V);
       INFO("node " << node);
       CHECK(same_bits(got, linear_logits(m, seq)));
@@ -238,7 +241,8 @@ struct PagedFixture {
   std::vector<float> forward(const std::vector<int>& tokens, const TreeMask* tree = nullptr) {
     std::vector<float> logits;
     rollback.reserve(seq.length() + static_cast<int>(tokens.size()));
-    pass.forward(tokens, seq.length(), seq, tree ? LogitsMode::all : LogitsMode::last, logits, tree);
+    pass.forward(tokens, seq.length(), seq, tree ? LogitsMode::all : LogitsMode::last, logits,
+                 tree);
     return logits;
   }
   std::vector<std::uint8_t> block_bytes(int id) const {
@@ -282,8 +286,8 @@ TEST_CASE("paged KV rollback: truncate gives back exactly the blocks past the ne
 
   // reserve() refuses what the allocator cannot give, and changes nothing.
   CHECK(f.rollback.blocks_needed(33) == 9);
-  CHECK_THROWS_WITH(f.rollback.reserve(33), Catch::Contains("9 more blocks") &&
-                                                 Catch::Contains("8 are free"));
+  CHECK_THROWS_WITH(f.rollback.reserve(33),
+                    Catch::Contains("9 more blocks") && Catch::Contains("8 are free"));
   CHECK(f.alloc.num_used() == 0);
   // A pool and an allocator of different sizes cannot be paired.
   BlockAllocator other(7);
@@ -342,9 +346,10 @@ TEST_CASE("paged KV rollback: keep_rows into a shared block copies it instead of
   CHECK(f.alloc.num_used() == 2);  // the other table's two blocks
 }
 
-TEST_CASE("early exit: all layers is the model itself, fewer layers is a different, cheaper "
-          "model, and out-of-range exits are refused",
-          "[unit][speculative]") {
+TEST_CASE(
+    "early exit: all layers is the model itself, fewer layers is a different, cheaper "
+    "model, and out-of-range exits are refused",
+    "[unit][speculative]") {
   const Model m = make_synthetic_model("stories260K");
   const int L = m.config().n_layers;
   auto full = SpecModel::early_exit(m, L);
@@ -383,9 +388,10 @@ TEST_CASE("n-gram lookup proposes the continuation of the latest longest match",
 // Verification on a small vocabulary with known p and q
 // ---------------------------------------------------------------------------------------------
 
-TEST_CASE("verification is exact for a chain and for a tree, with bad drafts too (chi-square, "
-          "known p and q)",
-          "[unit][speculative][statistical]") {
+TEST_CASE(
+    "verification is exact for a chain and for a tree, with bad drafts too (chi-square, "
+    "known p and q)",
+    "[unit][speculative][statistical]") {
   // V = 5; p is the target's distribution at every node (a fixed table keeps the exact
   // distribution of the first token known: it is p). N = 40000 rounds: a bin of probability
   // 0.05 then expects 2000, and a deviation of 1 percentage point in it adds about 2 to the
@@ -446,7 +452,8 @@ TEST_CASE("verification is exact for a chain and for a tree, with bad drafts too
     float beta = 0.0f;
     for (int i = 0; i < 5; ++i) beta += std::min(p[std::size_t(i)], q[std::size_t(i)]);
     for (int i = 0; i < 5; ++i)
-      bug[std::size_t(i)] = std::min(p[std::size_t(i)], q[std::size_t(i)]) + (1.0f - beta) * p[std::size_t(i)];
+      bug[std::size_t(i)] =
+          std::min(p[std::size_t(i)], q[std::size_t(i)]) + (1.0f - beta) * p[std::size_t(i)];
     Rng rng(3);
     std::vector<long> counts(5, 0);
     for (int run = 0; run < N; ++run) ++counts[std::size_t(sample_from(bug, rng.next_f32()))];
@@ -462,7 +469,7 @@ TEST_CASE("greedy verification accepts exactly the target's argmax and draws not
   t.add(1, -1, unused);  // 1
   t.add(3, 1, unused);   // 2 under 1
   // p rows (one-hot): after the context the argmax is 1, after node 1 it is 0.
-  const std::vector<float> p = {0, 1, 0, 0, /*node0*/ 1, 0, 0, 0, /*node1*/ 1, 0, 0, 0,
+  const std::vector<float> p = {0,           1, 0, 0, /*node0*/ 1, 0, 0, 0, /*node1*/ 1, 0, 0, 0,
                                 /*node2*/ 0, 0, 1, 0};
   Rng rng(5), untouched(5);
   const Verdict v = verify_draft(t, p, true, rng);
@@ -502,11 +509,16 @@ void check_greedy_golden(const SpecModelOptions& storage) {
   std::vector<Case> cases;
   const int V = target_model.config().vocab_size;
   // K = 1 (the smallest round), 4, and 8 where the whole chain is often accepted.
-  cases.push_back({"draft(self) k=1", std::make_unique<DraftModelProposer>(self_draft, greedy, 1, "draft")});
-  cases.push_back({"draft(self) k=8", std::make_unique<DraftModelProposer>(self_draft, greedy, 8, "draft")});
-  cases.push_back({"draft(random) k=4", std::make_unique<DraftModelProposer>(poor_draft, greedy, 4, "draft")});
-  cases.push_back({"early-exit 1 k=1", std::make_unique<DraftModelProposer>(*exit1, greedy, 1, "early-exit")});
-  cases.push_back({"early-exit 3 k=4", std::make_unique<DraftModelProposer>(*exit3, greedy, 4, "early-exit")});
+  cases.push_back(
+      {"draft(self) k=1", std::make_unique<DraftModelProposer>(self_draft, greedy, 1, "draft")});
+  cases.push_back(
+      {"draft(self) k=8", std::make_unique<DraftModelProposer>(self_draft, greedy, 8, "draft")});
+  cases.push_back(
+      {"draft(random) k=4", std::make_unique<DraftModelProposer>(poor_draft, greedy, 4, "draft")});
+  cases.push_back(
+      {"early-exit 1 k=1", std::make_unique<DraftModelProposer>(*exit1, greedy, 1, "early-exit")});
+  cases.push_back(
+      {"early-exit 3 k=4", std::make_unique<DraftModelProposer>(*exit3, greedy, 4, "early-exit")});
   cases.push_back({"ngram 3 k=4", std::make_unique<NgramProposer>(3, 4, V)});
   cases.push_back({"ngram 1 k=8", std::make_unique<NgramProposer>(1, 8, V)});
   cases.push_back({"tree 2x3 early-exit 3", std::make_unique<TreeProposer>(*exit3, greedy, 2, 3)});
@@ -519,8 +531,8 @@ void check_greedy_golden(const SpecModelOptions& storage) {
     const int steps = g.steps;
     for (Case& c : cases) {
       const SpecGeneration s = speculative_generate(target, *c.proposer, prompt, steps, greedy);
-      INFO(c.label << ", prompt '" << g.prompt << "', steps " << steps
-                   << ", acceptance " << s.stats.acceptance_rate());
+      INFO(c.label << ", prompt '" << g.prompt << "', steps " << steps << ", acceptance "
+                   << s.stats.acceptance_rate());
       CHECK(s.tokens == expected);
       if (c.label.rfind("draft(self)", 0) == 0) CHECK(s.stats.acceptance_rate() == 1.0);
       if (storage.block_size > 0) {
@@ -539,9 +551,10 @@ TEST_CASE("greedy speculative decoding gives the golden greedy tokens for every 
   check_greedy_golden(SpecModelOptions{});
 }
 
-TEST_CASE("greedy speculative decoding on paged KV caches gives the golden greedy tokens for "
-          "every proposer",
-          "[invariant][speculative][paged]") {
+TEST_CASE(
+    "greedy speculative decoding on paged KV caches gives the golden greedy tokens for "
+    "every proposer",
+    "[invariant][speculative][paged]") {
   // Blocks of 5 positions: rounds of K = 1..8 tokens end and roll back inside and across blocks.
   SpecModelOptions paged;
   paged.block_size = 5;
@@ -583,8 +596,7 @@ std::vector<double> exact_pair_distribution(const Model& m, const std::vector<in
 
 // Runs the chi-square test below for the proposers named in `only` (all when empty), with
 // target and drafts on `storage`.
-void check_first_two_tokens(const SamplingParams& base_params,
-                            const SpecModelOptions& storage = {},
+void check_first_two_tokens(const SamplingParams& base_params, const SpecModelOptions& storage = {},
                             const std::vector<std::string>& only = {}) {
   use_one_thread();
   const Model model = Model::load(test::model_file("stories260K.bin"));
@@ -622,8 +634,8 @@ void check_first_two_tokens(const SamplingParams& base_params,
   // as the small-vocabulary test above shows; on this context the bug moves the first token's
   // distribution by a noncentrality N * sum (dP)^2 / P well above 100 for the uniform draft.
   const int N = 20000, K = 3;
-  const std::vector<std::string> names = {"draft(random)", "early-exit 2", "ngram 2",
-                                          "tree 2x2 early-exit", "uniform q", "q outside p"};
+  const std::vector<std::string> names = {"draft(random)",       "early-exit 2", "ngram 2",
+                                          "tree 2x2 early-exit", "uniform q",    "q outside p"};
   for (const std::string& name : names) {
     if (!only.empty() && std::find(only.begin(), only.end(), name) == only.end()) continue;
     std::map<long, long> counts;
@@ -631,12 +643,17 @@ void check_first_two_tokens(const SamplingParams& base_params,
       SamplingParams params = base_params;
       params.seed = 1000 + std::uint64_t(run);
       std::unique_ptr<Proposer> proposer;
-      if (name == "draft(random)") proposer = std::make_unique<DraftModelProposer>(poor, params, K, "draft");
-      if (name == "early-exit 2") proposer = std::make_unique<DraftModelProposer>(*exit2, params, K, "early-exit");
+      if (name == "draft(random)")
+        proposer = std::make_unique<DraftModelProposer>(poor, params, K, "draft");
+      if (name == "early-exit 2")
+        proposer = std::make_unique<DraftModelProposer>(*exit2, params, K, "early-exit");
       if (name == "ngram 2") proposer = std::make_unique<NgramProposer>(2, K, V);
-      if (name == "tree 2x2 early-exit") proposer = std::make_unique<TreeProposer>(*exit2, params, 2, 2);
-      if (name == "uniform q") proposer = std::make_unique<FixedProposer>(uniform, K, params.seed * 7 + 1);
-      if (name == "q outside p") proposer = std::make_unique<FixedProposer>(outside, K, params.seed * 7 + 1);
+      if (name == "tree 2x2 early-exit")
+        proposer = std::make_unique<TreeProposer>(*exit2, params, 2, 2);
+      if (name == "uniform q")
+        proposer = std::make_unique<FixedProposer>(uniform, K, params.seed * 7 + 1);
+      if (name == "q outside p")
+        proposer = std::make_unique<FixedProposer>(outside, K, params.seed * 7 + 1);
       SpeculativeDecoder decoder(target, *proposer, params);
       std::vector<int> seq = context;
       while (seq.size() < context.size() + 2) decoder.round(seq, model.config().seq_len);
@@ -652,17 +669,19 @@ void check_first_two_tokens(const SamplingParams& base_params,
 
 }  // namespace
 
-TEST_CASE("(b) speculative sampling at T = 1: the first two tokens follow the target exactly, "
-          "for every proposer and bad drafts",
-          "[model][speculative][statistical]") {
+TEST_CASE(
+    "(b) speculative sampling at T = 1: the first two tokens follow the target exactly, "
+    "for every proposer and bad drafts",
+    "[model][speculative][statistical]") {
   SamplingParams p;
   p.temperature = 1.0f;
   check_first_two_tokens(p);
 }
 
-TEST_CASE("(b) on paged KV caches: the first two tokens follow the target exactly (tree and "
-          "early exit)",
-          "[model][speculative][statistical][paged]") {
+TEST_CASE(
+    "(b) on paged KV caches: the first two tokens follow the target exactly (tree and "
+    "early exit)",
+    "[model][speculative][statistical][paged]") {
   // The same N, bins and significance as (b), so its power statement holds; two proposers
   // only (the tree's rollback moves rows between blocks, the early exit's truncates them) to
   // keep the run short.
@@ -692,21 +711,22 @@ TEST_CASE("the standard model: tokens per round and speed-up", "[unit][speculati
   CHECK(predicted_speedup(0.5, 2, 0.25, 1.0) == Approx(1.75 / 1.5));
 }
 
-TEST_CASE("simulated draft-target pair on an H100: speculation pays at batch 1 and stops paying "
-          "as the batch grows",
-          "[unit][speculative]") {
+TEST_CASE(
+    "simulated draft-target pair on an H100: speculation pays at batch 1 and stops paying "
+    "as the batch grows",
+    "[unit][speculative]") {
   const Hardware h100 = hardware_by_name("h100-sxm");
   const std::vector<int> batches = {1, 4, 16, 64, 256, 1024};
   const auto points = simulate_speculation(named_config("llama3-70b"), named_config("llama3-8b"),
                                            h100, 0.8, 4, 1024, batches);
   REQUIRE(points.size() == batches.size());
   CHECK(points[0].speedup > 1.5);
-  for (std::size_t i = 1; i < points.size(); ++i) CHECK(points[i].speedup <= points[i - 1].speedup + 1e-12);
+  for (std::size_t i = 1; i < points.size(); ++i)
+    CHECK(points[i].speedup <= points[i - 1].speedup + 1e-12);
   CHECK(break_even_batch(points) > 1);
   CHECK_FALSE(points.back().verify_memory_bound);
   // A sequence's tokens/s is its speed-up over the plain step's one token per step.
-  for (const SpecSimPoint& p : points)
-    CHECK(p.tokens_per_s == Approx(p.speedup / p.plain_step_s));
+  for (const SpecSimPoint& p : points) CHECK(p.tokens_per_s == Approx(p.speedup / p.plain_step_s));
   CHECK_THROWS_WITH(simulate_speculation(named_config("llama3-70b"), named_config("llama3-8b"),
                                          h100, 1.5, 4, 1024, batches),
                     Catch::Contains("--acceptance 1.5"));
@@ -721,7 +741,8 @@ TEST_CASE("chi-square helper: known quantiles, pooling, impossible observations"
   const ChiSquareResult r = chi_square_test(e, std::vector<long>{500, 500, 0});
   CHECK(r.bins == 2);  // the tiny category joined the smallest bin
   CHECK(r.p_value > 0.9);
-  CHECK(chi_square_test(std::vector<double>{0.5, 0.5, 0.0}, std::vector<long>{5, 5, 1}).p_value == 0.0);
+  CHECK(chi_square_test(std::vector<double>{0.5, 0.5, 0.0}, std::vector<long>{5, 5, 1}).p_value ==
+        0.0);
   CHECK_THROWS_WITH(chi_square_test(e, std::vector<long>{1, 2}), Catch::Contains("counts"));
 }
 

@@ -76,7 +76,8 @@ TEST_CASE("tick labels are short and text is XML-escaped", "[unit][svg]") {
   CHECK(inferlab::format_tick(1000.0) == "1000");
   CHECK(inferlab::format_tick(1e6) == "1e+06");
   CHECK(inferlab::format_tick(1e-4) == "1e-04");
-  CHECK(inferlab::xml_escape("a<b & \"c\" > 'd'") == "a&lt;b &amp; &quot;c&quot; &gt; &apos;d&apos;");
+  CHECK(inferlab::xml_escape("a<b & \"c\" > 'd'") ==
+        "a&lt;b &amp; &quot;c&quot; &gt; &apos;d&apos;");
 }
 
 TEST_CASE("a roofline-like plot contains every element once", "[unit][svg]") {
@@ -332,7 +333,8 @@ TEST_CASE("chapters 05 and 06: KV memory, block tables, TTFT and the trie are re
   inferlab::SimEngine e = h100_llama3_8b();
   e.cost = inferlab::cost_options_for(e.hardware);
   e.memory.block_size = 16;
-  e.memory.budget_bytes = inferlab::kv_storage_bytes_per_token(e.config, inferlab::DType::f32) * 16 * 512;
+  e.memory.budget_bytes =
+      inferlab::kv_storage_bytes_per_token(e.config, inferlab::DType::f32) * 16 * 512;
   inferlab::WorkloadSpec spec;
   spec.kind = inferlab::WorkloadKind::shared_prefix;
   spec.requests = 120;

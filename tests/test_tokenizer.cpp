@@ -166,8 +166,8 @@ TEST_CASE("load rejects each kind of bad tokenizer file with a message naming th
   SECTION("missing file") {
     const std::string missing = dir.file("no_such_tokenizer.bin");
     REQUIRE_THROWS_AS(Tokenizer::load(missing, 4), Error);
-    REQUIRE_THROWS_WITH(Tokenizer::load(missing, 4), Catch::Contains("no_such_tokenizer.bin") &&
-                                                         Catch::Contains("not found"));
+    REQUIRE_THROWS_WITH(Tokenizer::load(missing, 4),
+                        Catch::Contains("no_such_tokenizer.bin") && Catch::Contains("not found"));
   }
   SECTION("empty file: truncated header") {
     TokenizerFileBuilder b(8);
@@ -200,15 +200,15 @@ TEST_CASE("load rejects each kind of bad tokenizer file with a message naming th
     b.put(0.0f);
     b.put(std::int32_t{-7});
     b.write(path);
-    REQUIRE_THROWS_WITH(Tokenizer::load(path, 5), Catch::Contains("piece 4 has negative length -7"));
+    REQUIRE_THROWS_WITH(Tokenizer::load(path, 5),
+                        Catch::Contains("piece 4 has negative length -7"));
   }
   SECTION("piece longer than max_token_length") {
     TokenizerFileBuilder b = good;
     b.piece("much too long a piece");
     b.write(path);
-    REQUIRE_THROWS_WITH(Tokenizer::load(path, 5),
-                        Catch::Contains("piece 4 has length 21") &&
-                            Catch::Contains("max_token_length 8"));
+    REQUIRE_THROWS_WITH(Tokenizer::load(path, 5), Catch::Contains("piece 4 has length 21") &&
+                                                      Catch::Contains("max_token_length 8"));
   }
   SECTION("fewer pieces than the model's vocabulary") {
     REQUIRE_THROWS_WITH(Tokenizer::load(path, 32000),
@@ -294,8 +294,8 @@ TEST_CASE("decode_piece: space after BOS, byte pieces, control tokens, bad ids",
   CHECK(tok.decode_piece(space_a, inferlab::kEosToken).empty());
 
   REQUIRE_THROWS_AS(tok.decode_piece(-1, 512), Error);
-  REQUIRE_THROWS_WITH(tok.decode_piece(-1, 512), Catch::Contains("512") &&
-                                                     Catch::Contains("outside the vocabulary"));
+  REQUIRE_THROWS_WITH(tok.decode_piece(-1, 512),
+                      Catch::Contains("512") && Catch::Contains("outside the vocabulary"));
   REQUIRE_THROWS_WITH(tok.decode_piece(-1, -1), Catch::Contains("outside the vocabulary"));
   REQUIRE_THROWS_WITH(tok.decode_piece(600, space_a), Catch::Contains("previous token id 600"));
   REQUIRE_THROWS_WITH(tok.decode({1, space_a, 100000}), Catch::Contains("100000"));

@@ -82,11 +82,13 @@ TEST_CASE("workload: Poisson arrivals have mean gap 1 / rate, and rate 0 means a
 TEST_CASE("workload: length distributions have the means they promise", "[unit][workload]") {
   const int n = 200000;
   CHECK(sample_mean(parse_length_distribution("fixed:64"), 10, 1) == 64.0);
-  CHECK(sample_mean(parse_length_distribution("uniform:10:30"), n, 2) == Approx(20.0).epsilon(0.01));
+  CHECK(sample_mean(parse_length_distribution("uniform:10:30"), n, 2) ==
+        Approx(20.0).epsilon(0.01));
   CHECK(sample_mean(parse_length_distribution("lognormal:128:0.8"), n, 3) ==
         Approx(128.0).epsilon(0.02));
   // Pareto with alpha 3 has a finite variance, so the sample mean settles.
-  CHECK(sample_mean(parse_length_distribution("pareto:100:3"), n, 4) == Approx(100.0).epsilon(0.02));
+  CHECK(sample_mean(parse_length_distribution("pareto:100:3"), n, 4) ==
+        Approx(100.0).epsilon(0.02));
   // Its median is xm 2^(1/alpha) whatever the tail does: for mean 100, alpha 1.5, xm = 33.3.
   const LengthDistribution heavy = parse_length_distribution("pareto:100:1.5");
   Rng rng(5);
@@ -250,8 +252,8 @@ TEST_CASE("workload: random is unchanged from chapter 04 (values computed before
 
 TEST_CASE("workload: names of the kinds are parsed, an unknown one lists the choices",
           "[unit][workload]") {
-  for (WorkloadKind k : {WorkloadKind::random, WorkloadKind::shared_prefix,
-                         WorkloadKind::few_shot, WorkloadKind::multi_turn, WorkloadKind::rag})
+  for (WorkloadKind k : {WorkloadKind::random, WorkloadKind::shared_prefix, WorkloadKind::few_shot,
+                         WorkloadKind::multi_turn, WorkloadKind::rag})
     CHECK(parse_workload_kind(workload_kind_name(k)) == k);
   CHECK(std::string(workload_kind_name(WorkloadKind::shared_prefix)) == "shared-prefix");
   try {
@@ -382,9 +384,12 @@ TEST_CASE("workload: few-shot prompts share the instruction, same-task prompts t
   for (std::size_t i = 0; i < w.size(); ++i) {
     for (std::size_t j = i + 1; j < std::min(w.size(), i + 20); ++j) {
       const std::size_t n = common_prefix(w[i].prompt_ids, w[j].prompt_ids);
-      if (n == 42 || n == 43) ++shallow;
-      else if (n == 128 || n == 129) ++deep;
-      else ++other;
+      if (n == 42 || n == 43)
+        ++shallow;
+      else if (n == 128 || n == 129)
+        ++deep;
+      else
+        ++other;
     }
   }
   CHECK(other == 0);
@@ -434,8 +439,8 @@ TEST_CASE("workload: multi-turn conversations are parent chains that fit their b
       CHECK_FALSE(starts_with(r.prompt_ids, system));  // only the new message
       CHECK(r.prompt_ids.size() >= 10u);
       CHECK(r.prompt_ids.size() <= 40u);
-      worst[i] = worst[i - 1] + w[i - 1].max_tokens +
-                 static_cast<std::int64_t>(r.prompt_ids.size());
+      worst[i] =
+          worst[i - 1] + w[i - 1].max_tokens + static_cast<std::int64_t>(r.prompt_ids.size());
       // The whole conversation, with this turn's output, within the budget.
       CHECK(worst[i] + r.max_tokens <= 512);
     }
@@ -445,8 +450,8 @@ TEST_CASE("workload: multi-turn conversations are parent chains that fit their b
   // conversation has its 4 turns (100 of them), but the last is cut short by the request count.
   CHECK(conversations == 100);
   CHECK(full == 100);
-  CHECK_THAT(shape, Catch::Contains("100 conversations of 4-4 turns") &&
-                        Catch::Contains("0 ended early"));
+  CHECK_THAT(shape,
+             Catch::Contains("100 conversations of 4-4 turns") && Catch::Contains("0 ended early"));
   // Exponential think times with mean 2: 300 of them, standard error 2 / sqrt(300) = 0.115.
   CHECK(std::abs(think_sum / thinks - 2.0) <= 4 * 0.115);
 
@@ -457,8 +462,8 @@ TEST_CASE("workload: multi-turn conversations are parent chains that fit their b
   int ended_early = 0, turns = 0;
   for (std::size_t i = 0; i < tight.size(); ++i) {
     const Request& r = tight[i];
-    const std::int64_t cost = (r.parent < 0 ? 1 : 0) +
-                              static_cast<std::int64_t>(r.prompt_ids.size()) + r.max_tokens;
+    const std::int64_t cost =
+        (r.parent < 0 ? 1 : 0) + static_cast<std::int64_t>(r.prompt_ids.size()) + r.max_tokens;
     if (r.parent < 0) {
       if (i > 0 && turns < 4) ++ended_early;
       so_far = cost;
@@ -632,19 +637,19 @@ TEST_CASE("workload: conversations are checked against the context in the worst 
       "{\"prompt_ids\": " + ids100 + ", \"max_tokens\": 200, \"parent\": 0, \"think_time\": 1}\n";
   CHECK(lengths_error(file_workload(turn1 + turn2), from_file) == "no error");
   CHECK(lengths_error(file_workload(turn1 + turn2 +
-                                     "{\"prompt_ids\": [3, 3, 3, 3, 3, 3, 3, 3], \"max_tokens\": "
-                                     "1, \"parent\": 1}\n"),
+                                    "{\"prompt_ids\": [3, 3, 3, 3, 3, 3, 3, 3], \"max_tokens\": "
+                                    "1, \"parent\": 1}\n"),
                       from_file) == "no error");  // 504 + 8 + BOS-free = 512: fits exactly
   CHECK_THAT(lengths_error(file_workload(turn1 + turn2 +
-                                          "{\"prompt_ids\": [3, 3, 3, 3, 3, 3, 3, 3, 3], "
-                                          "\"max_tokens\": 1, \"parent\": 1}\n"),
+                                         "{\"prompt_ids\": [3, 3, 3, 3, 3, 3, 3, 3, 3], "
+                                         "\"max_tokens\": 1, \"parent\": 1}\n"),
                            from_file),
              Catch::Contains("chat.jsonl: request 2: continuing request 1") &&
                  Catch::Contains("513 tokens") && Catch::Contains("context is 512"));
   // Ids outside the served vocabulary.
-  CHECK_THAT(lengths_error(file_workload("{\"prompt_ids\": [3, 600], \"max_tokens\": 2}\n"),
-                           from_file),
-             Catch::Contains("chat.jsonl: request 0: prompt token id 600 is outside"));
+  CHECK_THAT(
+      lengths_error(file_workload("{\"prompt_ids\": [3, 600], \"max_tokens\": 2}\n"), from_file),
+      Catch::Contains("chat.jsonl: request 0: prompt token id 600 is outside"));
   // A generated conversation budget larger than the context: the error says which flag to lower.
   WorkloadSpec spec = kind_spec(WorkloadKind::multi_turn, 40, 2);
   spec.max_conversation = 4000;
@@ -658,7 +663,7 @@ TEST_CASE("workload: conversations are checked against the context in the worst 
   for (WorkloadKind k : {WorkloadKind::shared_prefix, WorkloadKind::few_shot,
                          WorkloadKind::multi_turn, WorkloadKind::rag}) {
     WorkloadSpec d = kind_spec(k, 500, 1);
-    d.max_output = 400;  // as the serving flags' default
+    d.max_output = 400;                   // as the serving flags' default
     if (k == WorkloadKind::multi_turn) {  // the serving flags' multi-turn length defaults
       ServingFlags f;
       d.prompt = parse_length_distribution(f.multi_turn_prompt_lens);
@@ -706,25 +711,24 @@ TEST_CASE("serving flags: --workload and its kind's flags, checked and described
   CHECK_THAT(parse({"--workload-file", "x.jsonl", "--docs", "3"}, f),
              Catch::Contains("--docs describes a generated workload"));
   f = {};
-  REQUIRE(parse({"--clock", "sim", "--workload", "shared-prefix", "--requests", "200",
-                 "--prefixes", "4", "--prefix-len", "64", "--shared-fraction", "0.5",
-                 "--tenants", "2"},
+  REQUIRE(parse({"--clock", "sim", "--workload", "shared-prefix", "--requests", "200", "--prefixes",
+                 "4", "--prefix-len", "64", "--shared-fraction", "0.5", "--tenants", "2"},
                 f) == "ok");
   const Workload w = make_workload(f, SamplingParams{});
   CHECK(w.requests.size() == 200);
-  CHECK_THAT(w.description,
-             Catch::StartsWith("200 requests, shared-prefix: ") &&
-                 Catch::Contains("one of 4 prefixes of 64 tokens") &&
-                 Catch::Contains("2 tenants") && Catch::Contains("Poisson arrivals at 40/s") &&
-                 Catch::Contains("unique prompt parts lognormal:96:0.6"));
+  CHECK_THAT(w.description, Catch::StartsWith("200 requests, shared-prefix: ") &&
+                                Catch::Contains("one of 4 prefixes of 64 tokens") &&
+                                Catch::Contains("2 tenants") &&
+                                Catch::Contains("Poisson arrivals at 40/s") &&
+                                Catch::Contains("unique prompt parts lognormal:96:0.6"));
   // Multi-turn takes its own length defaults unless the lengths are given.
   f = {};
   REQUIRE(parse({"--clock", "sim", "--workload", "multi-turn", "--requests", "20"}, f) == "ok");
   CHECK_THAT(make_workload(f, SamplingParams{}).description,
              Catch::Contains("user messages lognormal:24:0.5, output lengths lognormal:40:0.5"));
   f = {};
-  REQUIRE(parse({"--clock", "sim", "--workload", "multi-turn", "--requests", "20",
-                 "--prompt-lens", "fixed:9"},
+  REQUIRE(parse({"--clock", "sim", "--workload", "multi-turn", "--requests", "20", "--prompt-lens",
+                 "fixed:9"},
                 f) == "ok");
   CHECK_THAT(make_workload(f, SamplingParams{}).description,
              Catch::Contains("user messages fixed:9, output lengths lognormal:40:0.5"));

@@ -54,7 +54,8 @@ int check(const std::string& path) {
       const double a = b.angle * std::numbers::pi / 180;
       const double ex = std::abs(std::cos(a)) * b.half_w + std::abs(std::sin(a)) * b.half_h;
       const double ey = std::abs(std::sin(a)) * b.half_w + std::abs(std::cos(a)) * b.half_h;
-      if (b.cx - ex < -0.5 || b.cx + ex > width + 0.5 || b.cy - ey < -0.5 || b.cy + ey > height + 0.5) {
+      if (b.cx - ex < -0.5 || b.cx + ex > width + 0.5 || b.cy - ey < -0.5 ||
+          b.cy + ey > height + 0.5) {
         std::printf("%s: '%s' runs off the %d x %d picture\n", path.c_str(), b.text.c_str(), width,
                     height);
         ++faults;

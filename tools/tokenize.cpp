@@ -59,8 +59,8 @@ std::vector<int> parse_ids(std::string_view line, long line_number, const Tokeni
       throw Error(fmt::format("line {}: '{}' is not a token id", line_number, field));
     }
     if (id < 0 || id >= tok.vocab_size()) {
-      throw Error(fmt::format("line {}: token id {} is outside the vocabulary [0, {})",
-                              line_number, id, tok.vocab_size()));
+      throw Error(fmt::format("line {}: token id {} is outside the vocabulary [0, {})", line_number,
+                              id, tok.vocab_size()));
     }
     ids.push_back(id);
     i = end;
@@ -94,13 +94,15 @@ int main(int argc, char** argv) {
   CLI::App app{"Encode text to token ids (one line of ids per input line), or decode ids to text"};
   std::string tokenizer_name = "tok512.bin";
   bool decode = false, pieces = false;
-  app.add_option("--tokenizer", tokenizer_name,
-                 "tokenizer file (llama2.c format): a path, or a name looked for in "
-                 "$INFERLAB_MODELS, then the repository's models/ (as the chapters look for models)")
+  app.add_option(
+         "--tokenizer", tokenizer_name,
+         "tokenizer file (llama2.c format): a path, or a name looked for in "
+         "$INFERLAB_MODELS, then the repository's models/ (as the chapters look for models)")
       ->capture_default_str();
   app.add_flag("--decode", decode, "read lines of token ids and print the text they decode to");
-  app.add_flag("--pieces", pieces,
-               "print each token on its own line: its id, then its piece as the vocabulary holds it");
+  app.add_flag(
+      "--pieces", pieces,
+      "print each token on its own line: its id, then its piece as the vocabulary holds it");
   return inferlab::run_main(app, argc, argv, [&] {
     if (decode && pieces) throw Error("--pieces applies only to encoding, not with --decode");
     const Tokenizer tok = Tokenizer::load(inferlab::find_tokenizer(tokenizer_name, "", 0));
@@ -116,7 +118,8 @@ int main(int argc, char** argv) {
       if (decode) {
         std::cout << tok.decode(parse_ids(line, line_number, tok)) << '\n';
       } else if (pieces) {
-        for (const int id : tok.encode(line)) std::cout << fmt::format("{:6}  {}\n", id, show_piece(tok, id));
+        for (const int id : tok.encode(line))
+          std::cout << fmt::format("{:6}  {}\n", id, show_piece(tok, id));
         std::cout << '\n';  // a blank line between input lines
       } else {
         const std::vector<int> ids = tok.encode(line);

@@ -37,8 +37,7 @@ int main() {
                         c.Nkv, c.hs, pos0, ws[v].data(), ws[v].size());
     };
     for (int v = 1; v <= k::attention_cuda_versions(); ++v) {
-      ws[v] = cuda::DeviceBuffer<float>(
-          k::attention_cuda_workspace_floats(v, T, c.Nh, c.hs, pos0));
+      ws[v] = cuda::DeviceBuffer<float>(k::attention_cuda_workspace_floats(v, T, c.Nh, c.hs, pos0));
       run(v);
       ok[v] = bench::validate(name, v, dout.to_host(), want, 1e-5, 1e-3);
       all_pass = all_pass && ok[v];

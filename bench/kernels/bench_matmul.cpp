@@ -29,8 +29,10 @@ int main() {
     std::vector<float> want(std::size_t(c.T) * c.d);
     // The reference for the large case is the OpenMP CPU version (itself tested against
     // matmul_ref by the core tests): plain loops would take minutes at 17 GFLOP.
-    if (c.T == 1) k::matmul_ref(want.data(), x.data(), w.data(), c.T, c.n, c.d);
-    else k::matmul_cpu(want.data(), x.data(), w.data(), c.T, c.n, c.d);
+    if (c.T == 1)
+      k::matmul_ref(want.data(), x.data(), w.data(), c.T, c.n, c.d);
+    else
+      k::matmul_cpu(want.data(), x.data(), w.data(), c.T, c.n, c.d);
     cuda::DeviceBuffer<float> dx(x), dw(w), dy(want.size());
     std::vector<bool> ok(k::matmul_cuda_versions() + 1);
     for (int v = 1; v <= k::matmul_cuda_versions(); ++v) {

@@ -28,8 +28,8 @@ int main() {
     bench::Best best;
     for (int v = 1; v <= k::rmsnorm_cuda_versions(); ++v) {
       if (!ok[v]) continue;
-      const float ms =
-          bench::time_ms([&] { k::rmsnorm_cuda(v, dout.data(), dx.data(), dw.data(), T, n, 1e-5f); });
+      const float ms = bench::time_ms(
+          [&] { k::rmsnorm_cuda(v, dout.data(), dx.data(), dw.data(), T, n, 1e-5f); });
       bench::report(dev, name, v, ms, 4.0 * (2.0 * T * n + n), bench::Unit::GBs, best);
     }
     bench::summary(dev, "rmsnorm " + name, best, bench::Unit::GBs, k::kRmsnormBestVersion);

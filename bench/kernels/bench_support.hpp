@@ -26,10 +26,11 @@ inline cuda::DeviceInfo start(const char* op) {
     std::exit(77);
   }
   const cuda::DeviceInfo d = cuda::device_info();
-  std::printf("== bench_%s on %s (sm_%d%d, %d SMs): peak %.0f GB/s, %.1f FP32 TFLOP/s "
-              "(%d lanes/SM x %.2f GHz)\n",
-              op, d.name.c_str(), d.cc_major, d.cc_minor, d.sm_count, d.peak_bandwidth_gbs,
-              d.peak_fp32_tflops, d.fp32_lanes_per_sm, d.sm_clock_ghz);
+  std::printf(
+      "== bench_%s on %s (sm_%d%d, %d SMs): peak %.0f GB/s, %.1f FP32 TFLOP/s "
+      "(%d lanes/SM x %.2f GHz)\n",
+      op, d.name.c_str(), d.cc_major, d.cc_minor, d.sm_count, d.peak_bandwidth_gbs,
+      d.peak_fp32_tflops, d.fp32_lanes_per_sm, d.sm_clock_ghz);
   return d;
 }
 
@@ -92,15 +93,16 @@ enum class Unit { GBs, TFLOPs };
 /// Prints one timing line and keeps the best. @p amount is bytes (GBs) or FLOPs (TFLOPs).
 inline void report(const cuda::DeviceInfo& d, const std::string& what, int version, float ms,
                    double amount, Unit unit, Best& best) {
-  const double value = unit == Unit::GBs ? amount / (ms * 1e-3) * 1e-9 : amount / (ms * 1e-3) * 1e-12;
+  const double value =
+      unit == Unit::GBs ? amount / (ms * 1e-3) * 1e-9 : amount / (ms * 1e-3) * 1e-12;
   const double peak = unit == Unit::GBs ? d.peak_bandwidth_gbs : d.peak_fp32_tflops;
   std::printf("  %-28s v%d  %9.4f ms  %9.2f %s  (%5.1f%% of peak)\n", what.c_str(), version, ms,
               value, unit == Unit::GBs ? "GB/s" : "TFLOP/s", 100.0 * value / peak);
   if (value > best.value) best = {version, value};
 }
 
-inline void summary(const cuda::DeviceInfo& d, const std::string& what, const Best& best,
-                    Unit unit, int best_constant) {
+inline void summary(const cuda::DeviceInfo& d, const std::string& what, const Best& best, Unit unit,
+                    int best_constant) {
   const double peak = unit == Unit::GBs ? d.peak_bandwidth_gbs : d.peak_fp32_tflops;
   std::printf("SUMMARY %-28s fastest v%d: %.2f %s (%.1f%% of peak); k...BestVersion = v%d\n",
               what.c_str(), best.version, best.value, unit == Unit::GBs ? "GB/s" : "TFLOP/s",

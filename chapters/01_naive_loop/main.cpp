@@ -28,8 +28,8 @@ namespace {
 void print_step_table(const RepeatedGeneration& rep) {
   const GenerationResult& r = rep.median;
   const int reps = rep.reps;
-  std::printf("\nstep time vs position (each step re-processes the whole sequence; median of %d):\n",
-              reps);
+  std::printf(
+      "\nstep time vs position (each step re-processes the whole sequence; median of %d):\n", reps);
   std::printf("  %8s  %16s  %10s\n", "position", "tokens forwarded", "step ms");
   const std::size_t n = r.steps.size();
   // About 12 rows spread over the run, always the first and the last.
@@ -45,9 +45,10 @@ void print_step_table(const RepeatedGeneration& rep) {
   }
   if (n >= 3) {
     const StepRecord &a = r.steps[1], &b = r.steps.back();
-    std::printf("  the last step forwarded %.1fx the tokens of the first generation step and took "
-                "%.1fx as long\n",
-                double(b.tokens_forwarded) / a.tokens_forwarded, b.seconds / a.seconds);
+    std::printf(
+        "  the last step forwarded %.1fx the tokens of the first generation step and took "
+        "%.1fx as long\n",
+        double(b.tokens_forwarded) / a.tokens_forwarded, b.seconds / a.seconds);
   }
   print_timing_noise(reps, rep.max_spread);
 }
@@ -64,8 +65,9 @@ void print_result(const RepeatedGeneration& rep) {
   std::printf("\n\n--- measurements ---\n");
   print_generation_metrics(rep.median);
   print_step_table(rep);
-  std::printf("\nNext: chapter 02 keeps each position's keys and values (the KV cache), so a step "
-              "forwards one token instead of all of them.\n");
+  std::printf(
+      "\nNext: chapter 02 keeps each position's keys and values (the KV cache), so a step "
+      "forwards one token instead of all of them.\n");
 }
 
 int run(const GenerationFlags& f, int reps) {
@@ -81,20 +83,24 @@ int run(const GenerationFlags& f, int reps) {
     }
   });
   if (!f.dump_logits.empty()) write_logits_file(f.dump_logits, r);
-  if (!f.json && reps > 1) std::fprintf(stderr, "\n[repeating the generation %d more times...]", reps - 1);
+  if (!f.json && reps > 1)
+    std::fprintf(stderr, "\n[repeating the generation %d more times...]", reps - 1);
   g.keep_logits = false;
   const RepeatedGeneration rep = repeat_for_medians(*m.model, *m.tokenizer, g, reps, std::move(r));
 
-  if (f.json) std::cout << result_json(m, f, rep).dump(1) << '\n';
-  else print_result(rep);
+  if (f.json)
+    std::cout << result_json(m, f, rep).dump(1) << '\n';
+  else
+    print_result(rep);
   return 0;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"InferLab chapter 01: the naive generation loop (every step re-processes the "
-               "whole sequence)"};
+  CLI::App app{
+      "InferLab chapter 01: the naive generation loop (every step re-processes the "
+      "whole sequence)"};
   GenerationFlags f;
   int reps = 3;
   add_generation_flags(app, f);

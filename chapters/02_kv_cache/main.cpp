@@ -37,14 +37,17 @@ struct Options {
   std::string plot;
   bool compare_kv = false;
   int reps = 3;
-  std::string kv_calc;       // a named configuration to size
+  std::string kv_calc;  // a named configuration to size
   std::int64_t kv_context = 4096;
 };
 
 // The golden prompts of the reference outputs: a fixed, varied set for the quality comparison.
-const std::vector<std::string> kQualityPrompts = {
-    "Once upon a time", "", "Lily and Tom went to the", "The cat sat on the",
-    "One day, a little boy named Tim found a", "Hi"};
+const std::vector<std::string> kQualityPrompts = {"Once upon a time",
+                                                  "",
+                                                  "Lily and Tom went to the",
+                                                  "The cat sat on the",
+                                                  "One day, a little boy named Tim found a",
+                                                  "Hi"};
 
 // Positions 8, 16, 32, ... up to the last forwarded one.
 std::vector<int> lesson_positions(int last) {
@@ -73,23 +76,26 @@ void write_plot(const std::string& path, const std::vector<StepLatency>& steps,
 
 // Everything the chapter measured, for print_result() and result_json().
 struct Result {
-  GenerationResult generation;      // the cached loop's run
-  DType kv_type = DType::f32;     // its KV storage
-  std::vector<StepLatency> lesson;  // naive vs cached step at growing positions
-  std::vector<KVQuality> quality;   // --compare-kv: each storage type against f32
-  KVPredictionCheck prediction;     // the calculator against the cache's allocation
+  GenerationResult generation;          // the cached loop's run
+  DType kv_type = DType::f32;           // its KV storage
+  std::vector<StepLatency> lesson;      // naive vs cached step at growing positions
+  std::vector<KVQuality> quality;       // --compare-kv: each storage type against f32
+  KVPredictionCheck prediction;         // the calculator against the cache's allocation
   std::optional<KVSizingTable> sizing;  // --kv-calc
 };
 
 nlohmann::json sizing_json(const KVSizingTable& t) {
   nlohmann::json rows = nlohmann::json::array();
   for (const KVSizingRow& r : t.rows)
-    rows.push_back({{"dtype", dtype_name(r.dtype)}, {"bytes_per_token", r.bytes_per_token},
+    rows.push_back({{"dtype", dtype_name(r.dtype)},
+                    {"bytes_per_token", r.bytes_per_token},
                     {"bytes_per_sequence", r.bytes_per_sequence},
-                    {"one_gpu_80GB", {{"fits", r.one_gpu.fits},
-                                      {"needed_bytes", r.one_gpu.needed_bytes},
-                                      {"message", memory_fit_message(r.one_gpu)}}},
-                    {"gpus_80GB", r.gpus}, {"max_sequences", r.max_sequences}});
+                    {"one_gpu_80GB",
+                     {{"fits", r.one_gpu.fits},
+                      {"needed_bytes", r.one_gpu.needed_bytes},
+                      {"message", memory_fit_message(r.one_gpu)}}},
+                    {"gpus_80GB", r.gpus},
+                    {"max_sequences", r.max_sequences}});
   return {{"config", t.name}, {"context_tokens", t.context_tokens}, {"rows", rows}};
 }
 
@@ -97,16 +103,18 @@ nlohmann::json sizing_json(const KVSizingTable& t) {
 // fewest 80 GB GPUs that hold the bf16 weights.
 void print_sizing(const KVSizingTable& t) {
   const ModelConfig& c = t.config;
-  std::printf("\nKV cache calculator: %s (%d layers x %d KV heads x head dim %d x 2 for K and V), "
-              "%lld tokens of context\n",
-              t.name.c_str(), c.n_layers, c.n_kv_heads, c.head_size(),
-              static_cast<long long>(t.context_tokens));
-  std::printf("  %5s  %14s  %26s  %s\n", "type", "bytes/token", "per sequence", "sequences that fit");
+  std::printf(
+      "\nKV cache calculator: %s (%d layers x %d KV heads x head dim %d x 2 for K and V), "
+      "%lld tokens of context\n",
+      t.name.c_str(), c.n_layers, c.n_kv_heads, c.head_size(),
+      static_cast<long long>(t.context_tokens));
+  std::printf("  %5s  %14s  %26s  %s\n", "type", "bytes/token", "per sequence",
+              "sequences that fit");
   std::string one_gpu_note;  // set when bf16 weights + one bf16 sequence exceed one 80 GB GPU
   for (const KVSizingRow& r : t.rows) {
     std::printf("  %5s  %14.0f  %26s  %lld on %dx 80 GB\n", dtype_name(r.dtype), r.bytes_per_token,
-                format_bytes(r.bytes_per_sequence).c_str(),
-                static_cast<long long>(r.max_sequences), r.gpus);
+                format_bytes(r.bytes_per_sequence).c_str(), static_cast<long long>(r.max_sequences),
+                r.gpus);
     if (r.dtype == DType::bf16 && !r.one_gpu.fits) one_gpu_note = memory_fit_message(r.one_gpu);
   }
   std::printf("  (GiB = 2^30 bytes, GB = 10^9 bytes; weights in bf16, no memory reserved)\n");
@@ -129,18 +137,24 @@ nlohmann::json result_json(const LoadedModel& m, const Options& o, const Result&
                      {"bytes_in_use", r.kv_bytes_in_use}};
   nlohmann::json rows = nlohmann::json::array();
   for (const StepLatency& s : res.lesson)
-    rows.push_back({{"position", s.position}, {"naive_s", s.naive_s}, {"cached_s", s.cached_s},
-                    {"naive_spread", s.naive_spread}, {"cached_spread", s.cached_spread},
+    rows.push_back({{"position", s.position},
+                    {"naive_s", s.naive_s},
+                    {"cached_s", s.cached_s},
+                    {"naive_spread", s.naive_spread},
+                    {"cached_spread", s.cached_spread},
                     {"identical_logits", s.identical}});
   out["naive_vs_cached"] = rows;
   out["reps"] = o.reps;
   if (!res.quality.empty()) {
     nlohmann::json q = nlohmann::json::array();
     for (const KVQuality& k : res.quality)
-      q.push_back({{"dtype", dtype_name(k.type)}, {"bytes_per_token", k.bytes_per_token},
+      q.push_back({{"dtype", dtype_name(k.type)},
+                   {"bytes_per_token", k.bytes_per_token},
                    {"max_abs_logit_diff", k.max_abs_logit_diff},
-                   {"mean_abs_logit_diff", k.mean_abs_logit_diff}, {"positions", k.positions},
-                   {"argmax_changed", k.argmax_changed}, {"sequences", k.sequences},
+                   {"mean_abs_logit_diff", k.mean_abs_logit_diff},
+                   {"positions", k.positions},
+                   {"argmax_changed", k.argmax_changed},
+                   {"sequences", k.sequences},
                    {"sequences_changed", k.sequences_changed},
                    {"tokens_changed", k.tokens_changed}});
     out["kv_quality"] = q;
@@ -152,11 +166,12 @@ void print_result(const Options& o, const Result& res) {
   const GenerationResult& r = res.generation;
   std::printf("\n\n--- measurements ---\n");
   print_generation_metrics(r);
-  std::printf("KV cache:         %zu positions x %zu bytes = %.1f KiB in use (%s); the "
-              "calculator predicts %.0f bytes/token: %s\n",
-              r.tokens.size() - 1, r.kv_bytes_per_token, r.kv_bytes_in_use / 1024.0,
-              dtype_name(res.kv_type), res.prediction.predicted_bytes_per_token,
-              res.prediction.equal() ? "equal" : "DIFFERENT");
+  std::printf(
+      "KV cache:         %zu positions x %zu bytes = %.1f KiB in use (%s); the "
+      "calculator predicts %.0f bytes/token: %s\n",
+      r.tokens.size() - 1, r.kv_bytes_per_token, r.kv_bytes_in_use / 1024.0,
+      dtype_name(res.kv_type), res.prediction.predicted_bytes_per_token,
+      res.prediction.equal() ? "equal" : "DIFFERENT");
 
   std::printf("\nnaive step vs cached step (median of %d; same tokens, same position):\n", o.reps);
   std::printf("  %8s  %12s  %12s  %9s  %s\n", "position", "naive ms", "cached ms", "speed-up",
@@ -170,17 +185,19 @@ void print_result(const Options& o, const Result& res) {
     spread = std::max({spread, s.naive_spread, s.cached_spread});
   }
   print_timing_noise(o.reps, spread);
-  std::printf("  the naive step grows with the position (it re-forwards every token); the cached "
-              "step forwards one\n  token and only its attention grows. %s\n",
-              all_identical ? "Both loops compute the same logits."
-                            : "WARNING: the logits differ (f16/int8 naive steps quantize too, "
-                              "but over a different cache history)");
+  std::printf(
+      "  the naive step grows with the position (it re-forwards every token); the cached "
+      "step forwards one\n  token and only its attention grows. %s\n",
+      all_identical ? "Both loops compute the same logits."
+                    : "WARNING: the logits differ (f16/int8 naive steps quantize too, "
+                      "but over a different cache history)");
   if (!o.plot.empty()) std::printf("  plot written to %s\n", o.plot.c_str());
 
   if (!res.quality.empty()) {
-    std::printf("\nKV storage type vs f32 over %zu prompts (teacher-forced logits; free-running "
-                "greedy tokens):\n",
-                kQualityPrompts.size());
+    std::printf(
+        "\nKV storage type vs f32 over %zu prompts (teacher-forced logits; free-running "
+        "greedy tokens):\n",
+        kQualityPrompts.size());
     std::printf("  %5s  %11s  %13s  %14s  %16s  %15s\n", "type", "bytes/token", "max |dlogit|",
                 "mean |dlogit|", "argmax changed", "tokens changed");
     for (const KVQuality& k : res.quality)
@@ -189,8 +206,9 @@ void print_result(const Options& o, const Result& res) {
                   k.positions, k.tokens_changed, k.sequences_changed, k.sequences);
   }
   if (res.sizing) print_sizing(*res.sizing);
-  std::printf("\nNext: chapter 03 asks why a decode step costs what it costs: bytes moved vs "
-              "FLOPs done (the roofline).\n");
+  std::printf(
+      "\nNext: chapter 03 asks why a decode step costs what it costs: bytes moved vs "
+      "FLOPs done (the roofline).\n");
 }
 
 int run(const Options& o) {
@@ -208,9 +226,10 @@ int run(const Options& o) {
     for (const std::string& p : kQualityPrompts) {
       const std::size_t n = m.tokenizer->encode(p, /*bos=*/true).size();
       if (n > static_cast<std::size_t>(allowed))
-        throw Error(fmt::format("--compare-kv: its built-in prompt '{}' is {} tokens (BOS "
-                                "included) but --steps {} allows {}: raise --steps",
-                                p, n, f.steps, allowed));
+        throw Error(
+            fmt::format("--compare-kv: its built-in prompt '{}' is {} tokens (BOS "
+                        "included) but --steps {} allows {}: raise --steps",
+                        p, n, f.steps, allowed));
     }
   }
   res.prediction = check_kv_prediction(c, kv_type);
@@ -238,21 +257,25 @@ int run(const Options& o) {
 
   // --- the lesson: naive vs cached step, at growing positions of the sequence just generated ---
   const int last = static_cast<int>(r.tokens.size()) - 2;  // last forwarded position
-  if (!f.json) std::fprintf(stderr, "\n[measuring naive vs cached steps at %zu positions...]",
-                            lesson_positions(last).size());
+  if (!f.json)
+    std::fprintf(stderr, "\n[measuring naive vs cached steps at %zu positions...]",
+                 lesson_positions(last).size());
   res.lesson = compare_step_latency(*m.model, r.tokens, lesson_positions(last), kv_type, o.reps);
   if (!o.plot.empty()) write_plot(o.plot, res.lesson, title_model_name(m.model->name()));
 
   if (o.compare_kv) {
     for (DType t : {DType::f32, DType::f16, DType::int8}) {
-      if (!f.json) std::fprintf(stderr, "\n[comparing %s against f32 over %zu prompts...]",
-                                dtype_name(t), kQualityPrompts.size());
+      if (!f.json)
+        std::fprintf(stderr, "\n[comparing %s against f32 over %zu prompts...]", dtype_name(t),
+                     kQualityPrompts.size());
       res.quality.push_back(compare_kv_type(*m.model, *m.tokenizer, kQualityPrompts, f.steps, t));
     }
   }
 
-  if (f.json) std::cout << result_json(m, o, res).dump(1) << '\n';
-  else print_result(o, res);
+  if (f.json)
+    std::cout << result_json(m, o, res).dump(1) << '\n';
+  else
+    print_result(o, res);
   return 0;
 }
 

@@ -51,10 +51,14 @@ double ms(double s) { return s * 1e3; }
 
 nlohmann::json latency_json(const RequestResult& r) {
   const RequestMetrics& m = r.metrics;
-  return {{"arrival_s", r.request.arrival}, {"admitted_s", r.admitted_at},
-          {"slot", r.slot},                 {"ttft_s", m.ttft},
-          {"tpot_s", m.tpot},               {"e2e_s", m.e2e},
-          {"itl_s", m.itl},                 {"output_tokens", m.output_tokens}};
+  return {{"arrival_s", r.request.arrival},
+          {"admitted_s", r.admitted_at},
+          {"slot", r.slot},
+          {"ttft_s", m.ttft},
+          {"tpot_s", m.tpot},
+          {"e2e_s", m.e2e},
+          {"itl_s", m.itl},
+          {"output_tokens", m.output_tokens}};
 }
 
 nlohmann::json summary_json(const EngineRun& run, const ServingMetrics& m) {
@@ -87,16 +91,13 @@ void print_table(const std::vector<const EngineRun*>& runs, const std::vector<Se
     for (std::size_t i = 0; i < runs.size(); ++i) std::printf("  %22s", cell(i).c_str());
     std::printf("\n");
   };
-  row("requests / output tokens", [&](std::size_t i) {
-    return fmt::format("{} / {}", m[i].requests, m[i].output_tokens);
-  });
+  row("requests / output tokens",
+      [&](std::size_t i) { return fmt::format("{} / {}", m[i].requests, m[i].output_tokens); });
   row("duration (s)", [&](std::size_t i) { return fmt::format("{:.3f}", m[i].duration); });
-  row("throughput (tokens/s)", [&](std::size_t i) {
-    return fmt::format("{:.1f}", m[i].throughput_tokens);
-  });
-  row("throughput (requests/s)", [&](std::size_t i) {
-    return fmt::format("{:.2f}", m[i].throughput_requests);
-  });
+  row("throughput (tokens/s)",
+      [&](std::size_t i) { return fmt::format("{:.1f}", m[i].throughput_tokens); });
+  row("throughput (requests/s)",
+      [&](std::size_t i) { return fmt::format("{:.2f}", m[i].throughput_requests); });
   row("TTFT p50 / p90 / p99 (ms)", [&](std::size_t i) {
     return fmt::format("{:.1f} / {:.1f} / {:.1f}", ms(m[i].ttft.p50), ms(m[i].ttft.p90),
                        ms(m[i].ttft.p99));
@@ -107,9 +108,8 @@ void print_table(const std::vector<const EngineRun*>& runs, const std::vector<Se
   row("ITL p50 / p99 (ms)", [&](std::size_t i) {
     return fmt::format("{:.2f} / {:.2f}", ms(m[i].itl.p50), ms(m[i].itl.p99));
   });
-  row("E2E p50 / p99 (s)", [&](std::size_t i) {
-    return fmt::format("{:.3f} / {:.3f}", m[i].e2e.p50, m[i].e2e.p99);
-  });
+  row("E2E p50 / p99 (s)",
+      [&](std::size_t i) { return fmt::format("{:.3f} / {:.3f}", m[i].e2e.p50, m[i].e2e.p99); });
   const std::string goodput_label =
       fmt::format("goodput (req/s, TTFT<={:g}s TPOT<={:g}ms)", slo.ttft, ms(slo.tpot));
   std::printf("%s\n", goodput_label.c_str());
@@ -117,24 +117,26 @@ void print_table(const std::vector<const EngineRun*>& runs, const std::vector<Se
     return fmt::format("{:.2f} / {:.0f}%", m[i].goodput, 100.0 * m[i].slo_attainment);
   });
   row("steps", [&](std::size_t i) { return fmt::format("{}", runs[i]->steps.size()); });
-  row("slots busy (mean occupancy)", [&](std::size_t i) {
-    return fmt::format("{:.0f}%", 100.0 * runs[i]->mean_occupancy);
-  });
+  row("slots busy (mean occupancy)",
+      [&](std::size_t i) { return fmt::format("{:.0f}%", 100.0 * runs[i]->mean_occupancy); });
 }
 
 nlohmann::json sweep_json(const DecodeSweep& s) {
   nlohmann::json rows = nlohmann::json::array();
   for (const DecodeSweepRow& r : s.rows)
-    rows.push_back({{"batch", r.batch}, {"step_s", r.step_seconds}, {"step_spread", r.step_spread},
+    rows.push_back({{"batch", r.batch},
+                    {"step_s", r.step_seconds},
+                    {"step_spread", r.step_spread},
                     {"tokens_per_s", r.tokens_per_second},
                     {"tokens_per_s_per_sequence", r.tokens_per_second_per_sequence}});
   return rows;
 }
 
 void print_sweep(const DecodeSweep& s) {
-  std::printf("\ndecode throughput vs concurrent sequences (real model, %d cached tokens each, "
-              "mean of %d steps, median of %d runs):\n",
-              s.context, s.steps, s.reps);
+  std::printf(
+      "\ndecode throughput vs concurrent sequences (real model, %d cached tokens each, "
+      "mean of %d steps, median of %d runs):\n",
+      s.context, s.steps, s.reps);
   std::printf("  %5s  %10s  %8s  %16s  %18s  %9s\n", "batch", "step (ms)", "spread",
               "tokens/s (all)", "tokens/s per seq", "vs B=1");
   for (const DecodeSweepRow& r : s.rows)
@@ -145,21 +147,24 @@ void print_sweep(const DecodeSweep& s) {
   std::printf("  16 sequences decode %.1fx as many tokens/s as one.\n", s.speedup_at_16);
   if (s.too_noisy()) {
     // A ridge from two noisy samples is not a property of the machine: say so instead.
-    std::printf("  The timings are too noisy (widest spread %.0f%%, %d runs) to locate this "
-                "machine's ridge: rerun\n  with --threads 1 --reps 5 on an idle machine.\n",
-                100.0 * s.max_spread, s.reps);
+    std::printf(
+        "  The timings are too noisy (widest spread %.0f%%, %d runs) to locate this "
+        "machine's ridge: rerun\n  with --threads 1 --reps 5 on an idle machine.\n",
+        100.0 * s.max_spread, s.reps);
     return;
   }
-  std::printf("  Batch 1 streams the %.0f MB of weights at %.1f GB/s; batch 64 computes at %.1f "
-              "GFLOP/s. Their\n  ratio, %.1f FLOP/byte, is this machine's ridge: in float32 "
-              "decode turns compute-bound near\n  B = %.0f, and beyond it more sequences add "
-              "latency, not throughput.\n",
-              s.weight_bytes / 1e6, s.bandwidth / 1e9, s.flops / 1e9, s.ridge(), 2.0 * s.ridge());
+  std::printf(
+      "  Batch 1 streams the %.0f MB of weights at %.1f GB/s; batch 64 computes at %.1f "
+      "GFLOP/s. Their\n  ratio, %.1f FLOP/byte, is this machine's ridge: in float32 "
+      "decode turns compute-bound near\n  B = %.0f, and beyond it more sequences add "
+      "latency, not throughput.\n",
+      s.weight_bytes / 1e6, s.bandwidth / 1e9, s.flops / 1e9, s.ridge(), 2.0 * s.ridge());
   if (s.weight_bytes < 32e6)
-    std::printf("  (%.1f MB of weights fit in the CPU caches, so that bandwidth is the caches' and "
-                "a step costs\n  per token: try --synthetic stories110M --sweep-context 8 for "
-                "the memory-bound regime.)\n",
-                s.weight_bytes / 1e6);
+    std::printf(
+        "  (%.1f MB of weights fit in the CPU caches, so that bandwidth is the caches' and "
+        "a step costs\n  per token: try --synthetic stories110M --sweep-context 8 for "
+        "the memory-bound regime.)\n",
+        s.weight_bytes / 1e6);
 }
 
 // The flags that only mean something in one mode: given in another, they are errors, not
@@ -230,15 +235,17 @@ void print_result(const Options& o, const Slo& slo, const Result& res) {
   print_table(views, res.metrics, slo);
   const std::vector<ServingMetrics>& m = res.metrics;
   if (res.runs.size() == 2) {
-    std::printf("\ncontinuous vs static on the same %zu requests: %.2fx the throughput, p99 TTFT "
-                "%.1f ms vs %.1f ms, goodput %.2f vs %.2f req/s\n",
-                res.workload.requests.size(), m[1].throughput_tokens / m[0].throughput_tokens,
-                ms(m[1].ttft.p99), ms(m[0].ttft.p99), m[1].goodput, m[0].goodput);
+    std::printf(
+        "\ncontinuous vs static on the same %zu requests: %.2fx the throughput, p99 TTFT "
+        "%.1f ms vs %.1f ms, goodput %.2f vs %.2f req/s\n",
+        res.workload.requests.size(), m[1].throughput_tokens / m[0].throughput_tokens,
+        ms(m[1].ttft.p99), ms(m[0].ttft.p99), m[1].goodput, m[0].goodput);
   }
   if (!res.sim && res.runs.size() == 2)
-    std::printf("(one run on the real clock: its times can move by tens of percent from run to run "
-                "on a busy\n machine, so trust only large differences; the steps and slot rows are "
-                "exact counts and do not move)\n");
+    std::printf(
+        "(one run on the real clock: its times can move by tens of percent from run to run "
+        "on a busy\n machine, so trust only large differences; the steps and slot rows are "
+        "exact counts and do not move)\n");
   if (!res.sim)
     std::printf("each request's tokens under every policy: %s\n",
                 res.same_tokens ? "identical (batch-invariant forward, one RNG per request)"
@@ -257,8 +264,10 @@ int run(const Options& o) {
   res.sim = sim_clock(sf);
   const bool sim = res.sim;
   std::vector<Policy> policies;
-  if (o.policy == "both") policies = {Policy::static_batching, Policy::continuous};
-  else policies = {parse_policy(o.policy)};
+  if (o.policy == "both")
+    policies = {Policy::static_batching, Policy::continuous};
+  else
+    policies = {parse_policy(o.policy)};
   const DType kv_type = parse_kv_dtype(o.kv_dtype);
   const Slo slo{o.slo_ttft, o.slo_tpot};
   if (!o.perfetto.empty()) require_writable_output(o.perfetto, "--perfetto");
@@ -279,14 +288,16 @@ int run(const Options& o) {
   // Every length against the context, now, not when the engine reaches it.
   check_workload_lengths(w, sf, *m.tokenizer, sim ? sim_engine.config : m.model->config());
   if (o.sweep && std::int64_t{o.sweep_context} + o.sweep_steps + 1 > m.model->config().seq_len)
-    throw Error(fmt::format("--sweep-context {} + --sweep-steps {} does not fit the model's "
-                            "context of {} positions",
-                            o.sweep_context, o.sweep_steps, m.model->config().seq_len));
+    throw Error(
+        fmt::format("--sweep-context {} + --sweep-steps {} does not fit the model's "
+                    "context of {} positions",
+                    o.sweep_context, o.sweep_steps, m.model->config().seq_len));
   if (!f.json) {
     if (sim) {
       std::printf("InferLab chapter 04: continuous batching (simulated)\n");
       std::printf("clock:     sim: step time = roofline bound of %s (%s) on %s\n",
-                  sf.config.c_str(), fmt::format("{:.2f}B params", sim_engine.config.n_params() / 1e9).c_str(),
+                  sf.config.c_str(),
+                  fmt::format("{:.2f}B params", sim_engine.config.n_params() / 1e9).c_str(),
                   sim_engine.hardware.description.c_str());
       std::printf("tokenizer: %s (only to count text prompts)\n\n", m.tokenizer_source.c_str());
     } else {
@@ -300,9 +311,10 @@ int run(const Options& o) {
   for (Policy p : policies) {
     const SchedulerConfig config = scheduler_config(sf, p);
     if (!f.json) std::fprintf(stderr, "[serving with %s batching...]\n", policy_name(p));
-    res.runs.push_back(sim ? run_sim(w.requests, config, sim_engine)
-                           : run_real(w.requests, config,
-                                      {&*m.model, &*m.tokenizer, kv_type, parse_device(f.device), {}}));
+    res.runs.push_back(
+        sim ? run_sim(w.requests, config, sim_engine)
+            : run_real(w.requests, config,
+                       {&*m.model, &*m.tokenizer, kv_type, parse_device(f.device), {}}));
   }
   std::vector<const EngineRun*> views;
   for (const EngineRun& r : res.runs) {
@@ -325,8 +337,10 @@ int run(const Options& o) {
                                       : title_model_name(m.model->name()),
                                   sf.clock))
         .save(o.plot);
-  if (f.json) std::cout << result_json(o, slo, res).dump(1) << '\n';
-  else print_result(o, slo, res);
+  if (f.json)
+    std::cout << result_json(o, slo, res).dump(1) << '\n';
+  else
+    print_result(o, slo, res);
   return res.same_tokens || sim ? 0 : 1;
 }
 
@@ -362,8 +376,9 @@ int main(int argc, char** argv) {
   app.add_option("--sweep-steps", o.sweep_steps, "sweep: decode steps timed per batch")
       ->check(integer_in(1, 10000))
       ->capture_default_str();
-  app.add_option("--reps", o.reps, "sweep: runs per batch size; the table shows the median and "
-                                   "the spread")
+  app.add_option("--reps", o.reps,
+                 "sweep: runs per batch size; the table shows the median and "
+                 "the spread")
       ->check(integer_in(1, 1000))
       ->capture_default_str();
   return run_chapter(app, argc, argv, [&] {

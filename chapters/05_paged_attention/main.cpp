@@ -70,28 +70,38 @@ void print_summaries(const std::vector<MemorySummary>& s) {
     for (const MemorySummary& x : s) cells.push_back(cell(x));
     rows.emplace_back(label, std::move(cells));
   };
-  row("KV budget (MiB)", [](const MemorySummary& x) { return fmt::format("{:.2f}", x.kv_bytes_budget / kMiB); });
-  row("peak reserved (MiB)", [](const MemorySummary& x) { return fmt::format("{:.2f}", x.peak_kv_bytes_reserved / kMiB); });
-  row("peak used (MiB)", [](const MemorySummary& x) { return fmt::format("{:.2f}", x.peak_kv_bytes_used / kMiB); });
-  row("waste: reserved but unused (time avg)", [](const MemorySummary& x) { return fmt::format("{:.1f}%", 100 * x.waste_fraction); });
-  row("max concurrent sequences", [](const MemorySummary& x) { return std::to_string(x.max_concurrent_sequences); });
+  row("KV budget (MiB)",
+      [](const MemorySummary& x) { return fmt::format("{:.2f}", x.kv_bytes_budget / kMiB); });
+  row("peak reserved (MiB)", [](const MemorySummary& x) {
+    return fmt::format("{:.2f}", x.peak_kv_bytes_reserved / kMiB);
+  });
+  row("peak used (MiB)",
+      [](const MemorySummary& x) { return fmt::format("{:.2f}", x.peak_kv_bytes_used / kMiB); });
+  row("waste: reserved but unused (time avg)",
+      [](const MemorySummary& x) { return fmt::format("{:.1f}%", 100 * x.waste_fraction); });
+  row("max concurrent sequences",
+      [](const MemorySummary& x) { return std::to_string(x.max_concurrent_sequences); });
   row("preemptions", [](const MemorySummary& x) { return std::to_string(x.preemptions); });
-  row("swapped (MiB)", [](const MemorySummary& x) { return fmt::format("{:.2f}", x.swapped_bytes / kMiB); });
-  row("throughput (tokens/s)", [](const MemorySummary& x) { return fmt::format("{:.1f}", x.throughput_tokens_per_s); });
-  row("saved by sharing, peak (MiB)", [](const MemorySummary& x) { return fmt::format("{:.2f}", x.peak_bytes_saved_by_sharing / kMiB); });
+  row("swapped (MiB)",
+      [](const MemorySummary& x) { return fmt::format("{:.2f}", x.swapped_bytes / kMiB); });
+  row("throughput (tokens/s)",
+      [](const MemorySummary& x) { return fmt::format("{:.1f}", x.throughput_tokens_per_s); });
+  row("saved by sharing, peak (MiB)", [](const MemorySummary& x) {
+    return fmt::format("{:.2f}", x.peak_bytes_saved_by_sharing / kMiB);
+  });
   print_columns("", names, rows, 40, 18);
 }
 
 // Everything one run of the chapter served and measured.
 struct Result {
-  bool sim = false;                      // --clock sim
-  std::string model;                     // the model's name, or the simulated configuration
-  std::string workload;                  // the workload's description
-  DType kv_type = DType::f32;          // KV storage
-  Preempt preempt = Preempt::recompute;  // what happens when memory runs out
-  std::vector<EngineRun> runs;           // one per allocator
-  std::vector<MemorySummary> summaries;  // runs[i]'s
-  bool same_tokens = true;               // each request's tokens equal under every allocator
+  bool sim = false;                           // --clock sim
+  std::string model;                          // the model's name, or the simulated configuration
+  std::string workload;                       // the workload's description
+  DType kv_type = DType::f32;                 // KV storage
+  Preempt preempt = Preempt::recompute;       // what happens when memory runs out
+  std::vector<EngineRun> runs;                // one per allocator
+  std::vector<MemorySummary> summaries;       // runs[i]'s
+  bool same_tokens = true;                    // each request's tokens equal under every allocator
   std::optional<BlockSizeSweep> block_sweep;  // --sweep-block-size
   std::vector<SwapVsRecompute> swap_table;    // sim: swap vs recompute by sequence length
 };
@@ -120,12 +130,13 @@ void print_result(const Options& o, const Result& res) {
   print_summaries(res.summaries);
   if (res.summaries.size() == 2) {
     const MemorySummary &c = res.summaries[0], &p = res.summaries[1];
-    std::printf("\npaged vs contiguous on the same budget: waste %.1f%% vs %.1f%%, %d vs %d "
-                "sequences at once (%.1fx), %.2fx the throughput\n",
-                100 * p.waste_fraction, 100 * c.waste_fraction, p.max_concurrent_sequences,
-                c.max_concurrent_sequences,
-                double(p.max_concurrent_sequences) / std::max(c.max_concurrent_sequences, 1),
-                p.throughput_tokens_per_s / std::max(c.throughput_tokens_per_s, 1e-12));
+    std::printf(
+        "\npaged vs contiguous on the same budget: waste %.1f%% vs %.1f%%, %d vs %d "
+        "sequences at once (%.1fx), %.2fx the throughput\n",
+        100 * p.waste_fraction, 100 * c.waste_fraction, p.max_concurrent_sequences,
+        c.max_concurrent_sequences,
+        double(p.max_concurrent_sequences) / std::max(c.max_concurrent_sequences, 1),
+        p.throughput_tokens_per_s / std::max(c.throughput_tokens_per_s, 1e-12));
   }
   if (!res.sim)
     std::printf("each request's tokens under every allocator: %s\n",
@@ -135,8 +146,10 @@ void print_result(const Options& o, const Result& res) {
 
   if (res.block_sweep) {
     const BlockSizeSweep& b = *res.block_sweep;
-    std::printf("\nblock size sweep (paged, same workload and budget; attention: one layer, %d "
-                "sequences x %d positions, median of %d):\n", b.sequences, b.context, b.reps);
+    std::printf(
+        "\nblock size sweep (paged, same workload and budget; attention: one layer, %d "
+        "sequences x %d positions, median of %d):\n",
+        b.sequences, b.context, b.reps);
     std::printf("  %6s  %8s  %10s  %14s  %16s\n", "block", "waste", "max seqs", "attention (us)",
                 "vs contiguous");
     for (const BlockSizeRow& r : b.rows)
@@ -162,8 +175,10 @@ int run(const Options& o) {
   const bool sim = res.sim;
   const LoadedModel m = sim ? load_model_or_tokenizer(f) : load_model(f);  // sim needs no weights
   std::vector<Allocator> allocators;
-  if (o.allocator == "both") allocators = {Allocator::contiguous, Allocator::paged};
-  else allocators = {parse_allocator(o.allocator)};
+  if (o.allocator == "both")
+    allocators = {Allocator::contiguous, Allocator::paged};
+  else
+    allocators = {parse_allocator(o.allocator)};
   res.preempt = parse_preempt(o.preempt);
   res.kv_type = parse_kv_dtype(o.kv_dtype);
   const DType kv_type = res.kv_type;
@@ -183,8 +198,8 @@ int run(const Options& o) {
   MemoryConfig memory;
   memory.block_size = o.block_size;
   memory.reserve = o.reserve == "context" ? Reserve::context : Reserve::max_tokens;
-  memory.budget_bytes = o.kv_memory_mib > 0 ? std::size_t(o.kv_memory_mib * kMiB)
-                                            : per_token * 2048;
+  memory.budget_bytes =
+      o.kv_memory_mib > 0 ? std::size_t(o.kv_memory_mib * kMiB) : per_token * 2048;
   memory.swap_bytes = res.preempt == Preempt::swap ? std::size_t(o.swap_memory_mib * kMiB) : 0;
   SchedulerConfig sc = scheduler_config(o.serving, Policy::continuous);
   sc.preempt = res.preempt;
@@ -207,12 +222,12 @@ int run(const Options& o) {
     }
     std::printf("workload:  %s%s\n", w.description.c_str(),
                 o.n > 1 ? fmt::format(", {} parallel samples each", o.n).c_str() : "");
-    std::printf("memory:    %.2f MiB of KV (%zu bytes per position in %s = %zu positions); "
-                "blocks of %d; contiguous reserves %s; preemption: %s\n",
-                memory.budget_bytes / kMiB, per_token, dtype_name(kv_type),
-                memory.budget_bytes / per_token, o.block_size,
-                o.reserve == "context" ? "the whole context" : "prompt + max_tokens",
-                preempt_name(res.preempt));
+    std::printf(
+        "memory:    %.2f MiB of KV (%zu bytes per position in %s = %zu positions); "
+        "blocks of %d; contiguous reserves %s; preemption: %s\n",
+        memory.budget_bytes / kMiB, per_token, dtype_name(kv_type), memory.budget_bytes / per_token,
+        o.block_size, o.reserve == "context" ? "the whole context" : "prompt + max_tokens",
+        preempt_name(res.preempt));
     if (sim) print_sim_memory_fit(sim_engine, memory.budget_bytes);
     std::printf("\n");
   }
@@ -232,8 +247,9 @@ int run(const Options& o) {
 
   if (!o.plot.empty()) {
     const SvgPlot mem = kv_memory_plot(
-        views, fmt::format("KV memory over time: {} ({} clock)",
-                           sim ? o.serving.config : title_model_name(m.model->name()), o.serving.clock));
+        views,
+        fmt::format("KV memory over time: {} ({} clock)",
+                    sim ? o.serving.config : title_model_name(m.model->name()), o.serving.clock));
     std::vector<const SvgPlot*> plots = {&mem};
     std::optional<SvgPlot> tables;
     for (const EngineRun& r : res.runs)
@@ -252,7 +268,8 @@ int run(const Options& o) {
     std::fprintf(stderr, "[block size sweep...]\n");
     res.block_sweep = block_size_sweep(serve, memory, config);
   }
-  if (sim) res.swap_table = swap_vs_recompute_table(config, sim_engine.hardware, sim_engine.cost, 50e9);
+  if (sim)
+    res.swap_table = swap_vs_recompute_table(config, sim_engine.hardware, sim_engine.cost, 50e9);
   print_result(o, res);
   return res.same_tokens || sim ? 0 : 1;
 }

@@ -65,35 +65,45 @@ void print_summaries(const std::vector<PrefixSummary>& s) {
     for (const PrefixSummary& x : s) cells.push_back(cell(x));
     rows.emplace_back(label, std::move(cells));
   };
-  row("token hit rate", [](const PrefixSummary& x) { return fmt::format("{:.1f}%", 100 * x.token_hit_rate); });
-  row("request hit rate (>= 1 block)", [](const PrefixSummary& x) { return fmt::format("{:.1f}%", 100 * x.request_hit_rate); });
-  row("prefill tokens computed", [](const PrefixSummary& x) { return std::to_string(x.prefill_tokens_computed); });
-  row("prefill tokens saved", [](const PrefixSummary& x) { return std::to_string(x.prefill_tokens_saved); });
+  row("token hit rate",
+      [](const PrefixSummary& x) { return fmt::format("{:.1f}%", 100 * x.token_hit_rate); });
+  row("request hit rate (>= 1 block)",
+      [](const PrefixSummary& x) { return fmt::format("{:.1f}%", 100 * x.request_hit_rate); });
+  row("prefill tokens computed",
+      [](const PrefixSummary& x) { return std::to_string(x.prefill_tokens_computed); });
+  row("prefill tokens saved",
+      [](const PrefixSummary& x) { return std::to_string(x.prefill_tokens_saved); });
   row("evicted blocks", [](const PrefixSummary& x) { return std::to_string(x.evictions); });
-  row("TTFT p50 (ms)", [](const PrefixSummary& x) { return fmt::format("{:.2f}", x.ttft_p50 * 1e3); });
-  row("TTFT p99 (ms)", [](const PrefixSummary& x) { return fmt::format("{:.2f}", x.ttft_p99 * 1e3); });
-  row("throughput (tokens/s)", [](const PrefixSummary& x) { return fmt::format("{:.1f}", x.throughput_tokens_per_s); });
-  row("steps / mean running / preemptions", [](const PrefixSummary& x) { return fmt::format("{}/{:.1f}/{}", x.steps, x.mean_running, x.preemptions); });
-  row("cache size, peak (MiB)", [](const PrefixSummary& x) { return fmt::format("{:.2f}", x.cache_bytes / kMiB); });
+  row("TTFT p50 (ms)",
+      [](const PrefixSummary& x) { return fmt::format("{:.2f}", x.ttft_p50 * 1e3); });
+  row("TTFT p99 (ms)",
+      [](const PrefixSummary& x) { return fmt::format("{:.2f}", x.ttft_p99 * 1e3); });
+  row("throughput (tokens/s)",
+      [](const PrefixSummary& x) { return fmt::format("{:.1f}", x.throughput_tokens_per_s); });
+  row("steps / mean running / preemptions", [](const PrefixSummary& x) {
+    return fmt::format("{}/{:.1f}/{}", x.steps, x.mean_running, x.preemptions);
+  });
+  row("cache size, peak (MiB)",
+      [](const PrefixSummary& x) { return fmt::format("{:.2f}", x.cache_bytes / kMiB); });
   print_columns("prefix cache", names, rows, 36, 14);
 }
 
 // Everything one run of the chapter served and measured.
 struct Result {
-  bool sim = false;                      // --clock sim
-  std::string model;                     // the model's name, or the simulated configuration
-  std::string workload;                  // the workload's description
-  Order order = Order::fcfs;             // --schedule
-  std::size_t kv_bytes_budget = 0;       // the paged KV memory
-  std::vector<EngineRun> runs;           // one per cache
-  std::vector<PrefixSummary> summaries;  // runs[i]'s
-  bool same_tokens = true;               // each request's tokens equal with every cache
-  Order other = Order::fcfs;             // the order the radix cache also ran in
+  bool sim = false;                          // --clock sim
+  std::string model;                         // the model's name, or the simulated configuration
+  std::string workload;                      // the workload's description
+  Order order = Order::fcfs;                 // --schedule
+  std::size_t kv_bytes_budget = 0;           // the paged KV memory
+  std::vector<EngineRun> runs;               // one per cache
+  std::vector<PrefixSummary> summaries;      // runs[i]'s
+  bool same_tokens = true;                   // each request's tokens equal with every cache
+  Order other = Order::fcfs;                 // the order the radix cache also ran in
   std::optional<PrefixSummary> other_order;  // the radix cache in that order
-  int probe_tokens = 0;                  // the side channel's prefix
-  SideChannel open, closed;              // the side channel without and with a tenant salt
-  PrefillSaving seed;                    // the seed's worked number
-  std::optional<PrefillSaving> here;     // sim: the same on the simulated machine and model
+  int probe_tokens = 0;                      // the side channel's prefix
+  SideChannel open, closed;                  // the side channel without and with a tenant salt
+  PrefillSaving seed;                        // the seed's worked number
+  std::optional<PrefillSaving> here;         // sim: the same on the simulated machine and model
 };
 
 nlohmann::json result_json(const Options& o, const Result& res) {
@@ -114,11 +124,14 @@ nlohmann::json result_json(const Options& o, const Result& res) {
   }
   out["caches"] = names;
   if (res.other_order)
-    out["radix_" + std::string(order_name(res.other))] = {{"summary", summary_json(*res.other_order)}};
+    out["radix_" + std::string(order_name(res.other))] = {
+        {"summary", summary_json(*res.other_order)}};
   out["side_channel"] = {
       {"prefix_tokens", res.probe_tokens},
-      {"unsalted", {{"ttft_seen_s", res.open.ttft_seen_s}, {"ttft_unseen_s", res.open.ttft_unseen_s}}},
-      {"salted", {{"ttft_seen_s", res.closed.ttft_seen_s}, {"ttft_unseen_s", res.closed.ttft_unseen_s}}}};
+      {"unsalted",
+       {{"ttft_seen_s", res.open.ttft_seen_s}, {"ttft_unseen_s", res.open.ttft_unseen_s}}},
+      {"salted",
+       {{"ttft_seen_s", res.closed.ttft_seen_s}, {"ttft_unseen_s", res.closed.ttft_unseen_s}}}};
   out["seed_worked_number"] = {{"prefix_tokens", 2000},
                                {"config", "llama3-70b"},
                                {"hardware", "4x a100-sxm"},
@@ -138,11 +151,12 @@ void print_result(const Options& o, const Result& res) {
   std::printf("\n");
   for (const PrefixSummary& s : res.summaries) {
     if (s.cache == "off" || !off) continue;
-    std::printf("%-5s vs no cache: %.0f%% of the prompt tokens never prefilled; TTFT p50 %.2f -> "
-                "%.2f ms (%.2fx), p99 %.2f -> %.2f ms; throughput %.2fx\n",
-                s.cache.c_str(), 100 * s.token_hit_rate, off->ttft_p50 * 1e3, s.ttft_p50 * 1e3,
-                off->ttft_p50 / std::max(s.ttft_p50, 1e-12), off->ttft_p99 * 1e3, s.ttft_p99 * 1e3,
-                s.throughput_tokens_per_s / std::max(off->throughput_tokens_per_s, 1e-12));
+    std::printf(
+        "%-5s vs no cache: %.0f%% of the prompt tokens never prefilled; TTFT p50 %.2f -> "
+        "%.2f ms (%.2fx), p99 %.2f -> %.2f ms; throughput %.2fx\n",
+        s.cache.c_str(), 100 * s.token_hit_rate, off->ttft_p50 * 1e3, s.ttft_p50 * 1e3,
+        off->ttft_p50 / std::max(s.ttft_p50, 1e-12), off->ttft_p99 * 1e3, s.ttft_p99 * 1e3,
+        s.throughput_tokens_per_s / std::max(off->throughput_tokens_per_s, 1e-12));
   }
   if (res.other_order)
     std::printf("scheduling (radix): %s order hits %.1f%% of prompt tokens, %s order %.1f%%\n",
@@ -152,18 +166,21 @@ void print_result(const Options& o, const Result& res) {
     std::printf("each request's tokens with every cache: %s\n",
                 res.same_tokens ? "identical (cached keys and values are the ones prefill computes)"
                                 : "DIFFERENT (the prefix cache is broken!)");
-  std::printf("\nside channel (%d-token prefix; alice sends it, then bob sends it, then bob sends "
-              "an unseen one; medians of 5 rounds):\n",
-              res.probe_tokens);
-  std::printf("  no tenant salt:  bob's TTFT %.3f ms for alice's prefix vs %.3f ms for an unseen "
-              "one (%.1fx): bob learns what alice sent\n",
-              res.open.ttft_seen_s * 1e3, res.open.ttft_unseen_s * 1e3, res.open.ratio());
+  std::printf(
+      "\nside channel (%d-token prefix; alice sends it, then bob sends it, then bob sends "
+      "an unseen one; medians of 5 rounds):\n",
+      res.probe_tokens);
+  std::printf(
+      "  no tenant salt:  bob's TTFT %.3f ms for alice's prefix vs %.3f ms for an unseen "
+      "one (%.1fx): bob learns what alice sent\n",
+      res.open.ttft_seen_s * 1e3, res.open.ttft_unseen_s * 1e3, res.open.ratio());
   std::printf("  salted by tenant: %.3f ms vs %.3f ms (%.1fx): nothing to learn\n",
               res.closed.ttft_seen_s * 1e3, res.closed.ttft_unseen_s * 1e3, res.closed.ratio());
-  std::printf("\nthe seed's worked number (roofline, llama3-70b on 4x A100, 2,000-token system "
-              "prompt): %.0f ms of prefill per request;\n  at %.0f requests/s a prefix cache saves "
-              "%.1f GPU-seconds every second (the seed says ~400 ms and 40 s)\n",
-              res.seed.prefill_seconds * 1e3, res.seed.rate, res.seed.gpu_seconds_saved_per_second);
+  std::printf(
+      "\nthe seed's worked number (roofline, llama3-70b on 4x A100, 2,000-token system "
+      "prompt): %.0f ms of prefill per request;\n  at %.0f requests/s a prefix cache saves "
+      "%.1f GPU-seconds every second (the seed says ~400 ms and 40 s)\n",
+      res.seed.prefill_seconds * 1e3, res.seed.rate, res.seed.gpu_seconds_saved_per_second);
   if (res.here)
     std::printf("  on %s with %s: %.0f ms per request, %.1f GPU-seconds per second\n",
                 o.serving.hardware.c_str(), o.serving.config.c_str(),
@@ -180,8 +197,10 @@ int run(const Options& o) {
   if (!o.plot.empty()) require_writable_output(o.plot, "--plot");
   f.sampling.validate();
   std::vector<PrefixCacheKind> caches;
-  if (o.cache == "all") caches = {PrefixCacheKind::off, PrefixCacheKind::hash, PrefixCacheKind::radix};
-  else caches = {parse_prefix_cache(o.cache)};
+  if (o.cache == "all")
+    caches = {PrefixCacheKind::off, PrefixCacheKind::hash, PrefixCacheKind::radix};
+  else
+    caches = {parse_prefix_cache(o.cache)};
   res.order = parse_order(o.schedule);
   const Order order = res.order;
 
@@ -197,8 +216,8 @@ int run(const Options& o) {
   MemoryConfig memory;
   memory.allocator = Allocator::paged;
   memory.block_size = o.block_size;
-  memory.budget_bytes = o.cache_memory_mib > 0 ? std::size_t(o.cache_memory_mib * kMiB)
-                                               : per_token * 4096;
+  memory.budget_bytes =
+      o.cache_memory_mib > 0 ? std::size_t(o.cache_memory_mib * kMiB) : per_token * 4096;
   res.kv_bytes_budget = memory.budget_bytes;
   // The budget and block size are checked now, before any work (a manager with no storage).
   make_kv_manager(memory, virtual_pools(config, DType::f32), config, DType::f32);
@@ -228,10 +247,11 @@ int run(const Options& o) {
       print_run_header("InferLab chapter 06: the prefix cache (real clock)", m, f);
     }
     std::printf("workload:  %s\n", w.description.c_str());
-    std::printf("memory:    %.2f MiB of paged KV (%zu positions, blocks of %d) shared by running "
-                "requests and the cache; scheduling: %s\n",
-                memory.budget_bytes / kMiB, memory.budget_bytes / per_token, o.block_size,
-                order_name(order));
+    std::printf(
+        "memory:    %.2f MiB of paged KV (%zu positions, blocks of %d) shared by running "
+        "requests and the cache; scheduling: %s\n",
+        memory.budget_bytes / kMiB, memory.budget_bytes / per_token, o.block_size,
+        order_name(order));
     if (sim) print_sim_memory_fit(sim_engine, memory.budget_bytes);
     std::printf("\n");
   }
@@ -268,20 +288,24 @@ int run(const Options& o) {
     std::vector<const EngineRun*> views;
     for (const EngineRun& r : res.runs) views.push_back(&r);
     const SvgPlot ttft = ttft_cdf_plot(
-        views, fmt::format("Time to first token with and without a prefix cache: {} ({} clock)",
-                           sim ? o.serving.config : title_model_name(m.model->name()), o.serving.clock));
+        views,
+        fmt::format("Time to first token with and without a prefix cache: {} ({} clock)",
+                    sim ? o.serving.config : title_model_name(m.model->name()), o.serving.clock));
     std::vector<const SvgPlot*> plots = {&ttft};
     std::optional<SvgPlot> trie;
     for (const EngineRun& r : res.runs)
       if (!r.trie.empty())
-        trie.emplace(trie_plot(r.trie, "The radix trie at the end of the run (tokens per edge, "
-                                       "matches through the node)"));
+        trie.emplace(trie_plot(r.trie,
+                               "The radix trie at the end of the run (tokens per edge, "
+                               "matches through the node)"));
     if (trie) plots.push_back(&*trie);
     save_stacked(o.plot, plots);
   }
 
-  if (f.json) std::cout << result_json(o, res).dump(1) << '\n';
-  else print_result(o, res);
+  if (f.json)
+    std::cout << result_json(o, res).dump(1) << '\n';
+  else
+    print_result(o, res);
   return res.same_tokens || sim ? 0 : 1;
 }
 

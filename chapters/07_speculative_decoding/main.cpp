@@ -96,8 +96,8 @@ nlohmann::json row_json(const Row& r) {
 
 void print_row(const Row& r) {
   const SpecStats& s = r.run.stats;
-  std::printf("  %-11s %2d  %6.3f  %6.2f  %7.3f  %9.0f  %6.2fx  %6.2fx  %5.3f  %5.2f  ", r.name.c_str(),
-              r.k, s.acceptance_rate(), s.mean_accepted_per_round(),
+  std::printf("  %-11s %2d  %6.3f  %6.2f  %7.3f  %9.0f  %6.2fx  %6.2fx  %5.3f  %5.2f  ",
+              r.name.c_str(), r.k, s.acceptance_rate(), s.mean_accepted_per_round(),
               r.report.target_forwards_per_token, r.report.tokens_per_s, r.report.speedup_measured,
               r.report.speedup_predicted, r.report.draft_cost_ratio, r.report.verify_cost_ratio);
   for (int d = 0; d < static_cast<int>(s.tried_at.size()) && d < 8; ++d)
@@ -166,9 +166,12 @@ nlohmann::json sim_json(const Options& o, const SimResult& res) {
   for (const SimCurve& c : res.curves) {
     nlohmann::json pts = nlohmann::json::array();
     for (const SpecSimPoint& p : c.points)
-      pts.push_back({{"batch", p.batch}, {"plain_step_s", p.plain_step_s},
-                     {"draft_step_s", p.draft_step_s}, {"verify_step_s", p.verify_step_s},
-                     {"speedup", p.speedup}, {"verify_memory_bound", p.verify_memory_bound}});
+      pts.push_back({{"batch", p.batch},
+                     {"plain_step_s", p.plain_step_s},
+                     {"draft_step_s", p.draft_step_s},
+                     {"verify_step_s", p.verify_step_s},
+                     {"speedup", p.speedup},
+                     {"verify_memory_bound", p.verify_memory_bound}});
     sims.push_back({{"k", c.k}, {"break_even_batch", c.break_even}, {"points", pts}});
     const SpecSimPoint& one = c.points[0];
     proposers.push_back({{"name", "draft (simulated)"},
@@ -193,15 +196,16 @@ nlohmann::json sim_json(const Options& o, const SimResult& res) {
 
 void print_sim(const Options& o, const SimResult& res) {
   const Hardware& hw = res.hardware;
-  std::printf("InferLab chapter 07, simulated: %s drafting for %s on %s (%s), acceptance %.2f, "
-              "context %lld\n",
-              o.sim_draft.c_str(), o.sim_target.c_str(), hw.name.c_str(), hw.description.c_str(),
-              o.acceptance, static_cast<long long>(o.context));
+  std::printf(
+      "InferLab chapter 07, simulated: %s drafting for %s on %s (%s), acceptance %.2f, "
+      "context %lld\n",
+      o.sim_draft.c_str(), o.sim_target.c_str(), hw.name.c_str(), hw.description.c_str(),
+      o.acceptance, static_cast<long long>(o.context));
   std::printf("(roofline lower bounds of chapter 03; both models' weights are assumed resident)\n");
   for (const SimCurve& c : res.curves) {
     std::printf("\nK = %d: expected tokens per round %.2f\n", c.k, c.points[0].tokens_per_round);
-    std::printf("  %6s  %12s  %12s  %14s  %8s  %s\n", "batch", "plain ms", "draft ms",
-                "verify ms", "speedup", "verify step");
+    std::printf("  %6s  %12s  %12s  %14s  %8s  %s\n", "batch", "plain ms", "draft ms", "verify ms",
+                "speedup", "verify step");
     for (const SpecSimPoint& p : c.points)
       std::printf("  %6d  %12.3f  %12.3f  %14.3f  %7.2fx  %s\n", p.batch, p.plain_step_s * 1e3,
                   p.draft_step_s * 1e3, p.verify_step_s * 1e3, p.speedup,
@@ -211,9 +215,10 @@ void print_sim(const Options& o, const SimResult& res) {
     else
       std::printf("  speculation pays at every simulated batch up to %d\n", res.batches.back());
   }
-  std::printf("\nWhy it shrinks: at batch 1 the target step reads all its weights for one token, so "
-              "verifying K + 1 tokens costs about the same; as the batch grows the verification's "
-              "(K + 1)x FLOPs reach the compute roof and the saving is gone.\n");
+  std::printf(
+      "\nWhy it shrinks: at batch 1 the target step reads all its weights for one token, so "
+      "verifying K + 1 tokens costs about the same; as the batch grows the verification's "
+      "(K + 1)x FLOPs reach the compute roof and the saving is gone.\n");
 }
 
 void write_sim_plot(const Options& o, const SimResult& res) {
@@ -253,18 +258,20 @@ int run_sim(const Options& o) {
     res.curves.push_back(std::move(c));
   }
   if (!o.plot.empty()) write_sim_plot(o, res);
-  if (o.gen.json) std::cout << sim_json(o, res).dump(1) << '\n';
-  else print_sim(o, res);
+  if (o.gen.json)
+    std::cout << sim_json(o, res).dump(1) << '\n';
+  else
+    print_sim(o, res);
   return 0;
 }
 
 // --clock real: plain decoding and every proposer's run.
 struct RealResult {
-  std::string model;         // the target's name
+  std::string model;  // the target's name
   std::size_t prompt_tokens = 0;
-  SpecGeneration plain;      // plain decoding: the reference tokens and the speed-up's denominator
-  std::vector<Row> rows;     // one per proposer and K
-  std::string text;          // the first row's text, the prompt echoed
+  SpecGeneration plain;   // plain decoding: the reference tokens and the speed-up's denominator
+  std::vector<Row> rows;  // one per proposer and K
+  std::string text;       // the first row's text, the prompt echoed
 };
 
 nlohmann::json real_json(const Options& o, const RealResult& res) {
@@ -294,7 +301,8 @@ int print_real(const Options& o, const RealResult& res) {
   for (const Row& r : res.rows) print_row(r);
   std::printf(
       "\n  alpha: accepted / tried positions; acc/rd: draft tokens accepted per round; fwd/tok: "
-      "target forwards per generated token;\n  predict: (1 - alpha^(K+1)) / (1 - alpha) / (K c + v) "
+      "target forwards per generated token;\n  predict: (1 - alpha^(K+1)) / (1 - alpha) / (K c + "
+      "v) "
       "with c = proposer time per position and v = verification time per round, both over one "
       "plain decode step,\n  measured in this run (the textbook's v = 1 assumes verification is "
       "free while memory-bound).\n");
@@ -305,16 +313,18 @@ int print_real(const Options& o, const RealResult& res) {
                 all_same ? "yes" : "NO (a bug)");
     if (!all_same) return 1;
   } else {
-    std::printf("\nsampling: the tokens differ from the plain run's (other random draws), the "
-                "distribution does not (tests/test_speculative.cpp checks it with a chi-square "
-                "test).\n");
+    std::printf(
+        "\nsampling: the tokens differ from the plain run's (other random draws), the "
+        "distribution does not (tests/test_speculative.cpp checks it with a chi-square "
+        "test).\n");
   }
   if (!o.plot.empty()) {
     write_plot(o.plot, res.rows, res.model);
     std::printf("plot written to %s\n", o.plot.c_str());
   }
-  std::printf("\nNext: --clock sim shows the same trade on datacenter hardware, and where a "
-              "growing batch makes it stop paying.\n");
+  std::printf(
+      "\nNext: --clock sim shows the same trade on datacenter hardware, and where a "
+      "growing batch makes it stop paying.\n");
   return 0;
 }
 
@@ -326,13 +336,15 @@ int run(const Options& o) {
   // CUDA is an error, and "all" runs the chain proposers and says why the tree is left out.
   const bool tree_on_device = device == Device::cpu;
   if (o.proposer == "tree" && !tree_on_device) {
-    throw Error(fmt::format("--proposer tree on --device {}: tree verification needs tree "
-                            "attention (each node attends to its ancestors only), which the {} "
-                            "runner does not have; use --device cpu for the tree",
-                            f.device, f.device));
+    throw Error(
+        fmt::format("--proposer tree on --device {}: tree verification needs tree "
+                    "attention (each node attends to its ancestors only), which the {} "
+                    "runner does not have; use --device cpu for the tree",
+                    f.device, f.device));
   }
   if (o.proposer == "draft" && o.draft.empty()) {
-    throw Error("--proposer draft needs --draft PATH (a second model with the target's vocabulary)");
+    throw Error(
+        "--proposer draft needs --draft PATH (a second model with the target's vocabulary)");
   }
   const LoadedModel m = load_model(f);
   const Model& target_model = *m.model;
@@ -369,18 +381,20 @@ int run(const Options& o) {
   }
 
   if (!f.json) {
-    print_run_header("InferLab chapter 07: speculative decoding", m, f,
-                     fmt::format("proposers: {}, K = {}, early exit after layer {} of {}, n-gram {}, "
-                                 "tree {}x{}\nKV cache:  {}",
-                                 o.proposer, o.k, exit_layer, c.n_layers, o.ngram, o.tree_branch,
-                                 o.tree_depth,
-                                 o.kv == "paged"
-                                     ? fmt::format("paged, blocks of {} positions (rollback "
-                                                   "gives whole blocks back)", o.block_size)
-                                     : std::string("contiguous")));
+    print_run_header(
+        "InferLab chapter 07: speculative decoding", m, f,
+        fmt::format("proposers: {}, K = {}, early exit after layer {} of {}, n-gram {}, "
+                    "tree {}x{}\nKV cache:  {}",
+                    o.proposer, o.k, exit_layer, c.n_layers, o.ngram, o.tree_branch, o.tree_depth,
+                    o.kv == "paged" ? fmt::format("paged, blocks of {} positions (rollback "
+                                                  "gives whole blocks back)",
+                                                  o.block_size)
+                                    : std::string("contiguous")));
     if (want("tree") && !tree_on_device) {
-      std::printf("note: the tree proposer is skipped on --device %s (tree attention runs on the "
-                  "CPU only)\n\n", f.device.c_str());
+      std::printf(
+          "note: the tree proposer is skipped on --device %s (tree attention runs on the "
+          "CPU only)\n\n",
+          f.device.c_str());
     }
   }
 
@@ -444,8 +458,9 @@ int run(const Options& o) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"InferLab chapter 07: speculative decoding (a cheap proposer guesses, the target "
-               "verifies K tokens in one forward, the output distribution stays the target's)"};
+  CLI::App app{
+      "InferLab chapter 07: speculative decoding (a cheap proposer guesses, the target "
+      "verifies K tokens in one forward, the output distribution stays the target's)"};
   Options o;
   add_generation_flags(app, o.gen);
   app.add_option("--proposer", o.proposer, "draft, early-exit, ngram, tree or all (side by side)")
@@ -474,9 +489,11 @@ int main(int argc, char** argv) {
   app.add_option("--clock", o.clock, "real (run the model) or sim (chapter 03's roofline)")
       ->check(CLI::IsMember({"real", "sim"}))
       ->capture_default_str();
-  app.add_option("--plot", o.plot, "write an SVG of speed-up vs K, measured and predicted (real) "
-                                   "or vs batch (sim)");
-  app.add_option("--hardware", o.hardware, "sim: the machine (see chapter 03)")->capture_default_str();
+  app.add_option("--plot", o.plot,
+                 "write an SVG of speed-up vs K, measured and predicted (real) "
+                 "or vs batch (sim)");
+  app.add_option("--hardware", o.hardware, "sim: the machine (see chapter 03)")
+      ->capture_default_str();
   app.add_option("--sim-target", o.sim_target, "sim: the target's shape")->capture_default_str();
   app.add_option("--sim-draft", o.sim_draft, "sim: the draft's shape")->capture_default_str();
   app.add_option("--acceptance", o.acceptance, "sim: acceptance rate alpha")->capture_default_str();

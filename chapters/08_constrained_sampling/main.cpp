@@ -56,10 +56,11 @@ int run_maskbench(const Options& o) {
       std::cout << r.to_json().dump() << '\n' << std::flush;
     } else {
       std::printf("%-50s %s\n", r.id.c_str(),
-                  !r.crash.empty() ? ("CRASH " + r.crash).c_str()
+                  !r.crash.empty()           ? ("CRASH " + r.crash).c_str()
                   : !r.compile_error.empty() ? ("compile error: " + r.compile_error).c_str()
-                  : !r.validation_error.empty() ? ("validation error: " + r.validation_error).c_str()
-                                                : "ok");
+                  : !r.validation_error.empty()
+                      ? ("validation error: " + r.validation_error).c_str()
+                      : "ok");
     }
   }
   std::cout << maskbench_summary(results).dump(o.gen.json ? -1 : 1) << '\n';
@@ -69,9 +70,12 @@ int run_maskbench(const Options& o) {
 int run(const Options& o) {
   if (o.limits.max_whitespace < -1) throw Error("--max-whitespace must be >= -1 (-1: unbounded)");
   if (!o.maskbench.empty()) return run_maskbench(o);
-  const int given = !o.regex.empty() + !o.grammar_file.empty() + !o.schema_file.empty() + o.json_mode;
+  const int given =
+      !o.regex.empty() + !o.grammar_file.empty() + !o.schema_file.empty() + o.json_mode;
   if (given != 1) {
-    throw Error("give exactly one constraint: --regex R, --grammar FILE.gbnf, --json-schema FILE or --json-mode");
+    throw Error(
+        "give exactly one constraint: --regex R, --grammar FILE.gbnf, --json-schema FILE or "
+        "--json-mode");
   }
   ConstraintKind kind = ConstraintKind::json_mode;
   std::string text, source = "--json-mode";
@@ -95,9 +99,10 @@ int run(const Options& o) {
   const TokenTrie trie(bytes);
   MaskComputer masks(parser, trie, bytes, kEosToken);
   if (!o.gen.json) {
-    print_run_header("InferLab chapter 08: constrained sampling", m, o.gen,
-                     fmt::format("constraint: {} ({} rules, {} automaton nodes); vocabulary trie: {} nodes",
-                                 source, grammar.rules.size(), parser.num_nodes(), trie.num_nodes()));
+    print_run_header(
+        "InferLab chapter 08: constrained sampling", m, o.gen,
+        fmt::format("constraint: {} ({} rules, {} automaton nodes); vocabulary trie: {} nodes",
+                    source, grammar.rules.size(), parser.num_nodes(), trie.num_nodes()));
   }
   ConstrainedOptions c;
   c.prompt = o.gen.prompt;
@@ -120,20 +125,27 @@ int run(const Options& o) {
     return 0;
   }
   std::printf("\n%s\n\n--- constrained ---\n", r.text.c_str());
-  std::printf("tokens: %zu, ended with EOS: %s, valid: %s\n", r.tokens.size(), r.ended ? "yes" : "no",
+  std::printf("tokens: %zu, ended with EOS: %s, valid: %s\n", r.tokens.size(),
+              r.ended ? "yes" : "no",
               r.valid ? "yes" : "no (stopped before the constraint was complete: raise --steps)");
-  std::printf("mask time per token: p50 %.1f us, p99 %.1f us, max %.1f us (%zu parser states built)\n",
-              mask_us.p50, mask_us.p99, mask_us.max, parser.num_states());
+  std::printf(
+      "mask time per token: p50 %.1f us, p99 %.1f us, max %.1f us (%zu parser states built)\n",
+      mask_us.p50, mask_us.p99, mask_us.max, parser.num_states());
   if (o.compare) {
     c.constrained = false;
-    const ConstrainedResult u = generate_constrained(*m.model, *m.tokenizer, parser, masks, bytes, c);
-    std::printf("\n--- unconstrained, same seed ---\n%s\nvalid: %s\n", u.text.c_str(), u.valid ? "yes" : "no");
-    std::printf("\nprobability mass the mask removed at each constrained step:\n  %4s  %8s  %9s  %s\n",
-                "step", "allowed", "removed", "token");
+    const ConstrainedResult u =
+        generate_constrained(*m.model, *m.tokenizer, parser, masks, bytes, c);
+    std::printf("\n--- unconstrained, same seed ---\n%s\nvalid: %s\n", u.text.c_str(),
+                u.valid ? "yes" : "no");
+    std::printf(
+        "\nprobability mass the mask removed at each constrained step:\n  %4s  %8s  %9s  %s\n",
+        "step", "allowed", "removed", "token");
     for (std::size_t i = 0; i < r.tokens.size(); ++i) {
       const int t = r.tokens[i];
       std::printf("  %4zu  %8d  %8.1f%%  %s\n", i, r.allowed[i], 100.0 * r.removed_mass[i],
-                  t == kEosToken ? "<eos>" : nlohmann::json(bytes[static_cast<std::size_t>(t)]).dump().c_str());
+                  t == kEosToken
+                      ? "<eos>"
+                      : nlohmann::json(bytes[static_cast<std::size_t>(t)]).dump().c_str());
     }
   }
   return 0;
@@ -142,23 +154,27 @@ int run(const Options& o) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"InferLab chapter 08: constrained sampling (regex, GBNF, JSON Schema, JSON mode as "
-               "token masks)"};
+  CLI::App app{
+      "InferLab chapter 08: constrained sampling (regex, GBNF, JSON Schema, JSON mode as "
+      "token masks)"};
   Options o;
   add_generation_flags(app, o.gen);
   app.add_option("--regex", o.regex, "constrain the output to this regular expression");
   app.add_option("--grammar", o.grammar_file, "constrain the output to this GBNF grammar file");
   app.add_option("--json-schema", o.schema_file, "constrain the output to this JSON Schema file");
   app.add_flag("--json-mode", o.json_mode, "constrain the output to any JSON value");
-  app.add_flag("--compare", o.compare, "also generate unconstrained with the same seed and show the "
-                                        "probability mass the mask removed per step");
+  app.add_flag("--compare", o.compare,
+               "also generate unconstrained with the same seed and show the "
+               "probability mass the mask removed per step");
   app.add_option("--maskbench", o.maskbench,
                  "run the MaskBench protocol over these files or directories (needs --tokenizer)");
   app.add_option("--max-whitespace", o.limits.max_whitespace,
                  "JSON: longest run of whitespace between tokens (-1: unbounded)")
       ->capture_default_str();
-  app.add_option("--time-limit", o.time_limit_s, "MaskBench: seconds allowed per file (default 60)");
-  app.add_flag("--cpu-clock", o.cpu_clock,
-               "MaskBench: time masks with the thread's CPU clock (a machine shared with other jobs)");
+  app.add_option("--time-limit", o.time_limit_s,
+                 "MaskBench: seconds allowed per file (default 60)");
+  app.add_flag(
+      "--cpu-clock", o.cpu_clock,
+      "MaskBench: time masks with the thread's CPU clock (a machine shared with other jobs)");
   return run_chapter(app, argc, argv, [&] { return run(o); });
 }

@@ -20,8 +20,7 @@ void top_p_filter(std::span<float> probs, float top_p) {
   // Most probable first; the stable sort makes ties deterministic (lower id first).
   std::vector<int> order(probs.size());
   std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(),
-                   [&](int a, int b) { return probs[a] > probs[b]; });
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return probs[a] > probs[b]; });
 
   // Keep a token while the mass before it is below the target: the token that crosses the
   // threshold is therefore kept, and everything after it is cut.

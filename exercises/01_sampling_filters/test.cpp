@@ -124,8 +124,8 @@ TEST_CASE("top-p: the token whose mass reaches top_p exactly is the last one kep
           "[exercise][ex01]") {
   // Dyadic values, exact in float. Sorted: id1 0.5, id2 0.25, id0 0.125, id3 0.125.
   const Probs in = {0.125f, 0.5f, 0.25f, 0.125f};
-  CHECK(top_p(in, 0.5f) == Probs{0.0f, 0.5f, 0.0f, 0.0f});       // 0.5 reaches 0.5: stop
-  CHECK(top_p(in, 0.625f) == Probs{0.0f, 0.5f, 0.25f, 0.0f});    // 0.75 crosses 0.625
+  CHECK(top_p(in, 0.5f) == Probs{0.0f, 0.5f, 0.0f, 0.0f});     // 0.5 reaches 0.5: stop
+  CHECK(top_p(in, 0.625f) == Probs{0.0f, 0.5f, 0.25f, 0.0f});  // 0.75 crosses 0.625
   // 0.875 crosses 0.8; of the two tokens at 0.125 the lower id counts as more probable.
   CHECK(top_p(in, 0.8f) == Probs{0.125f, 0.5f, 0.25f, 0.0f});
 }
@@ -178,9 +178,9 @@ TEST_CASE("top-p and min-p on random distributions obey their definitions", "[ex
           largest_cut = std::max(largest_cut, in[i]);
         }
       }
-      CHECK(largest_cut <= smallest_kept);                  // the most probable are kept
-      CHECK(kept_mass >= p - 1e-5);                         // the kept mass reaches top_p...
-      CHECK(kept_mass - smallest_kept < p + 1e-5);          // ...and no smaller set does
+      CHECK(largest_cut <= smallest_kept);          // the most probable are kept
+      CHECK(kept_mass >= p - 1e-5);                 // the kept mass reaches top_p...
+      CHECK(kept_mass - smallest_kept < p + 1e-5);  // ...and no smaller set does
     }
     for (float m : {0.05f, 0.1f, 0.5f}) {
       INFO("min-p, vocabulary " << n << ", min_p " << m);

@@ -27,8 +27,8 @@ TEST_CASE("the chapter's worked example: 201 tokens, TTFT 0.5 s, E2E 10.5 s", "[
   CHECK(ex::time_to_first_token(timeline) == near(0.5));
   CHECK(ex::end_to_end_latency(timeline) == near(10.5));
   const double tpot = ex::time_per_output_token(timeline);
-  CHECK(tpot == near(0.050));             // (10.5 - 0.5) / (201 - 1) = 50 ms
-  CHECK(1.0 / tpot == Approx(20.0));      // about 20 tokens/s streamed to this user
+  CHECK(tpot == near(0.050));         // (10.5 - 0.5) / (201 - 1) = 50 ms
+  CHECK(1.0 / tpot == Approx(20.0));  // about 20 tokens/s streamed to this user
 
   const auto itl = ex::inter_token_latencies(timeline);
   REQUIRE(itl.size() == 200);

@@ -13,8 +13,8 @@ namespace inferlab::ex03 {
 /// @brief The two numbers of a GPU that the roofline model needs.
 struct Gpu {
   const char* name;
-  double peak_flops;       ///< dense BF16 tensor-core FLOP/s
-  double bytes_per_second; ///< HBM bandwidth, bytes/s
+  double peak_flops;        ///< dense BF16 tensor-core FLOP/s
+  double bytes_per_second;  ///< HBM bandwidth, bytes/s
 };
 
 /// NVIDIA A100 SXM 80 GB: about 312 dense BF16 TFLOP/s and about 2.0 TB/s of HBM bandwidth.

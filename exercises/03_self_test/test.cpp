@@ -33,10 +33,10 @@ TEST_CASE("A100 -> H100: batch-1 decode ~1.7x faster (bandwidth), prefill ~3.2x 
           "[exercise][ex03]") {
   const double decode = ex::decode_speedup(kA100Sxm80, kH100Sxm);
   const double prefill = ex::prefill_speedup(kA100Sxm80, kH100Sxm);
-  CHECK(decode == exactly(3.35 / 2.0));         // 1.675
-  CHECK(prefill == exactly(989.0 / 312.0));     // 3.170
-  CHECK(std::abs(decode - 1.7) < 0.05);         // the text: ~1.7x
-  CHECK(std::abs(prefill - 3.2) < 0.05);        // the text: ~3.2x (an upper bound)
+  CHECK(decode == exactly(3.35 / 2.0));      // 1.675
+  CHECK(prefill == exactly(989.0 / 312.0));  // 3.170
+  CHECK(std::abs(decode - 1.7) < 0.05);      // the text: ~1.7x
+  CHECK(std::abs(prefill - 3.2) < 0.05);     // the text: ~3.2x (an upper bound)
   // Going back is the inverse: a ratio, not a difference.
   CHECK(ex::decode_speedup(kH100Sxm, kA100Sxm80) == exactly(2.0 / 3.35));
   CHECK(ex::decode_speedup(kH100Sxm, kH100Sxm) == exactly(1.0));
@@ -51,8 +51,8 @@ TEST_CASE("min-p thresholds of the worked example: 0.06 and 0.005", "[exercise][
 TEST_CASE("Llama-3-8B on H100: ~4.8 ms per batch-1 decode step, ~99.7% of the ALUs idle",
           "[exercise][ex03]") {
   const double step = ex::decode_seconds_per_token(kLlama3_8bParams, kBf16Bytes, kH100Sxm);
-  CHECK(step == exactly(16e9 / 3.35e12));  // 16 GB of BF16 weights / 3.35 TB/s = 4.78 ms
-  CHECK(std::abs(step - 4.8e-3) < 0.05e-3);  // the text: ~4.8 ms
+  CHECK(step == exactly(16e9 / 3.35e12));          // 16 GB of BF16 weights / 3.35 TB/s = 4.78 ms
+  CHECK(std::abs(step - 4.8e-3) < 0.05e-3);        // the text: ~4.8 ms
   CHECK(1.0 / step == Approx(209.4).margin(0.1));  // at most ~209 tokens/s for one user
 
   // The arithmetic of that token (2 FLOPs per parameter) would take 0.016 ms at peak.

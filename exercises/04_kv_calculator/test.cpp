@@ -39,7 +39,8 @@ TEST_CASE("4x A100-80GB at a 4K context: 133 (FP16), 266 (FP8), 533 (INT4) seque
                                         ex::kA100MemoryBytes);
   };
   // 320 GB - 141.1 GB of FP16 weights = 178.9 GB for the caches.
-  const long long fp16 = fits(ex::kFp16Bytes), fp8 = fits(ex::kFp8Bytes), int4 = fits(ex::kInt4Bytes);
+  const long long fp16 = fits(ex::kFp16Bytes), fp8 = fits(ex::kFp8Bytes),
+                  int4 = fits(ex::kInt4Bytes);
   CHECK(fp16 == 133);
   CHECK(fp8 == 266);
   CHECK(int4 == 533);
@@ -58,7 +59,8 @@ TEST_CASE("4x A100-80GB at a 4K context: 133 (FP16), 266 (FP8), 533 (INT4) seque
 TEST_CASE("agrees with the core's calculator on every named shape", "[exercise][ex04]") {
   for (const std::string& name : inferlab::named_config_names()) {
     const inferlab::ModelConfig c = inferlab::named_config(name);
-    const ex::KvModel m{name.c_str(), c.n_layers, c.n_kv_heads, c.head_size(), double(c.n_params())};
+    const ex::KvModel m{name.c_str(), c.n_layers, c.n_kv_heads, c.head_size(),
+                        double(c.n_params())};
     INFO(name);
     CHECK(ex::kv_bytes_per_token(m, 2.0) == inferlab::kv_bytes_per_token(c, inferlab::DType::bf16));
     CHECK(ex::kv_bytes_per_sequence(m, 0.5, 1000) ==

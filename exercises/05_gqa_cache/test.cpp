@@ -17,7 +17,9 @@ namespace {
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 // Small integers / 8: exactly representable, so sums are exact whatever the order.
-float value_at(std::size_t i, unsigned salt) { return float(int((i * 7919u + salt * 104729u) % 17u) - 8) / 8.0f; }
+float value_at(std::size_t i, unsigned salt) {
+  return float(int((i * 7919u + salt * 104729u) % 17u) - 8) / 8.0f;
+}
 }  // namespace
 
 TEST_CASE("query heads map to KV heads in consecutive groups", "[exercise][ex05]") {

@@ -40,8 +40,8 @@ double linear_intensity(int batch, int d, double bytes_per_number) {
   return 0.0;
 }
 
-double decode_attention_intensity(int batch, int context, int n_heads, int n_kv_heads,
-                                  int head_dim, double bytes_per_number) {
+double decode_attention_intensity(int batch, int context, int n_heads, int n_kv_heads, int head_dim,
+                                  double bytes_per_number) {
   // TODO(exercise): FLOPs of the batch over bytes of the batch. What, if anything, is shared?
   (void)batch;
   (void)context;

@@ -49,8 +49,8 @@ double linear_intensity(int batch, int d, double bytes_per_number);
 /// cached tokens. A new token does 4 x head_dim FLOPs per query head per cached position (q.k and
 /// p.v). Each sequence reads its own K and V: 2 x n_kv_heads x head_dim numbers per position
 /// (the query and the output, one token's worth, are left out).
-double decode_attention_intensity(int batch, int context, int n_heads, int n_kv_heads,
-                                  int head_dim, double bytes_per_number);
+double decode_attention_intensity(int batch, int context, int n_heads, int n_kv_heads, int head_dim,
+                                  double bytes_per_number);
 
 /// @brief The share of a decode step's bytes that is KV cache: @p batch sequences each read
 /// @p context cached positions of @p kv_bytes_per_token bytes, and the step reads

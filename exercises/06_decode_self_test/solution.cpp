@@ -18,7 +18,8 @@ double decode_step_seconds(double params, double bytes_per_param, int batch, con
 }
 
 double decode_speedup(const Gpu& from, const Gpu& to, int batch) {
-  return decode_step_seconds(kParams, kBf16, batch, from) / decode_step_seconds(kParams, kBf16, batch, to);
+  return decode_step_seconds(kParams, kBf16, batch, from) /
+         decode_step_seconds(kParams, kBf16, batch, to);
 }
 
 double linear_intensity(int batch, int d, double bytes_per_number) {
@@ -27,8 +28,8 @@ double linear_intensity(int batch, int d, double bytes_per_number) {
   return flops / bytes;
 }
 
-double decode_attention_intensity(int batch, int context, int n_heads, int n_kv_heads,
-                                  int head_dim, double bytes_per_number) {
+double decode_attention_intensity(int batch, int context, int n_heads, int n_kv_heads, int head_dim,
+                                  double bytes_per_number) {
   // Nothing is shared between sequences: the batch multiplies FLOPs and bytes alike, so it
   // cancels. Within a sequence, g = n_heads / n_kv_heads query heads share each KV byte.
   const double flops = double(batch) * context * 4.0 * n_heads * head_dim;

@@ -25,7 +25,7 @@ TEST_CASE("the roofline: min(peak, bandwidth x intensity), as the core draws it"
           "[exercise][ex06]") {
   CHECK(ex::attainable_flops(1.0, kH100) == exactly(3.35e12));  // batch-1 decode: 0.3% of peak
   CHECK(ex::attainable_flops(989.0 / 3.35, kH100) == exactly(989e12));  // the ridge: both roofs
-  CHECK(ex::attainable_flops(1000.0, kH100) == exactly(989e12));  // past it: the flat roof
+  CHECK(ex::attainable_flops(1000.0, kH100) == exactly(989e12));        // past it: the flat roof
   // Every accelerator of the core's table, from far below to far above its ridge.
   for (const inferlab::Hardware& hw : inferlab::hardware_table()) {
     const ex::Gpu gpu{hw.name.c_str(), hw.peak_flops, hw.bandwidth};
@@ -38,12 +38,15 @@ TEST_CASE("the roofline: min(peak, bandwidth x intensity), as the core draws it"
 }
 
 TEST_CASE("step times: flat below the critical batch, growing above it", "[exercise][ex06]") {
-  CHECK(ex::decode_step_seconds(ex::kParams, ex::kBf16, 1, kH100) == exactly(16e9 / 3.35e12));  // 4.78 ms
-  CHECK(ex::decode_step_seconds(ex::kParams, ex::kBf16, 1, kA100) == exactly(16e9 / 2.0e12));   // 8 ms
+  CHECK(ex::decode_step_seconds(ex::kParams, ex::kBf16, 1, kH100) ==
+        exactly(16e9 / 3.35e12));  // 4.78 ms
+  CHECK(ex::decode_step_seconds(ex::kParams, ex::kBf16, 1, kA100) ==
+        exactly(16e9 / 2.0e12));  // 8 ms
   // Below the critical batch the step does not get longer with more sequences...
   CHECK(ex::decode_step_seconds(ex::kParams, ex::kBf16, 64, kH100) == exactly(16e9 / 3.35e12));
   // ... above it, it grows with the batch.
-  CHECK(ex::decode_step_seconds(ex::kParams, ex::kBf16, 512, kH100) == exactly(2 * 8e9 * 512 / 989e12));
+  CHECK(ex::decode_step_seconds(ex::kParams, ex::kBf16, 512, kH100) ==
+        exactly(2 * 8e9 * 512 / 989e12));
   // A 2,000-token prefill is a step of 2,000 tokens: compute-bound, 32.4 ms at peak.
   CHECK(ex::decode_step_seconds(ex::kParams, ex::kBf16, 2000, kH100) == exactly(3.2e13 / 989e12));
 }
@@ -76,15 +79,16 @@ TEST_CASE("A100 -> H100: the gain depends on the batch", "[exercise][ex06]") {
 
 TEST_CASE("linear layers batch, decode attention does not", "[exercise][ex06]") {
   // A d x d BF16 layer: ~B FLOP/byte.
-  CHECK(ex::linear_intensity(1, 4096, 2.0) == exactly(2.0 * 4096 * 4096 / (2.0 * (4096.0 * 4096 + 2 * 4096))));
+  CHECK(ex::linear_intensity(1, 4096, 2.0) ==
+        exactly(2.0 * 4096 * 4096 / (2.0 * (4096.0 * 4096 + 2 * 4096))));
   CHECK(ex::linear_intensity(1, 4096, 2.0) == Approx(1.0).epsilon(1e-3));
   CHECK(ex::linear_intensity(256, 8192, 2.0) == Approx(256.0).epsilon(0.06));
   // The core's linear_cost counts the same FLOPs and bytes.
   for (int batch : {1, 7, 64, 512, 4096}) {
     for (int d : {64, 288, 4096}) {
       INFO("batch " << batch << ", d " << d);
-      const inferlab::OpCost core = inferlab::linear_cost("w", batch, d, d, inferlab::DType::bf16,
-                                                          inferlab::DType::bf16);
+      const inferlab::OpCost core =
+          inferlab::linear_cost("w", batch, d, d, inferlab::DType::bf16, inferlab::DType::bf16);
       CHECK(ex::linear_intensity(batch, d, 2.0) == exactly(core.intensity()));
     }
   }
@@ -110,7 +114,8 @@ TEST_CASE("the KV cache's share of a decode step's bytes grows with batch and co
           "[exercise][ex06]") {
   // The weights are shared by the batch, the KV cache is not.
   CHECK(ex::kv_byte_share(16e9, 1, 1000, 131072) == exactly(131072e3 / (16e9 + 131072e3)));
-  CHECK(ex::kv_byte_share(16e9, 64, 4096, 131072) == exactly(64 * 4096 * 131072.0 / (16e9 + 64 * 4096 * 131072.0)));
+  CHECK(ex::kv_byte_share(16e9, 64, 4096, 131072) ==
+        exactly(64 * 4096 * 131072.0 / (16e9 + 64 * 4096 * 131072.0)));
   CHECK(ex::kv_byte_share(16e9, 0, 4096, 131072) == 0.0);
   // Chapter 03's question: Llama-3-70B, BF16, 64 sequences of 4,096 tokens. The core counts the
   // weights one step reads (the embedding table only one row per token) and the KV bytes.
@@ -122,8 +127,9 @@ TEST_CASE("the KV cache's share of a decode step's bytes grows with batch and co
       inferlab::StepShape shape;
       for (int b = 0; b < batch; ++b) shape.add_decode(context);
       const inferlab::StepCost step = inferlab::step_cost(c, h200, shape);
-      const double share = ex::kv_byte_share(step.weight_bytes, batch, double(context),
-                                             inferlab::kv_bytes_per_token(c, inferlab::DType::bf16));
+      const double share =
+          ex::kv_byte_share(step.weight_bytes, batch, double(context),
+                            inferlab::kv_bytes_per_token(c, inferlab::DType::bf16));
       CHECK(share == exactly(step.kv_bytes / (step.weight_bytes + step.kv_bytes)));
     }
   }

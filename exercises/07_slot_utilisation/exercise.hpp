@@ -24,9 +24,9 @@ enum class Batching { static_batching, continuous };
 
 /// @brief What one step looked like.
 struct SlotStep {
-  int busy = 0;             ///< requests holding a slot (and producing a token) in this step
-  int waiting = 0;          ///< requests still queued during this step (after admission)
-  double utilisation = 0.0; ///< busy / B
+  int busy = 0;              ///< requests holding a slot (and producing a token) in this step
+  int waiting = 0;           ///< requests still queued during this step (after admission)
+  double utilisation = 0.0;  ///< busy / B
 };
 
 /// @brief Simulates the steps until every request has finished.

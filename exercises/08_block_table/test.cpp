@@ -29,7 +29,7 @@ void check_invariants(const Pool& pool, const std::vector<Table>& tables, int nu
   REQUIRE(free_ids.size() == pool.free_list.size());  // nobody freed twice
   for (int id = 0; id < num_blocks; ++id) {
     INFO("block " << id);
-    REQUIRE(pool.ref[std::size_t(id)] == holders[id]);           // counts exact
+    REQUIRE(pool.ref[std::size_t(id)] == holders[id]);         // counts exact
     REQUIRE((free_ids.count(id) == 1) == (holders[id] == 0));  // free iff unheld: no leak
   }
 }

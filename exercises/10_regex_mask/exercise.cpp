@@ -21,7 +21,8 @@ Dfa compile_dfa(std::string_view pattern) {
   return dfa;
 }
 
-std::vector<bool> allowed_tokens(const Dfa& dfa, int state, const std::vector<std::string>& tokens) {
+std::vector<bool> allowed_tokens(const Dfa& dfa, int state,
+                                 const std::vector<std::string>& tokens) {
   // TODO(exercise): allow exactly the non-empty tokens whose bytes, read from `state`, keep the
   //                 DFA in live states; find them by a walk of the tokens' trie that never
   //                 enters a subtree whose prefix is already rejected.

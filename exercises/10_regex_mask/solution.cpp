@@ -82,7 +82,7 @@ class Parser {
       const int s = nfa_.add(), e = nfa_.add();
       eps(s, f.start);
       eps(f.end, e);
-      if (op != '+') eps(s, e);           // * and ?: zero times
+      if (op != '+') eps(s, e);            // * and ?: zero times
       if (op != '?') eps(f.end, f.start);  // * and +: again
       f = {s, e};
     }
@@ -173,7 +173,8 @@ Dfa compile_dfa(std::string_view pattern) {
   return dfa;
 }
 
-std::vector<bool> allowed_tokens(const Dfa& dfa, int state, const std::vector<std::string>& tokens) {
+std::vector<bool> allowed_tokens(const Dfa& dfa, int state,
+                                 const std::vector<std::string>& tokens) {
   // Live states: those from which an accepting state is reachable (fixpoint).
   std::vector<bool> live = dfa.accepting;
   for (bool changed = true; changed;) {
@@ -201,7 +202,9 @@ std::vector<bool> allowed_tokens(const Dfa& dfa, int state, const std::vector<st
       auto it = trie[static_cast<std::size_t>(n)].child.find(b);
       if (it == trie[static_cast<std::size_t>(n)].child.end()) {
         trie.emplace_back();
-        it = trie[static_cast<std::size_t>(n)].child.emplace(b, static_cast<int>(trie.size()) - 1).first;
+        it = trie[static_cast<std::size_t>(n)]
+                 .child.emplace(b, static_cast<int>(trie.size()) - 1)
+                 .first;
       }
       n = it->second;
     }
@@ -215,7 +218,8 @@ std::vector<bool> allowed_tokens(const Dfa& dfa, int state, const std::vector<st
     for (const auto& [b, c] : trie[static_cast<std::size_t>(n)].child) {
       const int next = dfa.next[static_cast<std::size_t>(s)][b];
       if (next < 0 || !live[static_cast<std::size_t>(next)]) continue;  // prune the subtree
-      for (const int t : trie[static_cast<std::size_t>(c)].ids) allowed[static_cast<std::size_t>(t)] = true;
+      for (const int t : trie[static_cast<std::size_t>(c)].ids)
+        allowed[static_cast<std::size_t>(t)] = true;
       work.emplace_back(c, next);
     }
   }

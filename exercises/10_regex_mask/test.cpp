@@ -86,16 +86,23 @@ std::string random_pattern(inferlab::Rng& rng, int depth) {
   const auto r = rng.next_u32() % (depth > 2 ? 3 : 7);
   const char* atoms[] = {"a", "b", "c", "[ab]", "."};
   switch (r) {
-    case 0: case 1: case 2: return atoms[rng.next_u32() % 5];
-    case 3: return random_pattern(rng, depth + 1) + random_pattern(rng, depth + 1);
-    case 4: return "(" + random_pattern(rng, depth + 1) + "|" + random_pattern(rng, depth + 1) + ")";
-    case 5: return "(" + random_pattern(rng, depth + 1) + ")" + std::string(1, "*+?"[rng.next_u32() % 3]);
-    default: return random_pattern(rng, depth + 1) + random_pattern(rng, depth + 1);
+    case 0:
+    case 1:
+    case 2:
+      return atoms[rng.next_u32() % 5];
+    case 3:
+      return random_pattern(rng, depth + 1) + random_pattern(rng, depth + 1);
+    case 4:
+      return "(" + random_pattern(rng, depth + 1) + "|" + random_pattern(rng, depth + 1) + ")";
+    case 5:
+      return "(" + random_pattern(rng, depth + 1) + ")" + std::string(1, "*+?"[rng.next_u32() % 3]);
+    default:
+      return random_pattern(rng, depth + 1) + random_pattern(rng, depth + 1);
   }
 }
 
-const std::vector<std::string> kTokens = {"a", "b", "c", "ab", "ba", "abc", "cc", "aaa", "bca",
-                                          "x", "", "cab", "bb", "acb", "-", "a-"};
+const std::vector<std::string> kTokens = {"a",   "b", "c", "ab",  "ba", "abc", "cc", "aaa",
+                                          "bca", "x", "",  "cab", "bb", "acb", "-",  "a-"};
 
 void check_pattern(const std::string& pat) {
   INFO("pattern " << pat);
@@ -119,8 +126,8 @@ void check_pattern(const std::string& pat) {
 }  // namespace
 
 TEST_CASE("the DFA matches what std::regex matches; the mask equals the oracle", "[exercise]") {
-  for (const char* pat : {"abc", "a(b|c)*", "[a-c]+-?", "(ab|a)(c|bc)", "a?b+c*", ".c", "(a|b|c)*a(a|b)",
-                          "((a|b)c)*", "[ab]*(-[c]+)?"}) {
+  for (const char* pat : {"abc", "a(b|c)*", "[a-c]+-?", "(ab|a)(c|bc)", "a?b+c*", ".c",
+                          "(a|b|c)*a(a|b)", "((a|b)c)*", "[ab]*(-[c]+)?"}) {
     check_pattern(pat);
   }
 }

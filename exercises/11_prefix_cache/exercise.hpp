@@ -29,8 +29,8 @@ namespace inferlab::ex11 {
 
 /// @brief One node of the radix tree; every node except the root is an entry.
 struct Node {
-  std::vector<int> edge;                  ///< (edge_len) tokens from the parent; empty only at the root
-  int parent = -1;                        ///< index of the parent in PrefixCache::nodes; -1 at the root
+  std::vector<int> edge;  ///< (edge_len) tokens from the parent; empty only at the root
+  int parent = -1;        ///< index of the parent in PrefixCache::nodes; -1 at the root
   std::unordered_map<int, int> children;  ///< first token of a child's edge -> child's index
   std::uint64_t last_used = 0;            ///< PrefixCache::clock of the last insert/match using it
 };
@@ -43,9 +43,9 @@ struct Node {
 /// holds exactly (last_used, index) of every childless entry, and `entries` counts the nodes
 /// reachable from the root, the root excepted.
 struct PrefixCache {
-  std::size_t max_entries = 0;                     ///< the bound on `entries`, >= 1
-  std::vector<Node> nodes;                         ///< nodes[0] is the root; other slots are nodes or free
-  std::vector<int> free_slots;                     ///< indices of evicted nodes, reused by new ones
+  std::size_t max_entries = 0;  ///< the bound on `entries`, >= 1
+  std::vector<Node> nodes;      ///< nodes[0] is the root; other slots are nodes or free
+  std::vector<int> free_slots;  ///< indices of evicted nodes, reused by new ones
   std::set<std::pair<std::uint64_t, int>> leaves;  ///< (last_used, index) of every leaf entry
   std::uint64_t clock = 0;                         ///< +1 on every match and every non-empty insert
   std::size_t entries = 0;                         ///< nodes in the tree, the root excepted

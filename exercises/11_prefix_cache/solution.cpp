@@ -20,7 +20,9 @@ namespace {
 
 std::size_t uz(int i) { return static_cast<std::size_t>(i); }
 
-bool is_leaf_entry(const PrefixCache& c, int i) { return i != 0 && c.nodes[uz(i)].children.empty(); }
+bool is_leaf_entry(const PrefixCache& c, int i) {
+  return i != 0 && c.nodes[uz(i)].children.empty();
+}
 
 // Sets last_used, keeping `leaves` in step when the node is a leaf.
 void touch(PrefixCache& c, int i) {
@@ -44,7 +46,8 @@ int new_node(PrefixCache& c) {
 }
 
 // Tokens shared by an edge and the query from position pos on.
-std::size_t common_length(const std::vector<int>& edge, std::span<const int> tokens, std::size_t pos) {
+std::size_t common_length(const std::vector<int>& edge, std::span<const int> tokens,
+                          std::size_t pos) {
   const std::size_t n = std::min(edge.size(), tokens.size() - pos);
   std::size_t k = 0;
   while (k < n && edge[k] == tokens[pos + k]) ++k;

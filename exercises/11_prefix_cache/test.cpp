@@ -92,14 +92,17 @@ std::string read_tree(const ex::PrefixCache& c, std::map<Seq, std::uint64_t>& ou
     }
   }
   if (out.size() != c.entries)
-    return "entries is " + std::to_string(c.entries) + " but the tree holds " + std::to_string(out.size());
+    return "entries is " + std::to_string(c.entries) + " but the tree holds " +
+           std::to_string(out.size());
   if (c.nodes.size() != c.entries + 1 + c.free_slots.size())
     return "a slot is neither in the tree nor in free_slots (" + std::to_string(c.nodes.size()) +
            " slots, " + std::to_string(c.entries) + " entries + the root, " +
            std::to_string(c.free_slots.size()) + " free)";
-  if (leaves != c.leaves) return "`leaves` is not exactly {(last_used, index)} of the childless entries";
+  if (leaves != c.leaves)
+    return "`leaves` is not exactly {(last_used, index)} of the childless entries";
   if (c.entries > c.max_entries)
-    return std::to_string(c.entries) + " entries, above max_entries = " + std::to_string(c.max_entries);
+    return std::to_string(c.entries) +
+           " entries, above max_entries = " + std::to_string(c.max_entries);
   return "";
 }
 
@@ -140,8 +143,10 @@ struct Model {
     const Seq x(q.begin(), q.begin() + static_cast<std::ptrdiff_t>(n));
     const Seq* partial = nullptr;
     for (auto& [b, t] : nodes) {
-      if (is_prefix(b, x)) t = clock;
-      else if (is_prefix(x, b) && (!partial || b.size() < partial->size())) partial = &b;
+      if (is_prefix(b, x))
+        t = clock;
+      else if (is_prefix(x, b) && (!partial || b.size() < partial->size()))
+        partial = &b;
     }
     if (!nodes.count(x) && partial) nodes[*partial] = clock;
     return n;
@@ -187,15 +192,16 @@ Seq random_sequence(SplitMix64& rng, const std::vector<Seq>& seen, int vocab, in
     s.assign(base.begin(), base.begin() + rng.between(0, static_cast<int>(base.size())));
   }
   const int extra = rng.between(0, max_len / 2);
-  for (int i = 0; i < extra && static_cast<int>(s.size()) < max_len; ++i) s.push_back(rng.below(vocab));
+  for (int i = 0; i < extra && static_cast<int>(s.size()) < max_len; ++i)
+    s.push_back(rng.below(vocab));
   return s;
 }
 
 // One random run against the model: `ops` calls, each an insert or a match, the whole tree
 // compared with the model every `compare_every` calls and the bound checked after every call.
 // Returns the number of evictions.
-std::size_t run_against_model(std::size_t max_entries, int vocab, int max_len, int ops, int compare_every,
-                       std::uint64_t seed) {
+std::size_t run_against_model(std::size_t max_entries, int vocab, int max_len, int ops,
+                              int compare_every, std::uint64_t seed) {
   ex::PrefixCache cache = ex::make_prefix_cache(max_entries);
   Model model{max_entries, {}};
   SplitMix64 rng{seed};
@@ -203,8 +209,8 @@ std::size_t run_against_model(std::size_t max_entries, int vocab, int max_len, i
   for (int op = 0; op < ops; ++op) {
     const Seq s = random_sequence(rng, seen, vocab, max_len);
     const bool is_insert = rng.below(100) < 55;
-    INFO("max_entries " << max_entries << ", call " << op << ": " << (is_insert ? "insert " : "match ")
-                        << show(s));
+    INFO("max_entries " << max_entries << ", call " << op << ": "
+                        << (is_insert ? "insert " : "match ") << show(s));
     if (is_insert) {
       ex::insert(cache, s);
       model.insert(s);
@@ -272,10 +278,14 @@ TEST_CASE("exercise 11: match lengths equal a brute-force scan over every stored
       INFO("round " << round << ", query " << show(query));
       REQUIRE(ex::match(cache, query) == expected);
       const Seq x(query.begin(), query.begin() + static_cast<std::ptrdiff_t>(expected));
-      if (query.empty()) ++empty_queries;
-      else if (expected == 0) ++zero;
-      else if (nodes.count(x)) ++at_node;
-      else ++inside_edge;
+      if (query.empty())
+        ++empty_queries;
+      else if (expected == 0)
+        ++zero;
+      else if (nodes.count(x))
+        ++at_node;
+      else
+        ++inside_edge;
     }
   }
   CHECK(cache.evictions == 0);
@@ -290,9 +300,9 @@ TEST_CASE("exercise 11: the least recently used leaf goes first, and a match ref
           "[exercise]") {
   SECTION("a match keeps an old entry") {
     ex::PrefixCache c = ex::make_prefix_cache(3);
-    ex::insert(c, Seq{1, 2, 3});  // A
-    ex::insert(c, Seq{4, 5, 6});  // B
-    ex::insert(c, Seq{7, 8, 9});  // C
+    ex::insert(c, Seq{1, 2, 3});                 // A
+    ex::insert(c, Seq{4, 5, 6});                 // B
+    ex::insert(c, Seq{7, 8, 9});                 // C
     CHECK(ex::match(c, Seq{1, 2, 3, 10}) == 3);  // A is now the most recent
     ex::insert(c, Seq{10, 11});                  // 4 entries > 3: B, the oldest, goes
     CHECK(sequences(c) == std::set<Seq>{{1, 2, 3}, {7, 8, 9}, {10, 11}});
@@ -435,7 +445,8 @@ TEST_CASE("exercise 11: the seeded workload: 1000 requests, 60% share 5 prefixes
     seen[p] = true;
   }
   const double hit_rate = static_cast<double>(hits) / kRequests;
-  const double token_hit_rate = static_cast<double>(matched_tokens) / static_cast<double>(prompt_tokens);
+  const double token_hit_rate =
+      static_cast<double>(matched_tokens) / static_cast<double>(prompt_tokens);
   std::cout << "exercise 11 workload: " << shared << " of " << kRequests
             << " requests share a prefix; hit rate " << hit_rate << " (" << hits
             << " requests found >= 64 tokens), token hit rate " << token_hit_rate << ", "
@@ -445,5 +456,6 @@ TEST_CASE("exercise 11: the seeded workload: 1000 requests, 60% share 5 prefixes
   CHECK(repeat_misses == 0);
   CHECK(unique_hits == 0);  // not 100%: the 40% without a common prefix miss
   CHECK(hits == shared - static_cast<int>(kPrefixLengths.size()));  // only first sightings miss
-  CHECK(cache.evictions > 100);  // the bound was reached: the hit rate is not that of an unbounded cache
+  CHECK(cache.evictions >
+        100);  // the bound was reached: the hit rate is not that of an unbounded cache
 }

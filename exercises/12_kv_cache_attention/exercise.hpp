@@ -16,10 +16,10 @@ namespace inferlab::ex12 {
 
 /// @brief One layer's keys and values of one sequence, in float32.
 struct LayerCache {
-  int n_kv_heads = 0;  ///< Nkv: heads stored per position
-  int head_size = 0;   ///< hs: floats per head
-  int capacity = 0;    ///< S: positions the cache has room for
-  int length = 0;      ///< positions 0..length-1 hold a key and a value
+  int n_kv_heads = 0;         ///< Nkv: heads stored per position
+  int head_size = 0;          ///< hs: floats per head
+  int capacity = 0;           ///< S: positions the cache has room for
+  int length = 0;             ///< positions 0..length-1 hold a key and a value
   std::vector<float> keys;    ///< (S, Nkv * hs): row p holds position p
   std::vector<float> values;  ///< (S, Nkv * hs): row p holds position p
 };

@@ -52,8 +52,8 @@ std::vector<float> attend(const LayerCache& cache, std::span<const float> q, int
                 "n_kv_heads " + std::to_string(n_kv));
   }
   if (q.size() != std::size_t(n_heads) * hs) {
-    throw Error("attend: q has " + std::to_string(q.size()) + " floats, expected Nh * hs = " +
-                std::to_string(n_heads * hs));
+    throw Error("attend: q has " + std::to_string(q.size()) +
+                " floats, expected Nh * hs = " + std::to_string(n_heads * hs));
   }
   const int group = n_heads / n_kv;
   const std::size_t row = std::size_t(n_kv) * hs;

@@ -143,8 +143,8 @@ TEST_CASE("exercise 12: decode steps agree with the core's KV cache and attentio
     const int capacity = 1 + int(rng() % 40);
     const int n_heads = n_kv * group;
     const float q_scale = (rng() % 2) ? 1.0f : 4.0f;  // flat and peaked softmaxes
-    INFO("seed " << seed << ": Nh " << n_heads << ", Nkv " << n_kv << ", hs " << hs
-                 << ", capacity " << capacity);
+    INFO("seed " << seed << ": Nh " << n_heads << ", Nkv " << n_kv << ", hs " << hs << ", capacity "
+                 << capacity);
     const std::size_t row = std::size_t(n_kv) * hs;
 
     ex::LayerCache mine = ex::make_layer_cache(capacity, n_kv, hs);
@@ -170,8 +170,8 @@ TEST_CASE("exercise 12: decode steps agree with the core's KV cache and attentio
 
       // The read: the query at position pos attends to positions 0..pos.
       std::vector<float> want(q.size());
-      inferlab::kernels::attention_kv_ref(want.data(), q.data(), core.keys(0), core.values(0),
-                                          &pos, 1, n_heads, n_kv, hs);
+      inferlab::kernels::attention_kv_ref(want.data(), q.data(), core.keys(0), core.values(0), &pos,
+                                          1, n_heads, n_kv, hs);
       const std::string diff = compare(ex::attend(mine, q, n_heads), want);
       if (!diff.empty()) FAIL("attention differs from the core's: " << diff);
       ++steps;

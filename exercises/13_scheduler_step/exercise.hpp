@@ -48,8 +48,8 @@ struct Chunk {
 
 /// @brief The scheduler's limits and queues.
 struct BatchState {
-  int max_seqs = 0;            ///< slots: sequences in `running` at most (>= 1)
-  int max_batched_tokens = 0;  ///< tokens one step forwards at most, all chunks together (>= 1)
+  int max_seqs = 0;               ///< slots: sequences in `running` at most (>= 1)
+  int max_batched_tokens = 0;     ///< tokens one step forwards at most, all chunks together (>= 1)
   std::deque<SeqState> waiting;   ///< arrived, not admitted; the front arrived first
   std::vector<SeqState> running;  ///< admitted and not finished, in admission order
 };

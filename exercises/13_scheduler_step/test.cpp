@@ -25,7 +25,8 @@ namespace {
 std::string show(const std::vector<Chunk>& plan) {
   std::ostringstream s;
   s << "{";
-  for (const Chunk& c : plan) s << " (seq " << c.id << ", start " << c.start << ", count " << c.count << ")";
+  for (const Chunk& c : plan)
+    s << " (seq " << c.id << ", start " << c.start << ", count " << c.count << ")";
   s << " }";
   return s.str();
 }
@@ -93,14 +94,17 @@ TEST_CASE("exercise 13: a schedule worked by hand (2 slots, 8 tokens per step)",
   }
 }
 
-TEST_CASE("exercise 13: a budget smaller than the slots leaves a slot empty",
-          "[exercise][ex13]") {
+TEST_CASE("exercise 13: a budget smaller than the slots leaves a slot empty", "[exercise][ex13]") {
   // 3 slots but 2 tokens per step: two one-token prompts take the whole budget, and the third
   // request waits with a slot free until they have finished.
   const auto steps = run_mine(3, 2, {{1, 3}, {1, 3}, {1, 3}});
   const std::vector<std::vector<Chunk>> expected = {
-      {{0, 0, 1}, {1, 0, 1}}, {{0, 1, 1}, {1, 1, 1}}, {{0, 2, 1}, {1, 2, 1}},
-      {{2, 0, 1}},            {{2, 1, 1}},            {{2, 2, 1}},
+      {{0, 0, 1}, {1, 0, 1}},
+      {{0, 1, 1}, {1, 1, 1}},
+      {{0, 2, 1}, {1, 2, 1}},
+      {{2, 0, 1}},
+      {{2, 1, 1}},
+      {{2, 2, 1}},
   };
   REQUIRE(steps.size() == expected.size());
   for (std::size_t i = 0; i < steps.size(); ++i) {
@@ -150,8 +154,8 @@ TEST_CASE("exercise 13: the same chunks as inferlab::Scheduler, step after step"
       r.prompt_len = jobs[i].prompt;
       r.max_tokens = jobs[i].output;
       r.ignore_eos = true;  // the output length is max_tokens exactly
-      seqs.push_back(std::make_unique<inferlab::Sequence>(
-          inferlab::make_sequence(r, nullptr, 512, 4096)));
+      seqs.push_back(
+          std::make_unique<inferlab::Sequence>(inferlab::make_sequence(r, nullptr, 512, 4096)));
     }
     ex::BatchState mine;
     mine.max_seqs = max_seqs;

@@ -40,8 +40,8 @@ __device__ inline bool valid_position(int p, const Dims& dm, float* out_h) {
 }
 
 // Scores of positions [s0, s1) into scores[0 .. s1 - s0), returns the block-wide maximum.
-__device__ inline float compute_scores(float* scores, const float* qs, const float* k_cache,
-                                       int s0, int s1, int kv_head, const Dims& dm) {
+__device__ inline float compute_scores(float* scores, const float* qs, const float* k_cache, int s0,
+                                       int s1, int kv_head, const Dims& dm) {
   float local_max = -INFINITY;
   for (int s = s0 + threadIdx.x; s < s1; s += blockDim.x) {
     const float* k = k_cache + std::size_t(s) * dm.kv_dim + std::size_t(kv_head) * dm.head_size;
@@ -169,8 +169,8 @@ void attention_cuda(int version, float* out, const float* q, const float* k_cach
   require(n_heads % n_kv_heads == 0, "attention_cuda", "n_heads must be a multiple of n_kv_heads");
   const long blocks = long(T) * n_heads;
   require(blocks <= 0x7fffffffL, "attention_cuda", "too many (token, head) pairs");
-  const Dims dm{n_heads, n_heads / n_kv_heads, n_kv_heads * head_size, head_size, max_pos,
-                1.0f / sqrtf(float(head_size))};
+  const Dims dm{n_heads, n_heads / n_kv_heads,          n_kv_heads * head_size, head_size,
+                max_pos, 1.0f / sqrtf(float(head_size))};
   switch (version) {
     case 1: {
       const std::size_t smem = (std::size_t(head_size) + max_pos + 1) * sizeof(float);

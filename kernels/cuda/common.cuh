@@ -20,12 +20,12 @@ namespace inferlab::cuda {
 [[noreturn]] void throw_cublas_error(int status, const char* expr, const char* file, int line);
 }  // namespace inferlab::cuda
 
-#define INFERLAB_CUBLAS_CHECK(expr)                                                           \
-  do {                                                                                        \
-    const cublasStatus_t inferlab_cublas_status_ = (expr);                                    \
-    if (inferlab_cublas_status_ != CUBLAS_STATUS_SUCCESS)                                     \
-      ::inferlab::cuda::throw_cublas_error(int(inferlab_cublas_status_), #expr, __FILE__,     \
-                                           __LINE__);                                         \
+#define INFERLAB_CUBLAS_CHECK(expr)                                                       \
+  do {                                                                                    \
+    const cublasStatus_t inferlab_cublas_status_ = (expr);                                \
+    if (inferlab_cublas_status_ != CUBLAS_STATUS_SUCCESS)                                 \
+      ::inferlab::cuda::throw_cublas_error(int(inferlab_cublas_status_), #expr, __FILE__, \
+                                           __LINE__);                                     \
   } while (0)
 
 namespace inferlab::cuda::detail {

@@ -151,8 +151,8 @@ float EventTimer::stop_ms() {
   INFERLAB_CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(stop_), stream_));
   INFERLAB_CUDA_CHECK(cudaEventSynchronize(static_cast<cudaEvent_t>(stop_)));
   float ms = 0.0f;
-  INFERLAB_CUDA_CHECK(cudaEventElapsedTime(&ms, static_cast<cudaEvent_t>(start_),
-                                           static_cast<cudaEvent_t>(stop_)));
+  INFERLAB_CUDA_CHECK(
+      cudaEventElapsedTime(&ms, static_cast<cudaEvent_t>(start_), static_cast<cudaEvent_t>(stop_)));
   return ms;
 }
 

@@ -62,8 +62,8 @@ __global__ void matmul_v3_kernel(float* y, const float* x, const float* w, int T
   __shared__ float xs[kTile][kTile + 1];
   __shared__ float ws[kTile][kTile + 1];
   const int tx = threadIdx.x, ty = threadIdx.y;
-  const int t = blockIdx.y * kTile + ty;  // token of this thread's output
-  const int o = blockIdx.x * kTile + tx;  // output feature of this thread's output
+  const int t = blockIdx.y * kTile + ty;      // token of this thread's output
+  const int o = blockIdx.x * kTile + tx;      // output feature of this thread's output
   const int w_row = blockIdx.x * kTile + ty;  // weight row this thread loads
   float sum = 0.0f;
   for (int k0 = 0; k0 < n; k0 += kTile) {
@@ -128,8 +128,8 @@ void matmul_cuda(int version, float* y, const float* x, const float* w, int T, i
       INFERLAB_CUBLAS_CHECK(cublasSetStream(h, stream));
       const float alpha = 1.0f, beta = 0.0f;
       // Column-major view: y^T (d, T) = op(A) (d, n) . B (n, T), with A = w viewed (n, d).
-      INFERLAB_CUBLAS_CHECK(cublasSgemm(h, CUBLAS_OP_T, CUBLAS_OP_N, d, T, n, &alpha, w, n, x, n,
-                                        &beta, y, d));
+      INFERLAB_CUBLAS_CHECK(
+          cublasSgemm(h, CUBLAS_OP_T, CUBLAS_OP_N, d, T, n, &alpha, w, n, x, n, &beta, y, d));
       break;
     }
     default:

@@ -25,7 +25,8 @@ __global__ void paged_attention_v1(float* out, const float* q, const float* key_
                                    int n_heads, int group, int n_kv_heads, int head_size,
                                    int block_size, int max_pos, float* workspace) {
   const int t = blockIdx.x / n_heads, h = blockIdx.x % n_heads;
-  const std::size_t qd = std::size_t(n_heads) * head_size, kv_dim = std::size_t(n_kv_heads) * head_size;
+  const std::size_t qd = std::size_t(n_heads) * head_size,
+                    kv_dim = std::size_t(n_kv_heads) * head_size;
   float* o = out + t * qd + std::size_t(h) * head_size;
   const int p = pos[t];
   if (p < 0 || p > max_pos) {  // never read outside the workspace or the tables
@@ -74,9 +75,8 @@ std::size_t paged_attention_cuda_workspace_floats(int version, int T, int n_head
 void paged_attention_cuda(int version, float* out, const float* q, const float* key_pool,
                           const float* value_pool, const int* block_tables,
                           const int* table_offsets, const int* token_seq, const int* pos, int T,
-                          int n_heads, int n_kv_heads, int head_size, int block_size,
-                          int max_pos, float* workspace, std::size_t workspace_floats,
-                          CUstream_st* stream) {
+                          int n_heads, int n_kv_heads, int head_size, int block_size, int max_pos,
+                          float* workspace, std::size_t workspace_floats, CUstream_st* stream) {
   using cuda::detail::require;
   const char* op = "paged_attention_cuda";
   require(T >= 1 && n_heads >= 1 && n_kv_heads >= 1 && head_size >= 1 && block_size >= 1 &&

@@ -33,10 +33,10 @@ __global__ void rope_v1_kernel(float* q, float* k, const int* pos, int T, int q_
 
 int rope_cuda_versions() { return 1; }
 
-void rope_cuda(int version, float* q, float* k, const int* pos, int T, int n_heads,
-               int n_kv_heads, int head_size, float theta, CUstream_st* stream) {
-  cuda::detail::require(T >= 1 && n_heads >= 1 && n_kv_heads >= 1 && head_size >= 2,
-                        "rope_cuda", "T, n_heads, n_kv_heads must be >= 1 and head_size >= 2");
+void rope_cuda(int version, float* q, float* k, const int* pos, int T, int n_heads, int n_kv_heads,
+               int head_size, float theta, CUstream_st* stream) {
+  cuda::detail::require(T >= 1 && n_heads >= 1 && n_kv_heads >= 1 && head_size >= 2, "rope_cuda",
+                        "T, n_heads, n_kv_heads must be >= 1 and head_size >= 2");
   cuda::detail::require(head_size % 2 == 0, "rope_cuda", "head_size must be even");
   const int q_dim = n_heads * head_size, k_dim = n_kv_heads * head_size;
   switch (version) {

@@ -65,7 +65,8 @@ __global__ void gather_rows_kernel(float* dst, const float* src, const int* inde
 
 template <class T>
 DeviceBuffer<T> upload_tensor(const T* host, std::size_t count, const char* name) {
-  if (!host) throw std::invalid_argument(std::string("CudaTransformer: weight ") + name + " missing");
+  if (!host)
+    throw std::invalid_argument(std::string("CudaTransformer: weight ") + name + " missing");
   DeviceBuffer<T> buffer(count);
   buffer.upload(host, count);
   return buffer;
@@ -76,10 +77,10 @@ DeviceBuffer<T> upload_tensor(const T* host, std::size_t count, const char* name
 /// @brief The device state behind CudaTransformer: weights, KV cache, activation buffers and
 /// the stream. C below is `capacity`, the most tokens one forward call has needed so far.
 struct CudaKVPool::Impl {
-  int n_layers = 0;    ///< L
-  int kv_dim = 0;      ///< KV floats per row
-  int num_blocks = 0;  ///< blocks
-  int block_size = 0;  ///< positions per block
+  int n_layers = 0;            ///< L
+  int kv_dim = 0;              ///< KV floats per row
+  int num_blocks = 0;          ///< blocks
+  int block_size = 0;          ///< positions per block
   DeviceBuffer<float> keys;    ///< (L, num_blocks * block_size, KV)
   DeviceBuffer<float> values;  ///< (L, num_blocks * block_size, KV)
   /// @brief Floats of one layer's keys (or values): rows * KV.
@@ -128,7 +129,8 @@ void CudaKVPool::copy_block(int src, int dst) {
   const std::size_t n = m.block_layer_floats();
   for (int l = 0; l < m.n_layers; ++l) {
     const std::size_t base = l * m.layer_floats();
-    copy_on_device(m.keys.data() + base + dst * n, m.keys.data() + base + src * n, n * sizeof(float));
+    copy_on_device(m.keys.data() + base + dst * n, m.keys.data() + base + src * n,
+                   n * sizeof(float));
     copy_on_device(m.values.data() + base + dst * n, m.values.data() + base + src * n,
                    n * sizeof(float));
   }
@@ -160,7 +162,7 @@ struct CudaTransformer::Impl {
   ModelConfig d;  ///< the model's dimensions (its weights are uploaded, the host pointers not kept)
   /// hs = D / Nh, floats per head.
   int head_size = 0, kv_dim = 0;  ///< KV = Nkv * hs, floats of one token's keys in one layer
-  Stream stream;  ///< every kernel and copy is enqueued here, in order
+  Stream stream;                  ///< every kernel and copy is enqueued here, in order
   // Weights, shapes as in inferlab::Weights.
   /// (V, D) embedding table; also the classifier when shared
   DeviceBuffer<float> token_embedding, rms_att, wq, wk, wv, wo, rms_ffn, w1, w2, w3, rms_final,
@@ -188,7 +190,7 @@ struct CudaTransformer::Impl {
   const float* wcls = nullptr;  ///< (V, D) wcls_separate, or token_embedding when shared
   /// (L, S, KV) keys; layer l, position p is row l * S + p
   std::unique_ptr<CudaKVPool> own_pool;  ///< one block of S positions: forward()'s sequence
-  int length = 0;  ///< positions held by own_pool's sequence (0..S)
+  int length = 0;                        ///< positions held by own_pool's sequence (0..S)
   // Activations for up to `capacity` tokens, each (T, width).
   int capacity = 0;  ///< C: tokens the activation buffers hold (grown by reserve())
   /// (C, D) the residual stream
@@ -213,7 +215,8 @@ struct CudaTransformer::Impl {
   /// attention_cuda scratch for any call of up to C tokens
 
   /// (C) token ids of the call
-  DeviceBuffer<int> tokens, pos, next_token;  ///< next_token: (rows) argmax tokens chosen on the device
+  DeviceBuffer<int> tokens, pos,
+      next_token;                   ///< next_token: (rows) argmax tokens chosen on the device
   DeviceBuffer<int> slot;           ///< (C) pool row each token's key and value go to
   DeviceBuffer<int> token_seq;      ///< (C) the batch entry of each token
   DeviceBuffer<int> table_offsets;  ///< (entries) where each entry's block table starts
@@ -232,8 +235,7 @@ struct CudaTransformer::Impl {
   /// @p all_logits) and returns their count.
   int forward_device(const int* host_tokens, int T, int start_pos, bool all_logits);
   /// @brief The ragged batched step of CudaTransformer::forward_batch, logits left in `logits`.
-  int forward_batch_device(const CudaBatchEntry* entries, int n, CudaKVPool& pool,
-                           bool all_logits);
+  int forward_batch_device(const CudaBatchEntry* entries, int n, CudaKVPool& pool, bool all_logits);
 };
 
 CudaTransformer::Impl::Impl(const ModelConfig& config, const Weights& w) : d(config) {
@@ -295,11 +297,11 @@ void CudaTransformer::Impl::reserve(int T) {
   pos = DeviceBuffer<int>(t);
   // Enough for any call of up to T tokens: max_pos never exceeds seq_len - 1.
   // Enough for either attention: the contiguous one (one sequence) or the paged one (a batch).
-  attention_workspace = DeviceBuffer<float>(std::max(
-      k::attention_cuda_workspace_floats(k::kAttentionBestVersion, T, d.n_heads, head_size,
-                                         d.seq_len - 1),
-      k::paged_attention_cuda_workspace_floats(k::kPagedAttentionBestVersion, T, d.n_heads,
-                                               d.seq_len - 1)));
+  attention_workspace = DeviceBuffer<float>(
+      std::max(k::attention_cuda_workspace_floats(k::kAttentionBestVersion, T, d.n_heads, head_size,
+                                                  d.seq_len - 1),
+               k::paged_attention_cuda_workspace_floats(k::kPagedAttentionBestVersion, T, d.n_heads,
+                                                        d.seq_len - 1)));
   capacity = T;
 }
 
@@ -377,22 +379,21 @@ int CudaTransformer::Impl::forward_batch_device(const CudaBatchEntry* entries, i
   table_offsets.upload(h_offsets.data(), h_offsets.size(), 0, s);
 
   const int D = d.dim, H = d.hidden_dim, Nh = d.n_heads, Nkv = d.n_kv_heads, hs = head_size;
-  const std::size_t DD = std::size_t(D) * D, KVD = std::size_t(kv_dim) * D,
-                    HD = std::size_t(H) * D, TD = std::size_t(T) * D,
-                    TKV = std::size_t(T) * kv_dim;
+  const std::size_t DD = std::size_t(D) * D, KVD = std::size_t(kv_dim) * D, HD = std::size_t(H) * D,
+                    TD = std::size_t(T) * D, TKV = std::size_t(T) * kv_dim;
   // One sequence in one block is a plain contiguous cache: the flash-decoding attention
   // (attention_cuda) reads it directly. Anything else goes through the block tables.
   const bool contiguous = n == 1 && entries[0].num_blocks == 1;
   const std::size_t contiguous_offset =
       contiguous ? std::size_t(entries[0].block_table[0]) * B * kv_dim : 0;
 
-  embedding_kernel<<<ceil_div(TD, kThreads), kThreads, 0, s>>>(
-      x.data(), token_embedding.data(), tokens.data(), T, D, d.vocab_size);
+  embedding_kernel<<<ceil_div(TD, kThreads), kThreads, 0, s>>>(x.data(), token_embedding.data(),
+                                                               tokens.data(), T, D, d.vocab_size);
   INFERLAB_CUDA_CHECK_LAUNCH();
 
   for (int l = 0; l < d.n_layers; ++l) {
-    k::rmsnorm_cuda(k::kRmsnormBestVersion, xb.data(), x.data(), rms_att.data() + std::size_t(l) * D,
-                    T, D, d.norm_eps, s);
+    k::rmsnorm_cuda(k::kRmsnormBestVersion, xb.data(), x.data(),
+                    rms_att.data() + std::size_t(l) * D, T, D, d.norm_eps, s);
     k::matmul_cuda(k::kMatmulBestVersion, q.data(), xb.data(), wq.data() + l * DD, T, D, D, s);
     k::matmul_cuda(k::kMatmulBestVersion, k_rows.data(), xb.data(), wk.data() + l * KVD, T, D,
                    kv_dim, s);
@@ -420,8 +421,8 @@ int CudaTransformer::Impl::forward_batch_device(const CudaBatchEntry* entries, i
     residual_add_kernel<<<ceil_div(TD, kThreads), kThreads, 0, s>>>(x.data(), out.data(), TD);
     INFERLAB_CUDA_CHECK_LAUNCH();
 
-    k::rmsnorm_cuda(k::kRmsnormBestVersion, xb.data(), x.data(), rms_ffn.data() + std::size_t(l) * D,
-                    T, D, d.norm_eps, s);
+    k::rmsnorm_cuda(k::kRmsnormBestVersion, xb.data(), x.data(),
+                    rms_ffn.data() + std::size_t(l) * D, T, D, d.norm_eps, s);
     k::matmul_cuda(k::kMatmulBestVersion, hb.data(), xb.data(), w1.data() + l * HD, T, D, H, s);
     k::matmul_cuda(k::kMatmulBestVersion, hb2.data(), xb.data(), w3.data() + l * HD, T, D, H, s);
     k::swiglu_cuda(k::kSwigluBestVersion, hb.data(), hb.data(), hb2.data(), long(T) * H, s);
@@ -450,8 +451,8 @@ int CudaTransformer::forward_batch(const CudaBatchEntry* entries, int n, CudaKVP
   return rows;
 }
 
-void CudaTransformer::forward_batch_greedy(const CudaBatchEntry* entries, int n,
-                                           CudaKVPool& pool, int* next_tokens) {
+void CudaTransformer::forward_batch_greedy(const CudaBatchEntry* entries, int n, CudaKVPool& pool,
+                                           int* next_tokens) {
   if (!next_tokens) throw std::invalid_argument("CudaTransformer::forward_batch_greedy: no output");
   Impl& m = *impl_;
   const int rows = m.forward_batch_device(entries, n, pool, false);

@@ -111,7 +111,8 @@ void attend_rows(float* out, const float* q, const KLoad& kl, const VLoad& vl, c
   for (int l = 0; l < 16; ++l) lane_max[l] = -INFINITY;
   const int body = (p + 1) - (p + 1) % 16;
   for (int s = 0; s < body; s += 16)
-    for (int l = 0; l < 16; ++l) lane_max[l] = lane_max[l] < scores[s + l] ? scores[s + l] : lane_max[l];
+    for (int l = 0; l < 16; ++l)
+      lane_max[l] = lane_max[l] < scores[s + l] ? scores[s + l] : lane_max[l];
   float max = -INFINITY;
   for (int l = 0; l < 16; ++l) max = std::max(max, lane_max[l]);
   for (int s = body; s <= p; ++s) max = std::max(max, scores[s]);
@@ -195,29 +196,37 @@ template <class KLoad, class VLoad, class RowsOf>
 void attend_all_rows(float* out, const float* q, const KLoad& kl, const VLoad& vl,
                      const RowsOf& rows_of, int longest, int T, int n_heads, int n_kv_heads,
                      int head_size, const RowMap& row) {
-#define INFERLAB_ATTEND(HS)                                                                     \
+#define INFERLAB_ATTEND(HS)                                                                    \
   attend_all_hs<HS>(out, q, kl, vl, rows_of, longest, T, n_heads, n_kv_heads, head_size, row); \
   break
   switch (head_size) {
-    case 8: INFERLAB_ATTEND(8);
-    case 16: INFERLAB_ATTEND(16);
-    case 32: INFERLAB_ATTEND(32);
-    case 48: INFERLAB_ATTEND(48);
-    case 64: INFERLAB_ATTEND(64);
-    case 128: INFERLAB_ATTEND(128);
-    default: INFERLAB_ATTEND(0);
+    case 8:
+      INFERLAB_ATTEND(8);
+    case 16:
+      INFERLAB_ATTEND(16);
+    case 32:
+      INFERLAB_ATTEND(32);
+    case 48:
+      INFERLAB_ATTEND(48);
+    case 64:
+      INFERLAB_ATTEND(64);
+    case 128:
+      INFERLAB_ATTEND(128);
+    default:
+      INFERLAB_ATTEND(0);
   }
 #undef INFERLAB_ATTEND
 }
 
 // Causal attention for all (token, head) pairs: token t attends to positions 0..pos[t].
 template <class KLoad, class VLoad>
-void attend_all(float* out, const float* q, const KLoad& kl, const VLoad& vl, const int* pos,
-                int T, int n_heads, int n_kv_heads, int head_size, const RowMap& row = {}) {
+void attend_all(float* out, const float* q, const KLoad& kl, const VLoad& vl, const int* pos, int T,
+                int n_heads, int n_kv_heads, int head_size, const RowMap& row = {}) {
   int max_pos = 0;
   for (int t = 0; t < T; ++t) max_pos = std::max(max_pos, pos[t]);
-  attend_all_rows(out, q, kl, vl, [pos](int t) { return CausalRows{pos[t] + 1}; }, max_pos + 1,
-                  T, n_heads, n_kv_heads, head_size, row);
+  attend_all_rows(
+      out, q, kl, vl, [pos](int t) { return CausalRows{pos[t] + 1}; }, max_pos + 1, T, n_heads,
+      n_kv_heads, head_size, row);
 }
 
 // Listed attention for all (token, head) pairs: token t attends to rows[begin[t] .. begin[t+1]).
@@ -227,9 +236,12 @@ void attend_all_listed(float* out, const float* q, const KLoad& kl, const VLoad&
                        int head_size, const RowMap& row = {}) {
   int longest = 1;
   for (int t = 0; t < T; ++t) longest = std::max(longest, begin[t + 1] - begin[t]);
-  attend_all_rows(out, q, kl, vl,
-                  [begin, rows](int t) { return ListedRows{rows + begin[t], begin[t + 1] - begin[t]}; },
-                  longest, T, n_heads, n_kv_heads, head_size, row);
+  attend_all_rows(
+      out, q, kl, vl,
+      [begin, rows](int t) {
+        return ListedRows{rows + begin[t], begin[t + 1] - begin[t]};
+      },
+      longest, T, n_heads, n_kv_heads, head_size, row);
 }
 
 }  // namespace inferlab::kernels::detail

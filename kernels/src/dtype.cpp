@@ -20,24 +20,34 @@ std::string kv_storage_list() {
 
 double dtype_bytes(DType type) {
   switch (type) {
-    case DType::f32: return 4.0;
+    case DType::f32:
+      return 4.0;
     case DType::f16:
-    case DType::bf16: return 2.0;
+    case DType::bf16:
+      return 2.0;
     case DType::fp8:
-    case DType::int8: return 1.0;
-    case DType::int4: return 0.5;  // two numbers per byte
+    case DType::int8:
+      return 1.0;
+    case DType::int4:
+      return 0.5;  // two numbers per byte
   }
   return 0.0;
 }
 
 const char* dtype_name(DType type) {
   switch (type) {
-    case DType::f32: return "f32";
-    case DType::f16: return "f16";
-    case DType::bf16: return "bf16";
-    case DType::fp8: return "fp8";
-    case DType::int8: return "int8";
-    case DType::int4: return "int4";
+    case DType::f32:
+      return "f32";
+    case DType::f16:
+      return "f16";
+    case DType::bf16:
+      return "bf16";
+    case DType::fp8:
+      return "fp8";
+    case DType::int8:
+      return "int8";
+    case DType::int4:
+      return "int4";
   }
   return "?";
 }

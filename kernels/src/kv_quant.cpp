@@ -18,8 +18,8 @@ std::size_t kv_element_bytes(DType type) {
   return std::size_t(dtype_bytes(type));
 }
 
-void kv_store_rows(DType type, void* data, float* scales, const float* x, int rows,
-                   int n_kv_heads, int head_size) {
+void kv_store_rows(DType type, void* data, float* scales, const float* x, int rows, int n_kv_heads,
+                   int head_size) {
   const std::size_t n = std::size_t(rows) * n_kv_heads * head_size;
   switch (type) {
     case DType::f32:
@@ -46,7 +46,8 @@ void kv_store_rows(DType type, void* data, float* scales, const float* x, int ro
       }
       return;
     }
-    default: require_kv_storage(type, "kv_store_rows");  // bf16, fp8, int4: throws
+    default:
+      require_kv_storage(type, "kv_store_rows");  // bf16, fp8, int4: throws
   }
 }
 
@@ -69,7 +70,8 @@ void kv_load_rows(DType type, float* out, const void* data, const float* scales,
       for (std::size_t i = 0; i < n; ++i) out[i] = scales[i / head_size] * float(q[i]);
       return;
     }
-    default: require_kv_storage(type, "kv_load_rows");  // bf16, fp8, int4: throws
+    default:
+      require_kv_storage(type, "kv_load_rows");  // bf16, fp8, int4: throws
   }
 }
 
@@ -129,7 +131,8 @@ void dispatch_v(float* out, const float* q, const KLoad& kl, const KVRowsView& v
                          LoadI8{static_cast<const std::int8_t*>(v.data), v.scales, head_size}, pos,
                          T, n_heads, n_kv_heads, head_size, row);
       return;
-    default: require_kv_storage(v.type, "attention_kv_cpu");  // bf16, fp8, int4: throws
+    default:
+      require_kv_storage(v.type, "attention_kv_cpu");  // bf16, fp8, int4: throws
   }
 }
 
@@ -156,7 +159,8 @@ void attention_kv_cpu(float* out, const float* q, const KVRowsView& k, const KVR
       dispatch_v(out, q, LoadI8{static_cast<const std::int8_t*>(k.data), k.scales, head_size}, v,
                  pos, T, n_heads, n_kv_heads, head_size, row);
       return;
-    default: require_kv_storage(k.type, "attention_kv_cpu");  // bf16, fp8, int4: throws
+    default:
+      require_kv_storage(k.type, "attention_kv_cpu");  // bf16, fp8, int4: throws
   }
 }
 
@@ -166,12 +170,17 @@ namespace {
 template <class F>
 void with_loader(const KVRowsView& view, int head_size, F&& f) {
   switch (view.type) {
-    case DType::f32: f(detail::LoadF32{static_cast<const float*>(view.data), head_size}); return;
-    case DType::f16: f(LoadF16{static_cast<const Eigen::half*>(view.data), head_size}); return;
+    case DType::f32:
+      f(detail::LoadF32{static_cast<const float*>(view.data), head_size});
+      return;
+    case DType::f16:
+      f(LoadF16{static_cast<const Eigen::half*>(view.data), head_size});
+      return;
     case DType::int8:
       f(LoadI8{static_cast<const std::int8_t*>(view.data), view.scales, head_size});
       return;
-    default: require_kv_storage(view.type, "attention_kv_rows_cpu");  // bf16, fp8, int4: throws
+    default:
+      require_kv_storage(view.type, "attention_kv_rows_cpu");  // bf16, fp8, int4: throws
   }
 }
 

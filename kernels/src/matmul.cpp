@@ -97,7 +97,8 @@ void matmul_lanes(float* y, const float* x, const float* w, int T, int n, int d)
         int t = t0;
         for (; t + kTokenBlock <= t1; t += kTokenBlock)
           dot_rows<kTokenBlock>(y + std::size_t(t) * d + o, d, wo, x + std::size_t(t) * n, n);
-        for (; t < t1; ++t) dot_rows<1>(y + std::size_t(t) * d + o, d, wo, x + std::size_t(t) * n, n);
+        for (; t < t1; ++t)
+          dot_rows<1>(y + std::size_t(t) * d + o, d, wo, x + std::size_t(t) * n, n);
       }
     }
   }
@@ -153,7 +154,9 @@ constexpr int kRows = 2, kTokens = 3;
 struct Acc16 {
   __m128 a, b, c, d;  // lanes 0-3, 4-7, 8-11, 12-15
 };
-inline Acc16 zero16() { return {_mm_setzero_ps(), _mm_setzero_ps(), _mm_setzero_ps(), _mm_setzero_ps()}; }
+inline Acc16 zero16() {
+  return {_mm_setzero_ps(), _mm_setzero_ps(), _mm_setzero_ps(), _mm_setzero_ps()};
+}
 inline Acc16 load16(const float* p) {
   return {_mm_loadu_ps(p), _mm_loadu_ps(p + 4), _mm_loadu_ps(p + 8), _mm_loadu_ps(p + 12)};
 }
@@ -229,7 +232,8 @@ inline void tile(float* y, std::size_t ldy, const float* w, const float* x, int 
     if (stream) {
 #pragma GCC unroll 8
       for (int r = 0; r < R; ++r)
-        __builtin_prefetch(reinterpret_cast<const void*>(ahead + (std::size_t(r) * n + i) * sizeof(float)));
+        __builtin_prefetch(
+            reinterpret_cast<const void*>(ahead + (std::size_t(r) * n + i) * sizeof(float)));
     }
     Acc16 wv[R];
 #pragma GCC unroll 8
@@ -254,13 +258,26 @@ inline void tile_tokens(int nt, float* y, std::size_t ldy, const float* w, const
                         bool stream) {
   static_assert(kTokens <= 6, "extend the switch below");
   switch (nt) {
-    case 1: tile<R, 1>(y, ldy, w, x, n, stream); break;
-    case 2: if constexpr (kTokens >= 2) tile<R, 2>(y, ldy, w, x, n, stream); break;
-    case 3: if constexpr (kTokens >= 3) tile<R, 3>(y, ldy, w, x, n, stream); break;
-    case 4: if constexpr (kTokens >= 4) tile<R, 4>(y, ldy, w, x, n, stream); break;
-    case 5: if constexpr (kTokens >= 5) tile<R, 5>(y, ldy, w, x, n, stream); break;
-    case 6: if constexpr (kTokens >= 6) tile<R, 6>(y, ldy, w, x, n, stream); break;
-    default: break;
+    case 1:
+      tile<R, 1>(y, ldy, w, x, n, stream);
+      break;
+    case 2:
+      if constexpr (kTokens >= 2) tile<R, 2>(y, ldy, w, x, n, stream);
+      break;
+    case 3:
+      if constexpr (kTokens >= 3) tile<R, 3>(y, ldy, w, x, n, stream);
+      break;
+    case 4:
+      if constexpr (kTokens >= 4) tile<R, 4>(y, ldy, w, x, n, stream);
+      break;
+    case 5:
+      if constexpr (kTokens >= 5) tile<R, 5>(y, ldy, w, x, n, stream);
+      break;
+    case 6:
+      if constexpr (kTokens >= 6) tile<R, 6>(y, ldy, w, x, n, stream);
+      break;
+    default:
+      break;
   }
 }
 
@@ -268,11 +285,20 @@ inline void tile_any(int nr, int nt, float* y, std::size_t ldy, const float* w, 
                      int n, bool stream) {
   static_assert(kRows <= 4, "extend the switch below");
   switch (nr) {
-    case 1: tile_tokens<1>(nt, y, ldy, w, x, n, stream); break;
-    case 2: if constexpr (kRows >= 2) tile_tokens<2>(nt, y, ldy, w, x, n, stream); break;
-    case 3: if constexpr (kRows >= 3) tile_tokens<3>(nt, y, ldy, w, x, n, stream); break;
-    case 4: if constexpr (kRows >= 4) tile_tokens<4>(nt, y, ldy, w, x, n, stream); break;
-    default: break;
+    case 1:
+      tile_tokens<1>(nt, y, ldy, w, x, n, stream);
+      break;
+    case 2:
+      if constexpr (kRows >= 2) tile_tokens<2>(nt, y, ldy, w, x, n, stream);
+      break;
+    case 3:
+      if constexpr (kRows >= 3) tile_tokens<3>(nt, y, ldy, w, x, n, stream);
+      break;
+    case 4:
+      if constexpr (kRows >= 4) tile_tokens<4>(nt, y, ldy, w, x, n, stream);
+      break;
+    default:
+      break;
   }
 }
 
@@ -290,7 +316,8 @@ void matmul_blocked_slice(float* y, const float* x, const float* w, int T, int n
   const int groups = (d + kRows - 1) / kRows;  // groups of kRows weight rows
   const int groups_per_block =
       int(std::max<std::size_t>(1, kRowBlockBytes / (std::size_t(n) * sizeof(float) * kRows)));
-  const int g_begin = int(long(groups) * id / threads), g_end = int(long(groups) * (id + 1) / threads);
+  const int g_begin = int(long(groups) * id / threads),
+            g_end = int(long(groups) * (id + 1) / threads);
   if (T == 1) {
     // Decode: one row at a time is one contiguous stream through W, which the hardware
     // prefetcher follows best (interleaving rows measured slower: 14 against 24 GB/s).
@@ -336,10 +363,15 @@ void matmul_blocked(float* y, const float* x, const float* w, int T, int n, int 
 
 int matmul_cpu_versions() { return 2; }
 
-void matmul_cpu_version(int version, float* y, const float* x, const float* w, int T, int n, int d) {
+void matmul_cpu_version(int version, float* y, const float* x, const float* w, int T, int n,
+                        int d) {
   switch (version) {
-    case 1: matmul_lanes(y, x, w, T, n, d); return;
-    case 2: matmul_blocked(y, x, w, T, n, d); return;
+    case 1:
+      matmul_lanes(y, x, w, T, n, d);
+      return;
+    case 2:
+      matmul_blocked(y, x, w, T, n, d);
+      return;
     default:
       throw std::invalid_argument("matmul_cpu_version: version " + std::to_string(version) +
                                   " outside 1.." + std::to_string(matmul_cpu_versions()));

@@ -10,10 +10,10 @@
 
 namespace inferlab::kernels {
 
-void paged_attention_ref(float* out, const float* q, const float* key_pool,
-                         const float* value_pool, const int* block_tables,
-                         const int* table_offsets, const int* token_seq, const int* pos, int T,
-                         int n_heads, int n_kv_heads, int head_size, int block_size) {
+void paged_attention_ref(float* out, const float* q, const float* key_pool, const float* value_pool,
+                         const int* block_tables, const int* table_offsets, const int* token_seq,
+                         const int* pos, int T, int n_heads, int n_kv_heads, int head_size,
+                         int block_size) {
   const std::size_t KV = std::size_t(n_kv_heads) * head_size, QD = std::size_t(n_heads) * head_size;
   std::vector<float> k, v;
   for (int t = 0; t < T; ++t) {

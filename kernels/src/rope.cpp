@@ -6,8 +6,8 @@
 
 namespace inferlab::kernels {
 
-void rope_ref(float* q, float* k, const int* pos, int T, int n_heads, int n_kv_heads,
-              int head_size, float theta) {
+void rope_ref(float* q, float* k, const int* pos, int T, int n_heads, int n_kv_heads, int head_size,
+              float theta) {
   const int q_dim = n_heads * head_size, k_dim = n_kv_heads * head_size;
   for (int t = 0; t < T; ++t) {
     for (int i = 0; i < q_dim; i += 2) {
@@ -26,8 +26,8 @@ void rope_ref(float* q, float* k, const int* pos, int T, int n_heads, int n_kv_h
   }
 }
 
-void rope_cpu(float* q, float* k, const int* pos, int T, int n_heads, int n_kv_heads,
-              int head_size, float theta) {
+void rope_cpu(float* q, float* k, const int* pos, int T, int n_heads, int n_kv_heads, int head_size,
+              float theta) {
   const int half = head_size / 2;
   // No scratch buffers (this runs in every layer of every decode step): each pair index j gets
   // its cos/sin once per token and rotates that pair in every query and key head.

@@ -19,7 +19,8 @@ inline void require_gpu() {
   std::string why;
   if (cuda::cuda_device_available(&why)) return;
   const char* env = std::getenv("INFERLAB_REQUIRE_GPU");
-  if (env && std::string(env) == "1") FAIL("no CUDA device (" << why << ") and INFERLAB_REQUIRE_GPU=1");
+  if (env && std::string(env) == "1")
+    FAIL("no CUDA device (" << why << ") and INFERLAB_REQUIRE_GPU=1");
   std::printf("SKIPPED: no CUDA device (%s)\n", why.c_str());
   std::fflush(stdout);
   std::exit(INFERLAB_SKIP_CODE);
@@ -54,9 +55,9 @@ inline bool check_close(const std::string& what, const std::vector<float>& got,
   }
   const CloseReport r = all_close(got, want, long(want.size()), atol, rtol);
   if (!r.ok) {
-    UNSCOPED_INFO(what << ": max abs error " << r.max_abs_err << ", first mismatch at " << r.first_bad
-                       << ": got " << got[r.first_bad] << ", want " << want[r.first_bad]
-                       << " (atol " << atol << ", rtol " << rtol << ")");
+    UNSCOPED_INFO(what << ": max abs error " << r.max_abs_err << ", first mismatch at "
+                       << r.first_bad << ": got " << got[r.first_bad] << ", want "
+                       << want[r.first_bad] << " (atol " << atol << ", rtol " << rtol << ")");
   }
   return r.ok;
 }

@@ -39,8 +39,8 @@ TEST_CASE("matmul: every CUDA version equals the reference", "[gpu][kernel][matm
   struct Shape {
     int T, n, d;
   };
-  const Shape shapes[] = {{1, 1, 1},   {1, 4097, 33}, {33, 31, 32001}, {31, 33, 1},
-                          {4, 64, 4097}, {33, 4097, 31}, {17, 16, 16},  {64, 256, 128}};
+  const Shape shapes[] = {{1, 1, 1},     {1, 4097, 33},  {33, 31, 32001}, {31, 33, 1},
+                          {4, 64, 4097}, {33, 4097, 31}, {17, 16, 16},    {64, 256, 128}};
   for (const Shape& s : shapes) {
     // Integer-valued inputs: every partial sum is exact, so every version must match exactly
     // (whatever its summation order) and any indexing bug shows.
@@ -66,8 +66,10 @@ TEST_CASE("matmul: every CUDA version equals the reference", "[gpu][kernel][matm
     k::matmul_cuda(v, dy.data(), dx.data(), dw.data(), T, n, d);
     CHECK(test::check_close(label("matmul real", v, T, n, d), dy.to_host(), want, 1e-3, 1e-3));
   }
-  REQUIRE_THROWS_AS(k::matmul_cuda(0, dy.data(), dx.data(), dw.data(), T, n, d), std::invalid_argument);
-  REQUIRE_THROWS_AS(k::matmul_cuda(1, dy.data(), dx.data(), dw.data(), 0, n, d), std::invalid_argument);
+  REQUIRE_THROWS_AS(k::matmul_cuda(0, dy.data(), dx.data(), dw.data(), T, n, d),
+                    std::invalid_argument);
+  REQUIRE_THROWS_AS(k::matmul_cuda(1, dy.data(), dx.data(), dw.data(), 0, n, d),
+                    std::invalid_argument);
 }
 
 TEST_CASE("rmsnorm: every CUDA version matches the reference", "[gpu][kernel][rmsnorm]") {
@@ -98,8 +100,10 @@ TEST_CASE("rope: every CUDA version matches the reference", "[gpu][kernel][rope]
     int T, n_heads, n_kv_heads, head_size, start_pos;
     float theta;
   };
-  const Shape shapes[] = {{1, 1, 1, 2, 0, 10000.0f},     {31, 4, 2, 16, 4066, 10000.0f},
-                          {33, 8, 8, 64, 0, 10000.0f},   {1, 32, 8, 128, 4096, 500000.0f},
+  const Shape shapes[] = {{1, 1, 1, 2, 0, 10000.0f},
+                          {31, 4, 2, 16, 4066, 10000.0f},
+                          {33, 8, 8, 64, 0, 10000.0f},
+                          {1, 32, 8, 128, 4096, 500000.0f},
                           {33, 3, 1, 6, 17, 10000.0f}};
   for (const Shape& s : shapes) {
     const std::size_t q_size = std::size_t(s.T) * s.n_heads * s.head_size;
@@ -109,13 +113,13 @@ TEST_CASE("rope: every CUDA version matches the reference", "[gpu][kernel][rope]
     std::vector<int> pos(s.T);
     for (int t = 0; t < s.T; ++t) pos[t] = s.start_pos + t;
     std::vector<float> want_q = q, want_k = kk;
-    k::rope_ref(want_q.data(), want_k.data(), pos.data(), s.T, s.n_heads, s.n_kv_heads,
-                s.head_size, s.theta);
+    k::rope_ref(want_q.data(), want_k.data(), pos.data(), s.T, s.n_heads, s.n_kv_heads, s.head_size,
+                s.theta);
     DeviceBuffer<int> dpos(pos);
     for (int v = 1; v <= k::rope_cuda_versions(); ++v) {
       DeviceBuffer<float> dq(q), dk(kk);
-      k::rope_cuda(v, dq.data(), dk.data(), dpos.data(), s.T, s.n_heads, s.n_kv_heads,
-                   s.head_size, s.theta);
+      k::rope_cuda(v, dq.data(), dk.data(), dpos.data(), s.T, s.n_heads, s.n_kv_heads, s.head_size,
+                   s.theta);
       // Angles reach thousands of radians: one ulp of difference between the CPU's and the
       // GPU's powf moves the angle by ~1e-4 rad at position 4096, hence atol 1e-3.
       const auto l = label("rope", v, s.T, s.n_heads, s.n_kv_heads, s.head_size, s.start_pos);
@@ -166,8 +170,8 @@ TEST_CASE("attention: every CUDA version matches the reference", "[gpu][kernel][
   };
   // Decode (T = 1) at long positions, prefill (T = 31, 33) from 0 and from the middle, GQA,
   // chunk boundaries of v2 (256 positions) crossed, odd head sizes.
-  const Shape shapes[] = {{1, 1, 1, 1, 0},      {1, 8, 2, 64, 4096}, {31, 4, 4, 33, 0},
-                          {33, 6, 2, 31, 240},  {31, 8, 1, 16, 4066}, {1, 4, 4, 8, 255},
+  const Shape shapes[] = {{1, 1, 1, 1, 0},     {1, 8, 2, 64, 4096},  {31, 4, 4, 33, 0},
+                          {33, 6, 2, 31, 240}, {31, 8, 1, 16, 4066}, {1, 4, 4, 8, 255},
                           {1, 4, 4, 8, 256}};
   for (const Shape& s : shapes) {
     const int S = s.start_pos + s.T;  // cache rows: every position up to the last token's
@@ -206,8 +210,8 @@ TEST_CASE("attention: a position beyond max_pos gives NaN, not an out-of-bounds 
   for (int v = 1; v <= k::attention_cuda_versions(); ++v) {
     const int max_pos = 3;  // the caller's bound is wrong: pos 7 > 3
     DeviceBuffer<float> ws(k::attention_cuda_workspace_floats(v, T, Nh, hs, max_pos));
-    k::attention_cuda(v, dout.data(), dq.data(), dk.data(), dv.data(), dpos.data(), T, Nh, Nh,
-                      hs, max_pos, ws.data(), ws.size());
+    k::attention_cuda(v, dout.data(), dq.data(), dk.data(), dv.data(), dpos.data(), T, Nh, Nh, hs,
+                      max_pos, ws.data(), ws.size());
     for (float x : dout.to_host()) CHECK(std::isnan(x));
   }
   // Version 2 refuses a missing workspace.

@@ -27,7 +27,8 @@ TEST_CASE("paged attention: every CUDA version equals the reference", "[gpu][ker
     int next = 0;
     for (std::size_t e = 0; e < lengths.size(); ++e) {
       offsets.push_back(int(tables.size()));
-      for (int b = 0; b < (lengths[e] + B - 1) / B; ++b) tables.push_back(ids[std::size_t(next++ % blocks)]);
+      for (int b = 0; b < (lengths[e] + B - 1) / B; ++b)
+        tables.push_back(ids[std::size_t(next++ % blocks)]);
       // Two query tokens per sequence (its last two positions), one if it has one position.
       for (int p = std::max(0, lengths[e] - 2); p < lengths[e]; ++p) {
         token_seq.push_back(int(e));

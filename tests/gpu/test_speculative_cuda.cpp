@@ -14,9 +14,10 @@
 
 using namespace inferlab;
 
-TEST_CASE("CUDA speculative decoding: chain proposers give the CPU's greedy tokens (contiguous "
-          "and paged caches), the tree is refused",
-          "[gpu][golden][speculative]") {
+TEST_CASE(
+    "CUDA speculative decoding: chain proposers give the CPU's greedy tokens (contiguous "
+    "and paged caches), the tree is refused",
+    "[gpu][golden][speculative]") {
   test::require_gpu();
   const Model model = Model::load(test::model_file("stories260K.bin"));
   const Model random_draft = make_synthetic_model("stories260K");
@@ -42,9 +43,12 @@ TEST_CASE("CUDA speculative decoding: chain proposers give the CPU's greedy toke
       std::unique_ptr<Proposer> proposer;
     };
     std::vector<Case> cases;
-    cases.push_back({"draft(random) k=4", std::make_unique<DraftModelProposer>(poor, greedy, 4, "draft")});
-    cases.push_back({"early-exit 3 k=1", std::make_unique<DraftModelProposer>(*exit3, greedy, 1, "early-exit")});
-    cases.push_back({"early-exit 3 k=4", std::make_unique<DraftModelProposer>(*exit3, greedy, 4, "early-exit")});
+    cases.push_back(
+        {"draft(random) k=4", std::make_unique<DraftModelProposer>(poor, greedy, 4, "draft")});
+    cases.push_back({"early-exit 3 k=1",
+                     std::make_unique<DraftModelProposer>(*exit3, greedy, 1, "early-exit")});
+    cases.push_back({"early-exit 3 k=4",
+                     std::make_unique<DraftModelProposer>(*exit3, greedy, 4, "early-exit")});
     cases.push_back({"ngram 3 k=4", std::make_unique<NgramProposer>(3, 4, V)});
     cases.push_back({"ngram 1 k=8", std::make_unique<NgramProposer>(1, 8, V)});
 

@@ -18,7 +18,6 @@ namespace {
 // must be equal; below it a near-tie may legitimately flip.
 constexpr double kLogitTol = 2e-3;
 
-
 int argmax_of(const float* x, int n) { return int(std::max_element(x, x + n) - x); }
 
 // Largest minus second largest.

@@ -97,8 +97,8 @@ ChiSquareResult chi_square_test(std::span<const double> expected, std::span<cons
     smallest->observed += pooled.observed;
   }
   if (bins.size() < 2) {
-    throw Error(fmt::format("chi-square: {} bin(s) with expected count >= {} (need 2)",
-                            bins.size(), min_expected));
+    throw Error(fmt::format("chi-square: {} bin(s) with expected count >= {} (need 2)", bins.size(),
+                            min_expected));
   }
   for (const Bin& b : bins) {
     const double d = b.observed - b.expected;

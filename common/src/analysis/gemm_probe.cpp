@@ -12,7 +12,8 @@
 namespace inferlab {
 
 double measure_gemm_flops(int n, int threads, int reps) {
-  if (n < 16 || threads < 1 || reps < 1) throw Error("measure_gemm_flops: need n >= 16, threads >= 1, reps >= 1");
+  if (n < 16 || threads < 1 || reps < 1)
+    throw Error("measure_gemm_flops: need n >= 16, threads >= 1, reps >= 1");
   const int saved = Eigen::nbThreads();
   Eigen::setNbThreads(threads);
   // Values in [-1, 1]: no overflow, no denormals, nothing for the compiler to fold away.

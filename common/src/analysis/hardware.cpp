@@ -28,7 +28,8 @@ const std::vector<Hardware>& hardware_table() {
       {"a100-sxm", "NVIDIA A100 SXM4 80GB", "bf16", 312e12, 2.0e12, 80e9, false,
        "NVIDIA A100 datasheet: 312 TFLOP/s BF16 dense (624 sparse), 2,039 GB/s HBM2e, 80 GB"},
       {"h100-sxm", "NVIDIA H100 SXM5 80GB", "bf16", 989e12, 3.35e12, 80e9, false,
-       "NVIDIA H100 datasheet: 1,979 TFLOP/s BF16 with sparsity = 989 dense, 3.35 TB/s HBM3, 80 GB"},
+       "NVIDIA H100 datasheet: 1,979 TFLOP/s BF16 with sparsity = 989 dense, 3.35 TB/s HBM3, 80 "
+       "GB"},
       {"h200", "NVIDIA H200 SXM 141GB", "bf16", 989e12, 4.8e12, 141e9, false,
        "NVIDIA H200 datasheet: same GH100 compute as H100 SXM (989 TFLOP/s BF16 dense), "
        "4.8 TB/s HBM3e, 141 GB"},
@@ -68,9 +69,10 @@ MachineMeasurement measure_this_machine(const MeasureOptions& options) {
   for (int t : counts) {
     if (t < 1) throw Error(fmt::format("measure_this_machine: bad thread count {}", t));
     if (options.progress)
-      options.progress(fmt::format("measuring this machine with {} thread(s): read bandwidth over "
-                                   "{} MiB, then a {}^3 float32 GEMM and the FMA peak",
-                                   t, options.bandwidth_bytes >> 20, options.gemm_size));
+      options.progress(
+          fmt::format("measuring this machine with {} thread(s): read bandwidth over "
+                      "{} MiB, then a {}^3 float32 GEMM and the FMA peak",
+                      t, options.bandwidth_bytes >> 20, options.gemm_size));
     ThreadMeasurement row;
     row.threads = t;
     row.read_bandwidth =
@@ -87,8 +89,10 @@ MachineMeasurement measure_this_machine(const MeasureOptions& options) {
   h.measured = true;
   int best_bw_threads = 0, best_flops_threads = 0;
   for (const ThreadMeasurement& row : m.per_threads) {
-    if (row.read_bandwidth > h.bandwidth) h.bandwidth = row.read_bandwidth, best_bw_threads = row.threads;
-    if (row.fma_flops > h.peak_flops) h.peak_flops = row.fma_flops, best_flops_threads = row.threads;
+    if (row.read_bandwidth > h.bandwidth)
+      h.bandwidth = row.read_bandwidth, best_bw_threads = row.threads;
+    if (row.fma_flops > h.peak_flops)
+      h.peak_flops = row.fma_flops, best_flops_threads = row.threads;
   }
   h.description = fmt::format("this machine (CPU, up to {} threads)", max_threads);
   h.memory_bytes = 0.0;  // not measured: the roofline does not need it
@@ -104,8 +108,8 @@ Hardware hardware_by_name(const std::string& name, const MeasureOptions& options
   if (name == "this") return measure_this_machine(options).hardware;
   for (const Hardware& h : hardware_table())
     if (h.name == name) return h;
-  throw Error(fmt::format("unknown hardware '{}'; known: {}", name,
-                          fmt::join(hardware_names(), ", ")));
+  throw Error(
+      fmt::format("unknown hardware '{}'; known: {}", name, fmt::join(hardware_names(), ", ")));
 }
 
 std::size_t last_level_cache_bytes() {

@@ -65,10 +65,10 @@ std::string memory_fit_message(const MemoryFit& fit) {
   if (fit.fits)
     return fmt::format("fits: needs {:.1f} GB of the device's {:.1f} GB", fit.needed_bytes / 1e9,
                        fit.device_bytes / 1e9);
-  return fmt::format("does not fit: needs {:.1f} GB (weights {:.1f} GB + KV cache {:.1f} GB), the "
-                     "device has {:.1f} GB",
-                     fit.needed_bytes / 1e9, fit.weight_bytes / 1e9, fit.kv_bytes / 1e9,
-                     fit.device_bytes / 1e9);
+  return fmt::format(
+      "does not fit: needs {:.1f} GB (weights {:.1f} GB + KV cache {:.1f} GB), the "
+      "device has {:.1f} GB",
+      fit.needed_bytes / 1e9, fit.weight_bytes / 1e9, fit.kv_bytes / 1e9, fit.device_bytes / 1e9);
 }
 
 }  // namespace inferlab

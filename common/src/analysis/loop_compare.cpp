@@ -101,7 +101,8 @@ KVQuality compare_kv_type(const Model& model, const Tokenizer& tokenizer,
         sum += d;
       }
       count += V;
-      q.argmax_changed += (std::max_element(ra, ra + V) - ra) != (std::max_element(rb, rb + V) - rb);
+      q.argmax_changed +=
+          (std::max_element(ra, ra + V) - ra) != (std::max_element(rb, rb + V) - rb);
       ++q.positions;
     }
     // (2) Free-running greedy continuations.

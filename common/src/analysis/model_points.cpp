@@ -41,11 +41,14 @@ ModelPoints measure_model_points(const Model& model, const ModelPointOptions& o)
   if (o.prompt_tokens < 1 || o.prompt_tokens > c.seq_len)
     throw Error(fmt::format("measure_model_points: prompt of {} tokens outside 1..{} (the context)",
                             o.prompt_tokens, c.seq_len));
-  if (o.batches.empty() || o.batches.front() != 1 || !std::is_sorted(o.batches.begin(), o.batches.end()))
+  if (o.batches.empty() || o.batches.front() != 1 ||
+      !std::is_sorted(o.batches.begin(), o.batches.end()))
     throw Error("measure_model_points: batches must be ascending and start at 1");
   if (o.decode_steps < 1 || 1 + o.decode_steps * (o.reps + 1) > c.seq_len)
-    throw Error(fmt::format("measure_model_points: {} decode steps x {} repetitions exceed the "
-                            "context of {} tokens", o.decode_steps, o.reps + 1, c.seq_len));
+    throw Error(
+        fmt::format("measure_model_points: {} decode steps x {} repetitions exceed the "
+                    "context of {} tokens",
+                    o.decode_steps, o.reps + 1, c.seq_len));
   // Through the model runner, as every caller of the forward pass goes (CPU: chapter 03 places
   // these points on this machine's roofline).
   const std::unique_ptr<ModelRunner> runner = make_runner(model, Device::cpu);
@@ -57,7 +60,8 @@ ModelPoints measure_model_points(const Model& model, const ModelPointOptions& o)
   {
     if (o.progress) o.progress(fmt::format("prefill of {} tokens", o.prompt_tokens));
     std::vector<int> prompt(static_cast<std::size_t>(o.prompt_tokens));
-    for (int i = 0; i < o.prompt_tokens; ++i) prompt[std::size_t(i)] = (i * 7919 + 1) % c.vocab_size;
+    for (int i = 0; i < o.prompt_tokens; ++i)
+      prompt[std::size_t(i)] = (i * 7919 + 1) % c.vocab_size;
     KVCache cache = make_cache(*runner, o.prompt_tokens);
     std::vector<double> times;
     for (int r = 0; r <= o.reps; ++r) {  // the first run warms up (page faults, threads)
@@ -105,7 +109,8 @@ ModelPoints measure_model_points(const Model& model, const ModelPointOptions& o)
     p.name = fmt::format("decode B={}", B);
     p.tokens = B;
     p.flops = B * forward_flops(c, 1, mid_pos, 1);
-    p.bytes = weight_bytes + B * 2.0 * c.n_layers * double(mid_pos + 1) * c.kv_dim() * sizeof(float);
+    p.bytes =
+        weight_bytes + B * 2.0 * c.n_layers * double(mid_pos + 1) * c.kv_dim() * sizeof(float);
     p.seconds = median(times);
     out.batched.push_back(p);
   }

@@ -52,9 +52,12 @@ OpCost linear_cost(std::string name, int tokens, int n_in, int d_out, DType weig
 std::vector<OpCost> linear_layer_costs(const ModelConfig& c, int tokens, const CostOptions& o) {
   const DType w = o.weight_dtype, a = o.activation_dtype;
   const int D = c.dim, H = c.hidden_dim, KV = c.kv_dim();
-  return {linear_cost("wq", tokens, D, D, w, a),  linear_cost("wk", tokens, D, KV, w, a),
-          linear_cost("wv", tokens, D, KV, w, a), linear_cost("wo", tokens, D, D, w, a),
-          linear_cost("w1", tokens, D, H, w, a),  linear_cost("w3", tokens, D, H, w, a),
+  return {linear_cost("wq", tokens, D, D, w, a),
+          linear_cost("wk", tokens, D, KV, w, a),
+          linear_cost("wv", tokens, D, KV, w, a),
+          linear_cost("wo", tokens, D, D, w, a),
+          linear_cost("w1", tokens, D, H, w, a),
+          linear_cost("w3", tokens, D, H, w, a),
           linear_cost("w2", tokens, H, D, w, a),
           linear_cost("classifier", tokens, D, c.vocab_size, w, a)};
 }
@@ -113,7 +116,8 @@ StepCost step_cost(const ModelConfig& c, const Hardware& hw, const StepShape& sh
     s.flops = 2.0 * double(c.n_params()) * T;
     s.weight_bytes = weight_bytes_per_step(c, o);
   } else {
-    s.flops = 2.0 * matmul_params(c) * T + attention_flops_per_pair(c) * double(shape.attended_pairs);
+    s.flops =
+        2.0 * matmul_params(c) * T + attention_flops_per_pair(c) * double(shape.attended_pairs);
     s.weight_bytes = weight_bytes_per_step(c, o);
     s.kv_bytes = double(shape.context_tokens) * kv_bytes_per_token(c, o.kv_dtype);
     s.activation_bytes = T * activation_numbers_per_token(c) * dtype_bytes(o.activation_dtype);
@@ -128,8 +132,8 @@ double step_time_seconds(const ModelConfig& c, const Hardware& hw, const StepSha
   return step_cost(c, hw, shape, o).seconds();
 }
 
-DecodeBound decode_bound(const ModelConfig& c, const Hardware& hw, int batch,
-                         std::int64_t context, const CostOptions& o) {
+DecodeBound decode_bound(const ModelConfig& c, const Hardware& hw, int batch, std::int64_t context,
+                         const CostOptions& o) {
   if (batch < 1) throw Error("decode_bound: batch must be >= 1");
   StepShape shape;
   for (int b = 0; b < batch; ++b) shape.add_decode(context);

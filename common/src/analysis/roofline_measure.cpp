@@ -71,10 +71,11 @@ MeasuredPoint measure_linear_point(int tokens, int n_in, int d_out, int reps) {
   std::vector<float> x(std::size_t(tokens) * n_in), y(std::size_t(tokens) * d_out);
   fill(x, 2);
   const double t = best_seconds(reps, [&](int call) {
-    kernels::matmul_cpu(y.data(), x.data(), ws[std::size_t(call) % ws.size()].data(), tokens, n_in, d_out);
+    kernels::matmul_cpu(y.data(), x.data(), ws[std::size_t(call) % ws.size()].data(), tokens, n_in,
+                        d_out);
   });
-  const OpCost op = linear_cost(fmt::format("linear B={}", tokens), tokens, n_in, d_out,
-                                DType::f32, DType::f32);
+  const OpCost op =
+      linear_cost(fmt::format("linear B={}", tokens), tokens, n_in, d_out, DType::f32, DType::f32);
   return {op.name, op.flops, op.bytes, t};
 }
 
@@ -102,17 +103,18 @@ MeasuredPoint measure_decode_attention_point(int context, int n_heads, int n_kv_
                            n_kv_heads, head_size);
   });
   MeasuredPoint p;
-  p.name = n_heads == n_kv_heads ? fmt::format("attention MHA S={}", context)
-                                 : fmt::format("attention GQA g={} S={}", n_heads / n_kv_heads, context);
+  p.name = n_heads == n_kv_heads
+               ? fmt::format("attention MHA S={}", context)
+               : fmt::format("attention GQA g={} S={}", n_heads / n_kv_heads, context);
   p.flops = 4.0 * n_heads * head_size * double(context);
   p.bytes = (2.0 * double(context) * double(kv) + 2.0 * n_heads * head_size) * sizeof(float);
   p.seconds = t;
   return p;
 }
 
-EmpiricalCriticalBatch measure_critical_batch(int n_in, int d_out, const std::vector<int>& batches,
-                                              int reps,
-                                              const std::function<void(const std::string&)>& progress) {
+EmpiricalCriticalBatch measure_critical_batch(
+    int n_in, int d_out, const std::vector<int>& batches, int reps,
+    const std::function<void(const std::string&)>& progress) {
   if (batches.empty() || batches.front() != 1 || !std::is_sorted(batches.begin(), batches.end()))
     throw Error("measure_critical_batch: batches must be ascending and start at 1");
   const int max_batch = batches.back();
@@ -121,9 +123,11 @@ EmpiricalCriticalBatch measure_critical_batch(int n_in, int d_out, const std::ve
   fill(x, 2);
   EmpiricalCriticalBatch r;
   for (int b : batches) {
-    if (progress) progress(fmt::format("timing a {} x {} linear layer at batch {}", d_out, n_in, b));
+    if (progress)
+      progress(fmt::format("timing a {} x {} linear layer at batch {}", d_out, n_in, b));
     const double t = best_seconds(reps, [&](int call) {
-      kernels::matmul_cpu(y.data(), x.data(), ws[std::size_t(call) % ws.size()].data(), b, n_in, d_out);
+      kernels::matmul_cpu(y.data(), x.data(), ws[std::size_t(call) % ws.size()].data(), b, n_in,
+                          d_out);
     });
     r.rows.push_back({b, t, b / t});
   }
@@ -133,8 +137,8 @@ EmpiricalCriticalBatch measure_critical_batch(int n_in, int d_out, const std::ve
   for (std::size_t i = 1; i < r.rows.size(); ++i) {
     // Gain per doubling, so rows that are not exactly 2x apart compare fairly.
     const double doublings = std::log2(double(r.rows[i].batch) / r.rows[i - 1].batch);
-    const double gain = std::pow(r.rows[i].tokens_per_second / r.rows[i - 1].tokens_per_second,
-                                 1.0 / doublings);
+    const double gain =
+        std::pow(r.rows[i].tokens_per_second / r.rows[i - 1].tokens_per_second, 1.0 / doublings);
     if (gain < 1.25) {
       r.knee_batch = r.rows[i - 1].batch;
       break;

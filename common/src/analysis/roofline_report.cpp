@@ -35,14 +35,17 @@ void measure_model(const ModelConfig& c, const std::string& name, bool quick,
   const double model_bytes = double(c.n_params()) * sizeof(float);
   const double cache_bytes = double(last_level_cache_bytes());
   if (model_bytes > kModelPointsMaxBytes) {
-    m.model_note = fmt::format("{}'s {} of weights are too many to build here: the model stays "
-                               "a prediction", name, format_bytes(model_bytes));
+    m.model_note = fmt::format(
+        "{}'s {} of weights are too many to build here: the model stays "
+        "a prediction",
+        name, format_bytes(model_bytes));
     return;
   }
   if (model_bytes < cache_bytes) {
-    m.model_note = fmt::format("{}'s {} of weights fit in the {} last-level cache: timed, its "
-                               "decode would sit above the memory roof, so it is not placed on it",
-                               name, format_bytes(model_bytes), format_bytes(cache_bytes));
+    m.model_note = fmt::format(
+        "{}'s {} of weights fit in the {} last-level cache: timed, its "
+        "decode would sit above the memory roof, so it is not placed on it",
+        name, format_bytes(model_bytes), format_bytes(cache_bytes));
     return;
   }
   if (progress) progress(fmt::format("building a random-weight {} to time the whole model", name));
@@ -99,8 +102,8 @@ RooflinePrediction predict_roofline(const ModelConfig& c, const Hardware& hw,
   p.prefill_in_decode_steps = p.prefill_seconds / decode_bound(c, hw, 1, 0, p.cost).seconds;
   // The bound is a time for memory the device must hold: say when it cannot.
   if (hw.memory_bytes > 0.0)
-    p.memory_fit = memory_fit(c, p.cost.weight_dtype, p.cost.kv_dtype, r.batch, r.context,
-                              hw.memory_bytes);
+    p.memory_fit =
+        memory_fit(c, p.cost.weight_dtype, p.cost.kv_dtype, r.batch, r.context, hw.memory_bytes);
   return p;
 }
 
@@ -176,7 +179,8 @@ std::vector<RooflinePoint> roofline_points(const RooflinePrediction& p,
   if (measured) {
     // The model's prediction for exactly the kernels that were timed, and what they did.
     for (const MeasuredPoint& m : measured->linear) {
-      points.push_back({m.name + " (model)", m.intensity(), attainable_flops(hw, m.intensity()), false});
+      points.push_back(
+          {m.name + " (model)", m.intensity(), attainable_flops(hw, m.intensity()), false});
       points.push_back({m.name, m.intensity(), m.flops_per_second(), true});
     }
     for (const MeasuredPoint& m : measured->attention)
@@ -191,14 +195,16 @@ std::vector<RooflinePoint> roofline_points(const RooflinePrediction& p,
   } else {
     auto w1_intensity = [&](int tokens) {
       return linear_cost("", tokens, c.dim, c.hidden_dim, p.cost.weight_dtype,
-                         p.cost.activation_dtype).intensity();
+                         p.cost.activation_dtype)
+          .intensity();
     };
     for (int b : {1, 64}) {
       const double i = w1_intensity(b);
       points.push_back({fmt::format("decode B={}", b), i, attainable_flops(hw, i), false});
     }
     const double i = w1_intensity(prompt_tokens);
-    points.push_back({fmt::format("prefill {} tokens", prompt_tokens), i, attainable_flops(hw, i), false});
+    points.push_back(
+        {fmt::format("prefill {} tokens", prompt_tokens), i, attainable_flops(hw, i), false});
   }
   const double ia = p.attention.intensity();
   points.push_back({fmt::format("decode attention g={} (model)", c.kv_group()), ia,
@@ -220,9 +226,8 @@ RooflineReport roofline_report(const RooflineRequest& r) {
     hw = hardware_by_name(r.hardware);
   }
   report.prediction = predict_roofline(c, hw, r);
-  report.plot_points = roofline_points(report.prediction,
-                                       report.measured ? &*report.measured : nullptr, r.config,
-                                       r.prompt_tokens);
+  report.plot_points = roofline_points(
+      report.prediction, report.measured ? &*report.measured : nullptr, r.config, r.prompt_tokens);
   report.threads = omp_get_max_threads();
   return report;
 }

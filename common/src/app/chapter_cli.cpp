@@ -22,9 +22,10 @@ int run_chapter(CLI::App& app, int argc, char** argv, const std::function<int()>
 }
 
 void add_generation_flags(CLI::App& app, GenerationFlags& f) {
-  CLI::Option* model = app.add_option("--model", f.model,
-                 "model file (llama2.c format); default stories260K.bin found in "
-                 "$INFERLAB_MODELS or models/");
+  CLI::Option* model =
+      app.add_option("--model", f.model,
+                     "model file (llama2.c format); default stories260K.bin found in "
+                     "$INFERLAB_MODELS or models/");
   app.add_option("--tokenizer", f.tokenizer, "tokenizer file; default matches the vocabulary");
   app.add_option("--synthetic", f.synthetic,
                  "run on a generated random-weight model of this shape instead of a file (" +
@@ -93,11 +94,12 @@ LoadedModel load_model(const GenerationFlags& f) {
     m.model.emplace(Model::load(find_model(f.model)));
   }
   const int V = m.model->config().vocab_size;
-  const std::string path = find_tokenizer(f.tokenizer, f.synthetic.empty() ? m.model->name() : "", V);
+  const std::string path =
+      find_tokenizer(f.tokenizer, f.synthetic.empty() ? m.model->name() : "", V);
   if (path.empty()) {
     if (f.synthetic.empty()) {
-      throw Error(fmt::format("no tokenizer found for a vocabulary of {} pieces: pass --tokenizer",
-                              V));
+      throw Error(
+          fmt::format("no tokenizer found for a vocabulary of {} pieces: pass --tokenizer", V));
     }
     m.tokenizer.emplace(Tokenizer::synthetic(V));
     m.tokenizer_source = "synthetic";
@@ -108,14 +110,17 @@ LoadedModel load_model(const GenerationFlags& f) {
   // The lengths, as soon as they are known: before the run header, before any forward pass.
   const int context = m.model->config().seq_len;
   if (f.steps > context)
-    throw Error(fmt::format("--steps {} exceeds the model's context of {} positions (0 = the whole "
-                            "context)", f.steps, context));
+    throw Error(
+        fmt::format("--steps {} exceeds the model's context of {} positions (0 = the whole "
+                    "context)",
+                    f.steps, context));
   const std::size_t prompt_tokens = m.tokenizer->encode(f.prompt, /*bos=*/true).size();
   const int allowed = f.steps == 0 ? context : f.steps;
   if (prompt_tokens > static_cast<std::size_t>(allowed))
-    throw Error(fmt::format("--prompt is {} tokens (BOS included) but only {} positions are "
-                            "allowed (--steps {}, context {})",
-                            prompt_tokens, allowed, f.steps, context));
+    throw Error(
+        fmt::format("--prompt is {} tokens (BOS included) but only {} positions are "
+                    "allowed (--steps {}, context {})",
+                    prompt_tokens, allowed, f.steps, context));
   return m;
 }
 
@@ -151,10 +156,11 @@ void print_run_header(const char* title, const LoadedModel& m, const GenerationF
   const ModelConfig& c = m.model->config();
   std::printf("%s\n", title);
   std::printf("model:     %s\n", m.model->name().c_str());
-  std::printf("           dim %d, hidden %d, %d layers, %d heads / %d KV heads, vocab %d, "
-              "context %d, %.2fM params\n",
-              c.dim, c.hidden_dim, c.n_layers, c.n_heads, c.n_kv_heads, c.vocab_size, c.seq_len,
-              c.n_params() / 1e6);
+  std::printf(
+      "           dim %d, hidden %d, %d layers, %d heads / %d KV heads, vocab %d, "
+      "context %d, %.2fM params\n",
+      c.dim, c.hidden_dim, c.n_layers, c.n_heads, c.n_kv_heads, c.vocab_size, c.seq_len,
+      c.n_params() / 1e6);
   std::printf("tokenizer: %s\n", m.tokenizer_source == "synthetic"
                                      ? "synthetic (generated pieces, no file)"
                                      : m.tokenizer_source.c_str());
@@ -170,10 +176,11 @@ void print_run_header(const char* title, const LoadedModel& m, const GenerationF
   } else {
     std::printf("device:    cpu, %d threads\n", omp_get_max_threads());
   }
-  std::printf("sampling:  temperature %g, top-k %d, min-p %g, top-p %g, repetition %g, "
-              "frequency %g, presence %g, seed %llu\n",
-              s.temperature, s.top_k, s.min_p, s.top_p, s.repetition_penalty, s.frequency_penalty,
-              s.presence_penalty, static_cast<unsigned long long>(s.seed));
+  std::printf(
+      "sampling:  temperature %g, top-k %d, min-p %g, top-p %g, repetition %g, "
+      "frequency %g, presence %g, seed %llu\n",
+      s.temperature, s.top_k, s.min_p, s.top_p, s.repetition_penalty, s.frequency_penalty,
+      s.presence_penalty, static_cast<unsigned long long>(s.seed));
   if (!extra.empty()) std::printf("%s\n", extra.c_str());
   std::printf("\n");
 }
@@ -181,7 +188,7 @@ void print_run_header(const char* title, const LoadedModel& m, const GenerationF
 namespace {
 
 nlohmann::json summary_json(const Summary& s) {
-  return {{"mean", s.mean}, {"p50", s.p50}, {"p90", s.p90}, {"p99", s.p99},
+  return {{"mean", s.mean}, {"p50", s.p50}, {"p90", s.p90},    {"p99", s.p99},
           {"min", s.min},   {"max", s.max}, {"count", s.count}};
 }
 
@@ -202,8 +209,9 @@ double decode_forward_seconds(const GenerationResult& r, int* steps = nullptr) {
 
 void print_timing_noise(int reps, double max_spread) {
   if (reps <= 1) {
-    std::printf("  timings: single samples, noise unknown: repeat with --reps 5 (and --threads 1 on "
-                "a busy machine)\n");
+    std::printf(
+        "  timings: single samples, noise unknown: repeat with --reps 5 (and --threads 1 on "
+        "a busy machine)\n");
     return;
   }
   std::printf("  timings: median of %d runs; widest spread (max - min) / median %.0f%%%s\n", reps,
@@ -218,8 +226,10 @@ void print_stop_reason(const GenerationResult& r) {
   const int forwarded = static_cast<int>(r.tokens.size()) - 1;
   switch (r.stop_reason) {
     case GenerationStop::eos:
-      std::printf("stopped:          eos: after position %d the model sampled its end-of-text "
-                  "token (BOS, id %d)\n", forwarded - 1, kBosToken);
+      std::printf(
+          "stopped:          eos: after position %d the model sampled its end-of-text "
+          "token (BOS, id %d)\n",
+          forwarded - 1, kBosToken);
       break;
     case GenerationStop::max_steps:
       std::printf("stopped:          max_steps: %d positions forwarded (--steps)\n", forwarded);
@@ -236,8 +246,10 @@ nlohmann::json generation_json(const char* chapter, const LoadedModel& m, const 
   const RequestMetrics& mt = r.metrics;
   nlohmann::json steps = nlohmann::json::array();
   for (const StepRecord& s : r.steps)
-    steps.push_back({{"position", s.position}, {"tokens_forwarded", s.tokens_forwarded},
-                     {"seconds", s.seconds}, {"prefill", s.prefill}});
+    steps.push_back({{"position", s.position},
+                     {"tokens_forwarded", s.tokens_forwarded},
+                     {"seconds", s.seconds},
+                     {"prefill", s.prefill}});
   return {{"chapter", chapter},
           {"model", m.model->name()},
           {"tokenizer", m.tokenizer_source},
@@ -282,10 +294,11 @@ void print_generation_metrics(const GenerationResult& r) {
               r.prompt_tokens.size(), r.steps.front().seconds * 1e3, m.ttft * 1e3);
   if (decode_steps > 0) {
     const Summary itl = summarize(m.itl);
-    std::printf("generation phase: %d tokens, %d forwards, mean %.3f ms per forward  "
-                "(TPOT %.3f ms, %.1f tokens/s)\n",
-                generated, decode_steps, decode_seconds / decode_steps * 1e3, m.tpot * 1e3,
-                m.tpot > 0 ? 1.0 / m.tpot : 0.0);
+    std::printf(
+        "generation phase: %d tokens, %d forwards, mean %.3f ms per forward  "
+        "(TPOT %.3f ms, %.1f tokens/s)\n",
+        generated, decode_steps, decode_seconds / decode_steps * 1e3, m.tpot * 1e3,
+        m.tpot > 0 ? 1.0 / m.tpot : 0.0);
     std::printf("ITL:              p50 %.3f ms, p90 %.3f ms, p99 %.3f ms, max %.3f ms\n",
                 itl.p50 * 1e3, itl.p90 * 1e3, itl.p99 * 1e3, itl.max * 1e3);
   }

@@ -69,7 +69,8 @@ CLI::Validator finite_in(double lo, double hi, bool lo_open, bool hi_open) {
         const double v = std::strtod(text.c_str(), &end);
         if (text.empty() || end != text.c_str() + text.size())
           return fmt::format("'{}' is not a number (expected one in {})", text, range);
-        if (!std::isfinite(v)) return fmt::format("{} is not a finite number (expected one in {})", text, range);
+        if (!std::isfinite(v))
+          return fmt::format("{} is not a finite number (expected one in {})", text, range);
         const bool below = lo_open ? !(v > lo) : !(v >= lo);
         const bool above = hi_open ? !(v < hi) : !(v <= hi);
         if (below || above) return fmt::format("{} is outside {}", text, range);

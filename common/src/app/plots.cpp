@@ -34,17 +34,20 @@ SvgPlot roofline_plot(const Hardware& hw, const std::vector<RooflinePoint>& poin
   plot.set_y_axis(fmt::format("attainable {} ({})", unit, hw.dtype), AxisScale::log, SvgPlot::kAuto,
                   hw.peak_flops / scale * 4.0);
   plot.set_legend(LegendPosition::bottom_right);
-  const std::string bandwidth = hw.bandwidth >= 1e12 ? fmt::format("{:.3g} TB/s", hw.bandwidth / 1e12)
-                                                     : fmt::format("{:.3g} GB/s", hw.bandwidth / 1e9);
+  const std::string bandwidth = hw.bandwidth >= 1e12
+                                    ? fmt::format("{:.3g} TB/s", hw.bandwidth / 1e12)
+                                    : fmt::format("{:.3g} GB/s", hw.bandwidth / 1e9);
   plot.add_segment(x_lo, hw.bandwidth * x_lo / scale, ridge, hw.peak_flops / scale,
                    "memory roof: " + bandwidth, {"#1f4e9c", 2.5, false, 1.0});
   // The compute roof's label goes above the line near the ridge, clear of the labels of the
   // points that sit on the roof.
-  plot.add_segment(ridge, hw.peak_flops / scale, x_hi, hw.peak_flops / scale, "", {"#b03a2e", 2.5, false, 1.0});
+  plot.add_segment(ridge, hw.peak_flops / scale, x_hi, hw.peak_flops / scale, "",
+                   {"#b03a2e", 2.5, false, 1.0});
   plot.add_text(ridge * 1.3, hw.peak_flops / scale * 1.7,
-                fmt::format("compute roof: {:.4g} {}", hw.peak_flops / scale, unit), TextAnchor::start,
-                "#b03a2e");
-  plot.add_vline(ridge, fmt::format("ridge I* = {:.3g} FLOP/B", ridge), {"#777777", 1.0, true, 1.0});
+                fmt::format("compute roof: {:.4g} {}", hw.peak_flops / scale, unit),
+                TextAnchor::start, "#b03a2e");
+  plot.add_vline(ridge, fmt::format("ridge I* = {:.3g} FLOP/B", ridge),
+                 {"#777777", 1.0, true, 1.0});
   std::vector<double> ax, ay, mx, my;
   std::vector<std::string> al, ml;
   for (const RooflinePoint& p : points) {
@@ -54,7 +57,8 @@ SvgPlot roofline_plot(const Hardware& hw, const std::vector<RooflinePoint>& poin
     (p.measured ? ml : al).push_back(p.label);
   }
   if (!ax.empty()) plot.add_points("model (attainable)", ax, ay, {"#2ca02c", 4.5, false, 0.85}, al);
-  if (!mx.empty()) plot.add_points("measured on this machine", mx, my, {"#ff7f0e", 5.0, false, 1.0}, ml);
+  if (!mx.empty())
+    plot.add_points("measured on this machine", mx, my, {"#ff7f0e", 5.0, false, 1.0}, ml);
   return plot;
 }
 
@@ -218,10 +222,10 @@ SvgPlot trie_plot(const std::vector<TrieNodeView>& trie, const std::string& titl
     const double yy = rows - 1 - y[std::size_t(i)];
     // Darker = more hits.
     const int light = 92 - static_cast<int>(45.0 * v.hits / max_hits);
-    const std::string text = i == 0 ? "root" : fmt::format("{} tok, {} hit{}", v.tokens, v.hits,
-                                                           v.hits == 1 ? "" : "s");
-    plot.add_rect(level[std::size_t(i)] - 0.35, yy - 0.35, level[std::size_t(i)] + 0.35,
-                  yy + 0.35, text, {fmt::format("hsl(210,60%,{}%)", light), 1.0, false, 1.0});
+    const std::string text =
+        i == 0 ? "root" : fmt::format("{} tok, {} hit{}", v.tokens, v.hits, v.hits == 1 ? "" : "s");
+    plot.add_rect(level[std::size_t(i)] - 0.35, yy - 0.35, level[std::size_t(i)] + 0.35, yy + 0.35,
+                  text, {fmt::format("hsl(210,60%,{}%)", light), 1.0, false, 1.0});
   }
   return plot;
 }

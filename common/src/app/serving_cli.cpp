@@ -24,9 +24,10 @@ void check_real_clock_wait(const Workload& w, bool sim) {
   if (sim || w.requests.empty()) return;
   const double last = w.requests.back().arrival;
   if (last > kMaxRealClockWaitSeconds) {
-    throw Error(fmt::format("the last request arrives at {:g} s: the real clock really waits for "
-                            "each arrival, up to {:g} s; use --clock sim for a longer workload",
-                            last, kMaxRealClockWaitSeconds));
+    throw Error(
+        fmt::format("the last request arrives at {:g} s: the real clock really waits for "
+                    "each arrival, up to {:g} s; use --clock sim for a longer workload",
+                    last, kMaxRealClockWaitSeconds));
   }
 }
 
@@ -39,10 +40,11 @@ void add_serving_flags(CLI::App& app, ServingFlags& f) {
   app.add_option("--hardware", f.hardware, "sim: the machine (see chapter 03)")
       ->capture_default_str();
   app.add_option("--config", f.config, "sim: the model shape to time")->capture_default_str();
-  app.add_option("--rate", f.rate,
-                 fmt::format("Poisson arrival rate, requests/s (0: all at once; default: real {:g}, "
-                             "sim {:g})",
-                             f.default_rate_real, f.default_rate_sim))
+  app.add_option(
+         "--rate", f.rate,
+         fmt::format("Poisson arrival rate, requests/s (0: all at once; default: real {:g}, "
+                     "sim {:g})",
+                     f.default_rate_real, f.default_rate_sim))
       ->check(finite_in(0.0, 1e6));
   app.add_option("--requests", f.requests,
                  fmt::format("requests to generate (default: real {}, sim {})",
@@ -147,7 +149,7 @@ void check_serving_flags(const CLI::App& app, const ServingFlags& f) {
     for (const char* flag : {"--hardware", "--config"})
       if (app.count(flag)) throw Error(fmt::format("{} applies only to --clock sim", flag));
   } else {
-    named_config(f.config);       // unknown names fail here, before any work
+    named_config(f.config);  // unknown names fail here, before any work
     hardware_by_name(f.hardware);
   }
   // Each workload kind's own flags, and the kinds that read them.
@@ -167,16 +169,20 @@ void check_serving_flags(const CLI::App& app, const ServingFlags& f) {
       {"--doc-len", {K::rag}},
   };
   if (!f.workload_file.empty()) {
-    for (const char* flag : {"--rate", "--requests", "--prompt-lens", "--output-lens",
-                             "--max-prompt", "--max-output", "--workload-seed", "--workload",
-                             "--tenants"})
+    for (const char* flag :
+         {"--rate", "--requests", "--prompt-lens", "--output-lens", "--max-prompt", "--max-output",
+          "--workload-seed", "--workload", "--tenants"})
       if (app.count(flag))
-        throw Error(fmt::format("{} describes a generated workload: it does not apply with "
-                                "--workload-file", flag));
+        throw Error(
+            fmt::format("{} describes a generated workload: it does not apply with "
+                        "--workload-file",
+                        flag));
     for (const KindFlag& k : kind_flags)
       if (app.count(k.flag))
-        throw Error(fmt::format("{} describes a generated workload: it does not apply with "
-                                "--workload-file", k.flag));
+        throw Error(
+            fmt::format("{} describes a generated workload: it does not apply with "
+                        "--workload-file",
+                        k.flag));
     require_regular_file(f.workload_file, "workload file");
     return;
   }
@@ -186,7 +192,10 @@ void check_serving_flags(const CLI::App& app, const ServingFlags& f) {
       continue;
     std::string kinds;
     for (std::size_t i = 0; i < k.kinds.size(); ++i)
-      kinds += fmt::format("{}{}", i == 0 ? "" : i + 1 == k.kinds.size() ? " or " : ", ",
+      kinds += fmt::format("{}{}",
+                           i == 0                    ? ""
+                           : i + 1 == k.kinds.size() ? " or "
+                                                     : ", ",
                            workload_kind_name(k.kinds[i]));
     throw Error(fmt::format("{} applies only to --workload {}, not {}", k.flag, kinds,
                             workload_kind_name(kind)));
@@ -198,9 +207,10 @@ void check_serving_flags(const CLI::App& app, const ServingFlags& f) {
                             f.prefix_len, f.workload, kind == WorkloadKind::few_shot ? 2 : 1,
                             kind == WorkloadKind::few_shot ? ": an instruction and examples" : ""));
   if (kind == WorkloadKind::multi_turn && std::int64_t{f.prefix_len} + 3 > f.max_conversation)
-    throw Error(fmt::format("--prefix-len {} (the system prompt) leaves no room for a turn in "
-                            "--max-conversation {}",
-                            f.prefix_len, f.max_conversation));
+    throw Error(
+        fmt::format("--prefix-len {} (the system prompt) leaves no room for a turn in "
+                    "--max-conversation {}",
+                    f.prefix_len, f.max_conversation));
 }
 
 bool sim_clock(const ServingFlags& f) {
@@ -228,14 +238,15 @@ Workload make_workload(const ServingFlags& f, const SamplingParams& sampling) {
     return w;
   }
   WorkloadSpec spec;
-  spec.requests = f.requests > 0 ? f.requests : (sim ? f.default_requests_sim : f.default_requests_real);
+  spec.requests =
+      f.requests > 0 ? f.requests : (sim ? f.default_requests_sim : f.default_requests_real);
   spec.rate = f.rate >= 0 ? f.rate : (sim ? f.default_rate_sim : f.default_rate_real);
   spec.kind = parse_workload_kind(f.workload);
   const bool chat = spec.kind == WorkloadKind::multi_turn;
-  spec.prompt = parse_length_distribution(
-      chat && !f.prompt_lens_given ? f.multi_turn_prompt_lens : f.prompt_lens);
-  spec.output = parse_length_distribution(
-      chat && !f.output_lens_given ? f.multi_turn_output_lens : f.output_lens);
+  spec.prompt = parse_length_distribution(chat && !f.prompt_lens_given ? f.multi_turn_prompt_lens
+                                                                       : f.prompt_lens);
+  spec.output = parse_length_distribution(chat && !f.output_lens_given ? f.multi_turn_output_lens
+                                                                       : f.output_lens);
   spec.max_prompt = f.max_prompt;
   spec.max_output = f.max_output;
   spec.max_tokens = f.max_tokens;
@@ -259,11 +270,13 @@ Workload make_workload(const ServingFlags& f, const SamplingParams& sampling) {
   w.description = fmt::format(
       "{} requests, {}{}, {} {}, output lengths {}{} (seed {})", spec.requests,
       random ? "" : shape + ", ",
-      spec.rate > 0 ? fmt::format("{} at {:g}/s", multi_turn ? "conversations start Poisson"
-                                                              : "Poisson arrivals", spec.rate)
-                    : (multi_turn ? "conversations all starting at t = 0"
-                                  : "all arriving at t = 0"),
-      random ? "prompt lengths" : multi_turn ? "user messages" : "unique prompt parts",
+      spec.rate > 0
+          ? fmt::format("{} at {:g}/s",
+                        multi_turn ? "conversations start Poisson" : "Poisson arrivals", spec.rate)
+          : (multi_turn ? "conversations all starting at t = 0" : "all arriving at t = 0"),
+      random       ? "prompt lengths"
+      : multi_turn ? "user messages"
+                   : "unique prompt parts",
       spec.prompt.describe(), spec.output.describe(),
       spec.max_tokens > 0 ? fmt::format(" under max_tokens {}", spec.max_tokens) : "", spec.seed);
   if (random && spec.tenants > 1)
@@ -274,8 +287,7 @@ Workload make_workload(const ServingFlags& f, const SamplingParams& sampling) {
 
 void check_workload_lengths(const Workload& w, const ServingFlags& f, const Tokenizer& tokenizer,
                             const ModelConfig& served) {
-  const std::string source =
-      f.workload_file.empty() ? "the generated workload" : f.workload_file;
+  const std::string source = f.workload_file.empty() ? "the generated workload" : f.workload_file;
   // Each request's whole prompt in the worst case, by id: a request that continues a
   // conversation resends its parent's prompt and everything the parent may generate.
   struct Worst {
@@ -362,8 +374,8 @@ nlohmann::json requests_json(const EngineRun& run) {
 
 std::string sim_memory_fit_line(const SimEngine& engine, std::size_t kv_budget_bytes) {
   // The weights alone, then the budget as the KV part (it is given in bytes, whatever the type).
-  MemoryFit fit = memory_fit(engine.config, DType::bf16, DType::f32, 1, 0,
-                             engine.hardware.memory_bytes);
+  MemoryFit fit =
+      memory_fit(engine.config, DType::bf16, DType::f32, 1, 0, engine.hardware.memory_bytes);
   fit.kv_bytes = double(kv_budget_bytes);
   fit.needed_bytes = fit.weight_bytes + fit.kv_bytes;
   fit.fits = fit.needed_bytes <= fit.device_bytes;

@@ -29,9 +29,12 @@ constexpr double kMarginLeft = 78, kMarginRight = 28, kMarginTop = 44, kMarginBo
 
 const char* anchor_name(TextAnchor a) {
   switch (a) {
-    case TextAnchor::middle: return "middle";
-    case TextAnchor::end: return "end";
-    default: return "start";
+    case TextAnchor::middle:
+      return "middle";
+    case TextAnchor::end:
+      return "end";
+    default:
+      return "start";
   }
 }
 
@@ -45,11 +48,11 @@ struct ResolvedAxis {
   std::vector<double> ticks;
   std::vector<std::string> labels;
   double unit(double v) const {
-    if (scale == AxisScale::log) return (std::log10(v) - std::log10(lo)) / (std::log10(hi) - std::log10(lo));
+    if (scale == AxisScale::log)
+      return (std::log10(v) - std::log10(lo)) / (std::log10(hi) - std::log10(lo));
     return (v - lo) / (hi - lo);
   }
 };
-
 
 // Where a text goes, as its <text> element says it: the anchor point, the alignment, the
 // baseline, the rotation and the font size.
@@ -110,7 +113,8 @@ std::vector<double> log_ticks(double lo, double hi, int max_ticks) {
   const int stride = std::max(1, (decades + m - 1) / m);  // ceil(decades / m): at most m + 1 ticks
   std::vector<double> ticks;
   for (int e = e0; e <= e1; e += stride) ticks.push_back(std::pow(10.0, e));
-  if (ticks.back() < hi) ticks.push_back(std::pow(10.0, e0 + ((decades + stride - 1) / stride) * stride));
+  if (ticks.back() < hi)
+    ticks.push_back(std::pow(10.0, e0 + ((decades + stride - 1) / stride) * stride));
   return ticks;
 }
 
@@ -126,12 +130,23 @@ std::string xml_escape(const std::string& text) {
   out.reserve(text.size());
   for (char c : text) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&apos;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&apos;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -139,7 +154,8 @@ std::string xml_escape(const std::string& text) {
 
 SvgPlot::SvgPlot(std::string title, int width, int height)
     : title_(std::move(title)), width_(width), height_(height) {
-  if (width < 200 || height < 150) throw Error("SvgPlot: the picture must be at least 200 x 150 px");
+  if (width < 200 || height < 150)
+    throw Error("SvgPlot: the picture must be at least 200 x 150 px");
   x_axis_.min = x_axis_.max = y_axis_.min = y_axis_.max = kAuto;
 }
 
@@ -171,15 +187,13 @@ void SvgPlot::set_y_ticks(std::vector<double> values, std::vector<std::string> l
   y_axis_.tick_labels = std::move(labels);
 }
 
-std::string SvgPlot::next_colour() {
-  return kPalette[palette_index_++ % int(std::size(kPalette))];
-}
+std::string SvgPlot::next_colour() { return kPalette[palette_index_++ % int(std::size(kPalette))]; }
 
 void SvgPlot::add_line(std::string label, std::vector<double> x, std::vector<double> y,
                        SvgStyle style) {
   if (x.size() != y.size())
-    throw Error(fmt::format("SvgPlot::add_line '{}': {} x values but {} y values", label,
-                            x.size(), y.size()));
+    throw Error(fmt::format("SvgPlot::add_line '{}': {} x values but {} y values", label, x.size(),
+                            y.size()));
   if (style.color.empty()) style.color = next_colour();
   items_.push_back({Kind::line, std::move(label), std::move(x), std::move(y), {}, style});
 }
@@ -192,8 +206,8 @@ void SvgPlot::add_points(std::string label, std::vector<double> x, std::vector<d
   if (style.color.empty()) style.color = next_colour();
   // A point's "width" is its radius; the line default of 2 px is too small to see.
   if (style.width == SvgStyle{}.width) style.width = 4.5;
-  items_.push_back({Kind::points, std::move(label), std::move(x), std::move(y),
-                    std::move(point_labels), style});
+  items_.push_back(
+      {Kind::points, std::move(label), std::move(x), std::move(y), std::move(point_labels), style});
 }
 
 void SvgPlot::add_hline(double y, std::string label, SvgStyle style) {
@@ -218,8 +232,8 @@ void SvgPlot::add_rect(double x0, double y0, double x1, double y1, std::string t
   items_.push_back({Kind::rect, std::move(text), {x0, x1}, {y0, y1}, {}, style});
 }
 
-void SvgPlot::add_text(double x, double y, std::string text, TextAnchor anchor,
-                       std::string color, int font_size) {
+void SvgPlot::add_text(double x, double y, std::string text, TextAnchor anchor, std::string color,
+                       int font_size) {
   Item item{Kind::text, std::move(text), {x}, {y}, {}, {}};
   item.style.color = std::move(color);
   item.anchor = anchor;
@@ -313,8 +327,9 @@ class SvgPlot::Renderer {
   bool legend_shown_ = false;
   bool right_scale_ = false;
   double left_ = 0, right_ = 0, top_ = 0, bottom_ = 0;  // the plot area, in pixels
-  std::vector<TextBox> placed_;     // texts
-  std::vector<TextBox> obstacles_;  // drawn marks labels must not cover: legend frame, roofs, points
+  std::vector<TextBox> placed_;                         // texts
+  std::vector<TextBox>
+      obstacles_;  // drawn marks labels must not cover: legend frame, roofs, points
   std::vector<int> obstacle_owner_;  // the item that drew it (its own label may touch it)
 };
 
@@ -339,10 +354,10 @@ ResolvedAxis SvgPlot::Renderer::resolve_axis(const Axis& axis, bool horizontal) 
   double lo = axis.min, hi = axis.max;
   if (values.empty() && (std::isnan(lo) || std::isnan(hi)))
     throw Error(fmt::format("SvgPlot '{}': nothing determines the {} range", plot_.title_, name));
-  const auto [mn, mx] = values.empty() ? std::pair<double, double>{lo, hi}
-                                       : std::pair<double, double>{
-                                             *std::min_element(values.begin(), values.end()),
-                                             *std::max_element(values.begin(), values.end())};
+  const auto [mn, mx] =
+      values.empty() ? std::pair<double, double>{lo, hi}
+                     : std::pair<double, double>{*std::min_element(values.begin(), values.end()),
+                                                 *std::max_element(values.begin(), values.end())};
   const bool auto_lo = std::isnan(lo), auto_hi = std::isnan(hi);
   if (auto_lo) lo = mn;
   if (auto_hi) hi = mx;
@@ -401,7 +416,8 @@ void SvgPlot::Renderer::lay_out() {
   }
   right_scale_ = !p.right_tick_values_.empty();
   double right_w = 0;
-  for (const std::string& l : p.right_tick_labels_) right_w = std::max(right_w, text_width_px(l, 12));
+  for (const std::string& l : p.right_tick_labels_)
+    right_w = std::max(right_w, text_width_px(l, 12));
   left_ = kMarginLeft;
   right_ = p.width_ - kMarginRight - (right_scale_ ? right_w + 30 : 0.0);
   top_ = kMarginTop + 18.0 * above_rows_;
@@ -414,7 +430,8 @@ bool SvgPlot::Renderer::inside_picture(const TextBox& b) const {
   const double a = b.angle * std::numbers::pi / 180;
   const double ex = std::abs(std::cos(a)) * b.half_w + std::abs(std::sin(a)) * b.half_h;
   const double ey = std::abs(std::sin(a)) * b.half_w + std::abs(std::cos(a)) * b.half_h;
-  return b.cx - ex >= 0 && b.cx + ex <= plot_.width_ && b.cy - ey >= 0 && b.cy + ey <= plot_.height_;
+  return b.cx - ex >= 0 && b.cx + ex <= plot_.width_ && b.cy - ey >= 0 &&
+         b.cy + ey <= plot_.height_;
 }
 
 bool SvgPlot::Renderer::is_free(const TextBox& b, int owner) const {
@@ -485,7 +502,8 @@ std::string SvgPlot::Renderer::title_and_axis_labels() {
   std::string texts;
   if (!p.title_.empty()) {
     // A long title shrinks to fit the picture rather than running off it.
-    const double fs = std::min(16.0, (p.width_ - 16.0) / std::max(1.0, text_width_px(p.title_, 1.0)));
+    const double fs =
+        std::min(16.0, (p.width_ - 16.0) / std::max(1.0, text_width_px(p.title_, 1.0)));
     Spec s{p.width_ / 2.0, 26, TextAnchor::middle};
     s.font_size = std::floor(fs * 10) / 10;
     place(texts, {s}, p.title_, " font-weight=\"bold\"", -1, true);
@@ -583,7 +601,8 @@ std::string SvgPlot::Renderer::legend() {
     double longest = 0;
     for (double w : entry_w_) longest = std::max(longest, w);
     const double w = longest, h = 8 + 18.0 * double(entries_.size());
-    const bool at_right = where == LegendPosition::top_right || where == LegendPosition::bottom_right;
+    const bool at_right =
+        where == LegendPosition::top_right || where == LegendPosition::bottom_right;
     const bool at_bottom =
         where == LegendPosition::bottom_left || where == LegendPosition::bottom_right;
     const double bx = at_right ? right_ - 10 - w : left_ + 10;
@@ -911,23 +930,27 @@ std::vector<TextBox> read_text_boxes(const std::string& svg) {
     return tag.substr(begin, tag.find('"', begin) - begin);
   };
   auto unescape = [](std::string t) {
-    for (auto [from, to] : {std::pair{"&lt;", "<"}, {"&gt;", ">"}, {"&quot;", "\""},
-                            {"&apos;", "'"}, {"&amp;", "&"}})
+    for (auto [from, to] :
+         {std::pair{"&lt;", "<"}, {"&gt;", ">"}, {"&quot;", "\""}, {"&apos;", "'"}, {"&amp;", "&"}})
       for (std::size_t at = t.find(from); at != std::string::npos; at = t.find(from, at + 1))
         t.replace(at, std::string(from).size(), to);
     return t;
   };
   std::vector<TextBox> boxes;
-  for (std::size_t at = svg.find("<text "); at != std::string::npos; at = svg.find("<text ", at + 1)) {
+  for (std::size_t at = svg.find("<text "); at != std::string::npos;
+       at = svg.find("<text ", at + 1)) {
     const std::size_t tag_end = svg.find('>', at), close = svg.find("</text>", at);
     if (tag_end == std::string::npos || close == std::string::npos)
       throw Error("read_text_boxes: a <text> element is not closed");
     const std::string tag = svg.substr(at, tag_end - at);
     Spec s{std::stod(attribute(tag, "x")), std::stod(attribute(tag, "y"))};
     const std::string anchor = attribute(tag, "text-anchor");
-    s.anchor = anchor == "middle" ? TextAnchor::middle : anchor == "end" ? TextAnchor::end : TextAnchor::start;
+    s.anchor = anchor == "middle" ? TextAnchor::middle
+               : anchor == "end"  ? TextAnchor::end
+                                  : TextAnchor::start;
     s.central = attribute(tag, "dominant-baseline") == "central";
-    if (const std::string fs = attribute(tag, "font-size"); !fs.empty()) s.font_size = std::stod(fs);
+    if (const std::string fs = attribute(tag, "font-size"); !fs.empty())
+      s.font_size = std::stod(fs);
     if (const std::string tr = attribute(tag, "transform"); tr.rfind("rotate(", 0) == 0) {
       std::istringstream in(tr.substr(7));
       in >> s.angle >> s.rx >> s.ry;

@@ -55,26 +55,45 @@ nlohmann::json perfetto_trace(const std::vector<const EngineRun*>& runs) {
     const EngineRun& run = *runs[k];
     const int pid = static_cast<int>(k) + 1;
     const int scheduler_tid = run.scheduler.max_seqs;
-    events.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", pid}, {"tid", 0},
+    events.push_back({{"name", "process_name"},
+                      {"ph", "M"},
+                      {"pid", pid},
+                      {"tid", 0},
                       {"args", {{"name", run_label(run)}}}});
-    events.push_back({{"name", "process_sort_index"}, {"ph", "M"}, {"pid", pid}, {"tid", 0},
+    events.push_back({{"name", "process_sort_index"},
+                      {"ph", "M"},
+                      {"pid", pid},
+                      {"tid", 0},
                       {"args", {{"sort_index", pid}}}});
     for (int s = 0; s < run.scheduler.max_seqs; ++s)
-      events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", pid}, {"tid", s},
+      events.push_back({{"name", "thread_name"},
+                        {"ph", "M"},
+                        {"pid", pid},
+                        {"tid", s},
                         {"args", {{"name", fmt::format("slot {}", s)}}}});
-    events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", pid}, {"tid", scheduler_tid},
+    events.push_back({{"name", "thread_name"},
+                      {"ph", "M"},
+                      {"pid", pid},
+                      {"tid", scheduler_tid},
                       {"args", {{"name", "scheduler steps"}}}});
 
     for (const auto& [id, p] : request_phases(run)) {
-      events.push_back({{"name", fmt::format("r{} prefill", id)}, {"cat", "prefill"},
-                        {"ph", "X"}, {"pid", pid}, {"tid", p.slot},
-                        {"ts", p.prefill_start * kMicro},
-                        {"dur", (p.prefill_end - p.prefill_start) * kMicro},
-                        {"args", {{"request", id}, {"prompt_tokens", p.prompt_tokens},
-                                  {"chunks", p.prefill_chunks}}}});
+      events.push_back(
+          {{"name", fmt::format("r{} prefill", id)},
+           {"cat", "prefill"},
+           {"ph", "X"},
+           {"pid", pid},
+           {"tid", p.slot},
+           {"ts", p.prefill_start * kMicro},
+           {"dur", (p.prefill_end - p.prefill_start) * kMicro},
+           {"args",
+            {{"request", id}, {"prompt_tokens", p.prompt_tokens}, {"chunks", p.prefill_chunks}}}});
       if (p.last_end > p.prefill_end) {
-        events.push_back({{"name", fmt::format("r{} decode", id)}, {"cat", "decode"},
-                          {"ph", "X"}, {"pid", pid}, {"tid", p.slot},
+        events.push_back({{"name", fmt::format("r{} decode", id)},
+                          {"cat", "decode"},
+                          {"ph", "X"},
+                          {"pid", pid},
+                          {"tid", p.slot},
                           {"ts", p.prefill_end * kMicro},
                           {"dur", (p.last_end - p.prefill_end) * kMicro},
                           {"args", {{"request", id}, {"output_tokens", p.tokens}}}});
@@ -82,15 +101,27 @@ nlohmann::json perfetto_trace(const std::vector<const EngineRun*>& runs) {
     }
     for (std::size_t i = 0; i < run.steps.size(); ++i) {
       const EngineStep& s = run.steps[i];
-      events.push_back({{"name", "step"}, {"cat", "step"}, {"ph", "X"}, {"pid", pid},
-                        {"tid", scheduler_tid}, {"ts", s.start * kMicro},
+      events.push_back({{"name", "step"},
+                        {"cat", "step"},
+                        {"ph", "X"},
+                        {"pid", pid},
+                        {"tid", scheduler_tid},
+                        {"ts", s.start * kMicro},
                         {"dur", (s.end - s.start) * kMicro},
-                        {"args", {{"step", i}, {"decode_tokens", s.decode_tokens},
-                                  {"prefill_tokens", s.prefill_tokens}, {"running", s.running},
-                                  {"waiting", s.waiting}}}});
-      events.push_back({{"name", "running sequences"}, {"ph", "C"}, {"pid", pid},
-                        {"ts", s.start * kMicro}, {"args", {{"running", s.running}}}});
-      events.push_back({{"name", "batched tokens"}, {"ph", "C"}, {"pid", pid},
+                        {"args",
+                         {{"step", i},
+                          {"decode_tokens", s.decode_tokens},
+                          {"prefill_tokens", s.prefill_tokens},
+                          {"running", s.running},
+                          {"waiting", s.waiting}}}});
+      events.push_back({{"name", "running sequences"},
+                        {"ph", "C"},
+                        {"pid", pid},
+                        {"ts", s.start * kMicro},
+                        {"args", {{"running", s.running}}}});
+      events.push_back({{"name", "batched tokens"},
+                        {"ph", "C"},
+                        {"pid", pid},
                         {"ts", s.start * kMicro},
                         {"args", {{"decode", s.decode_tokens}, {"prefill", s.prefill_tokens}}}});
     }
@@ -104,10 +135,11 @@ void write_perfetto_trace(const std::string& path, const std::vector<const Engin
 
 SvgPlot gantt_plot(const std::vector<const EngineRun*>& runs, const std::string& title) {
   if (runs.empty()) throw Error("gantt_plot: no run to draw");
-  SvgPlot plot(title, 1200, 160 + 60 * static_cast<int>(runs.size()) +
-                                static_cast<int>(std::min<long long>(
-                                    1100, 16LL * static_cast<long long>(runs.size()) *
-                                             runs.front()->scheduler.max_seqs)));
+  SvgPlot plot(
+      title, 1200,
+      160 + 60 * static_cast<int>(runs.size()) +
+          static_cast<int>(std::min<long long>(1100, 16LL * static_cast<long long>(runs.size()) *
+                                                         runs.front()->scheduler.max_seqs)));
   plot.set_x_axis("time since the first arrival (s)");
   const SvgStyle prefill{"#ff7f0e", 1.0, false, 0.85}, decode{"#1f77b4", 1.0, false, 0.6},
       busy{"#d62728", 1.5, false, 1.0};

@@ -32,12 +32,18 @@ const char* file_kind(mode_t mode) {
 
 std::string stat_failure(int err) {
   switch (err) {
-    case ENOENT: return "not found";
-    case ELOOP: return "is a symlink loop (too many levels of symbolic links)";
-    case EACCES: return "permission denied";
-    case ENAMETOOLONG: return "the path is too long";
-    case ENOTDIR: return "a component of the path is not a directory";
-    default: return std::strerror(err);
+    case ENOENT:
+      return "not found";
+    case ELOOP:
+      return "is a symlink loop (too many levels of symbolic links)";
+    case EACCES:
+      return "permission denied";
+    case ENAMETOOLONG:
+      return "the path is too long";
+    case ENOTDIR:
+      return "a component of the path is not a directory";
+    default:
+      return std::strerror(err);
   }
 }
 
@@ -68,7 +74,8 @@ std::string read_regular_file(const std::string& path, const std::string& what,
   require_regular_file(path, what);
   // O_NONBLOCK: should the path have become a FIFO since the check, open() returns at once.
   const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) throw Error(fmt::format("{} '{}' cannot be opened: {}", what, path, stat_failure(errno)));
+  if (fd < 0)
+    throw Error(fmt::format("{} '{}' cannot be opened: {}", what, path, stat_failure(errno)));
   struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     ::close(fd);
@@ -141,7 +148,8 @@ void require_writable_output(const std::string& path, const std::string& flag) {
                               file_kind(st.st_mode)));
     }
     if (::access(path.c_str(), W_OK) != 0) {
-      throw Error(fmt::format("{} '{}' cannot be overwritten: {}", flag, path, stat_failure(errno)));
+      throw Error(
+          fmt::format("{} '{}' cannot be overwritten: {}", flag, path, stat_failure(errno)));
     }
   } else if (errno != ENOENT) {
     throw Error(fmt::format("{} '{}' {}", flag, path, stat_failure(errno)));
@@ -196,8 +204,10 @@ void OutputFile::commit() {
   if (!written || out_.fail()) {
     std::remove(temp_.c_str());
     committed_ = true;  // nothing left to clean up
-    throw Error(fmt::format("{} '{}': the write failed (disk full or file-size limit?); the file "
-                            "was left as it was", flag_, path_));
+    throw Error(
+        fmt::format("{} '{}': the write failed (disk full or file-size limit?); the file "
+                    "was left as it was",
+                    flag_, path_));
   }
   // mkstemp creates the file 0600; an output is an ordinary file, readable as the umask allows.
   const mode_t mask = ::umask(0);

@@ -26,8 +26,10 @@ Grammar compile_constraint(ConstraintKind kind, const std::string& text, const s
       } catch (const Error& e) {
         throw Error(fmt::format("{}: {}", source, e.what()));
       }
-    case ConstraintKind::gbnf: return parse_gbnf(text, source);
-    case ConstraintKind::json_mode: return json_mode_grammar(limits);
+    case ConstraintKind::gbnf:
+      return parse_gbnf(text, source);
+    case ConstraintKind::json_mode:
+      return json_mode_grammar(limits);
     case ConstraintKind::json_schema: {
       nlohmann::ordered_json schema;
       try {
@@ -52,9 +54,11 @@ ConstrainedResult generate_constrained(const Model& model, const Tokenizer& toke
   options.sampling.validate();
   const int V = model.config().vocab_size;
   std::vector<int> history = tokenizer.encode(options.prompt, true);
-  const int steps = options.steps <= 0 ? model.config().seq_len : std::min(options.steps, model.config().seq_len);
+  const int steps =
+      options.steps <= 0 ? model.config().seq_len : std::min(options.steps, model.config().seq_len);
   if (static_cast<int>(history.size()) >= steps) {
-    throw Error(fmt::format("the prompt has {} tokens and does not fit in --steps {}", history.size(), steps));
+    throw Error(fmt::format("the prompt has {} tokens and does not fit in --steps {}",
+                            history.size(), steps));
   }
   ForwardPass pass(model);
   KVCache cache(model.config(), steps);
@@ -66,7 +70,8 @@ ConstrainedResult generate_constrained(const Model& model, const Tokenizer& toke
   for (int pos = static_cast<int>(history.size()); pos < steps; ++pos) {
     const auto t0 = std::chrono::steady_clock::now();
     const TokenMask* mask = state == PushdownParser::kDead ? nullptr : &masks.mask(state);
-    r.mask_us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
+    r.mask_us.push_back(
+        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
     r.allowed.push_back(mask ? mask->count() : 0);
     // The mass the mask removes, measured on the model's own distribution (temperature 1).
     probs.assign(logits.begin(), logits.end());
@@ -92,7 +97,8 @@ ConstrainedResult generate_constrained(const Model& model, const Tokenizer& toke
     const std::string& bytes = token_bytes[static_cast<std::size_t>(tok)];
     r.text += bytes;
     if (state != PushdownParser::kDead) state = parser.advance(state, bytes);
-    if (pos + 1 < steps) pass.forward(std::span<const int>(&history.back(), 1), pos, cache, LogitsMode::last, logits);
+    if (pos + 1 < steps)
+      pass.forward(std::span<const int>(&history.back(), 1), pos, cache, LogitsMode::last, logits);
   }
   r.valid = parser.accepts(state);
   return r;

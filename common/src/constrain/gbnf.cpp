@@ -32,7 +32,8 @@ class GbnfParser {
       pos_ += 3;
       skip_space(true);
       const int rule = rule_id(name, at);
-      if (g_.rules[static_cast<std::size_t>(rule)].expr >= 0) fail(at, "rule '" + name + "' is defined twice");
+      if (g_.rules[static_cast<std::size_t>(rule)].expr >= 0)
+        fail(at, "rule '" + name + "' is defined twice");
       g_.define(rule, parse_alternates(0));
       skip_space(false);
       if (pos_ < t_.size() && t_[pos_] != '\n') fail(pos_, "unexpected character");
@@ -42,7 +43,8 @@ class GbnfParser {
       if (g_.rules[k].expr < 0) fail(first_use_[k], "unknown rule '" + g_.rules[k].name + "'");
     }
     g_.root = g_.find_rule("root");
-    if (g_.root < 0) throw Error(fmt::format("{}: no 'root' rule (the start rule must be named root)", source_));
+    if (g_.root < 0)
+      throw Error(fmt::format("{}: no 'root' rule (the start rule must be named root)", source_));
     return std::move(g_);
   }
 
@@ -90,7 +92,8 @@ class GbnfParser {
   // True when the rest of this line is blank and the next non-blank line starts with '|'.
   bool continues_on_next_line() const {
     std::size_t p = pos_;
-    while (p < t_.size() && (t_[p] == ' ' || t_[p] == '\t' || t_[p] == '\r' || t_[p] == '\n' || t_[p] == '#')) {
+    while (p < t_.size() &&
+           (t_[p] == ' ' || t_[p] == '\t' || t_[p] == '\r' || t_[p] == '\n' || t_[p] == '#')) {
       if (t_[p] == '#') {
         while (p < t_.size() && t_[p] != '\n') ++p;
       } else {
@@ -102,7 +105,9 @@ class GbnfParser {
 
   std::string read_name() {
     const std::size_t start = pos_;
-    while (pos_ < t_.size() && (std::isalnum(static_cast<unsigned char>(t_[pos_])) || t_[pos_] == '-' || t_[pos_] == '_')) ++pos_;
+    while (pos_ < t_.size() && (std::isalnum(static_cast<unsigned char>(t_[pos_])) ||
+                                t_[pos_] == '-' || t_[pos_] == '_'))
+      ++pos_;
     return std::string(t_.substr(start, pos_ - start));
   }
 
@@ -192,7 +197,8 @@ class GbnfParser {
   }
 
   int read_count(std::size_t at) {
-    if (pos_ >= t_.size() || !std::isdigit(static_cast<unsigned char>(t_[pos_]))) fail(at, "expected a number in {m,n}");
+    if (pos_ >= t_.size() || !std::isdigit(static_cast<unsigned char>(t_[pos_])))
+      fail(at, "expected a number in {m,n}");
     long v = 0;
     while (pos_ < t_.size() && std::isdigit(static_cast<unsigned char>(t_[pos_]))) {
       v = v * 10 + (t_[pos_++] - '0');
@@ -204,7 +210,8 @@ class GbnfParser {
   std::uint32_t read_hex(int n, std::size_t at) {
     std::uint32_t v = 0;
     for (int i = 0; i < n; ++i) {
-      if (pos_ >= t_.size() || !std::isxdigit(static_cast<unsigned char>(t_[pos_]))) fail(at, "bad hex escape");
+      if (pos_ >= t_.size() || !std::isxdigit(static_cast<unsigned char>(t_[pos_])))
+        fail(at, "bad hex escape");
       const char c = t_[pos_++];
       v = v * 16 + static_cast<std::uint32_t>(c <= '9' ? c - '0' : (c | 0x20) - 'a' + 10);
     }
@@ -220,14 +227,27 @@ class GbnfParser {
       if (pos_ >= t_.size()) fail(at, "unterminated escape");
       const char c = t_[pos_++];
       switch (c) {
-        case 'n': return '\n';
-        case 'r': return '\r';
-        case 't': return '\t';
-        case 'x': return read_hex(2, at);
-        case 'u': return read_hex(4, at);
-        case 'U': return read_hex(8, at);
-        case '\\': case '"': case '[': case ']': case '-': case '^': return static_cast<unsigned char>(c);
-        default: fail(at, fmt::format("unknown escape '\\{}'", c));
+        case 'n':
+          return '\n';
+        case 'r':
+          return '\r';
+        case 't':
+          return '\t';
+        case 'x':
+          return read_hex(2, at);
+        case 'u':
+          return read_hex(4, at);
+        case 'U':
+          return read_hex(8, at);
+        case '\\':
+        case '"':
+        case '[':
+        case ']':
+        case '-':
+        case '^':
+          return static_cast<unsigned char>(c);
+        default:
+          fail(at, fmt::format("unknown escape '\\{}'", c));
       }
     }
     const auto b0 = static_cast<unsigned char>(t_[pos_]);

@@ -146,7 +146,8 @@ void split_utf8(Grammar& g, std::uint32_t lo, std::uint32_t hi, std::vector<int>
   append_utf8(b, hi);
   std::vector<int> items;
   for (std::size_t i = 0; i < a.size(); ++i) {
-    items.push_back(g.byte_range(static_cast<unsigned char>(a[i]), static_cast<unsigned char>(b[i])));
+    items.push_back(
+        g.byte_range(static_cast<unsigned char>(a[i]), static_cast<unsigned char>(b[i])));
   }
   out.push_back(g.seq(std::move(items)));
 }

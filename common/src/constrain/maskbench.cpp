@@ -34,7 +34,9 @@ double clock_us(bool cpu) {
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
     return static_cast<double>(ts.tv_sec) * 1e6 + static_cast<double>(ts.tv_nsec) / 1e3;
   }
-  return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  return std::chrono::duration<double, std::micro>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
 }
 }  // namespace
 
@@ -68,13 +70,16 @@ MaskBenchResult run_maskbench(const Json& file, const std::string& id, const Mas
                               double time_limit_s, bool cpu_clock) {
   MaskBenchResult r;
   r.id = id;
-  if (!file.is_object() || !file.contains("schema") || !file.contains("tests") || !file["tests"].is_array()) {
+  if (!file.is_object() || !file.contains("schema") || !file.contains("tests") ||
+      !file["tests"].is_array()) {
     r.compile_error = "not a MaskBench file (needs \"schema\" and \"tests\")";
     return r;
   }
   for (const auto& t : file["tests"]) {
-    if (t.value("valid", false)) ++r.num_valid_tests;
-    else ++r.num_invalid_tests;
+    if (t.value("valid", false))
+      ++r.num_valid_tests;
+    else
+      ++r.num_invalid_tests;
   }
   const auto start = std::chrono::steady_clock::now();
   const double start_clock = clock_us(cpu_clock);
@@ -97,7 +102,8 @@ MaskBenchResult run_maskbench(const Json& file, const std::string& id, const Mas
   std::size_t index = 0;
   for (const auto& t : file["tests"]) {
     const bool valid = t.value("valid", false);
-    const std::string name = t.contains("description") ? t["description"].get<std::string>() : fmt::format("test {}", index);
+    const std::string name = t.contains("description") ? t["description"].get<std::string>()
+                                                       : fmt::format("test {}", index);
     ++index;
     const std::string text = python_json_dumps(t["data"]);
     std::vector<int> tokens = vocab.tokenizer->encode(text, false, false, false);
@@ -116,7 +122,8 @@ MaskBenchResult run_maskbench(const Json& file, const std::string& id, const Mas
           accepted = false;
           break;
         }
-        if (tok != kEosToken) state = parser->advance(state, vocab.token_bytes[static_cast<std::size_t>(tok)]);
+        if (tok != kEosToken)
+          state = parser->advance(state, vocab.token_bytes[static_cast<std::size_t>(tok)]);
         if (since_us(start) > limit_us) {
           r.crash = fmt::format("time limit of {} s exceeded", time_limit_s);
           return r;
@@ -223,8 +230,9 @@ MaskBenchResult run_maskbench_isolated(const std::string& path, const MaskBenchV
     r.num_tokens = j["num_tokens"];
     r.invalid_accepted = j["invalid_accepted"];
   } catch (const std::exception&) {
-    r.crash = WIFSIGNALED(status) ? fmt::format("crashed with signal {}", WTERMSIG(status))
-                                  : fmt::format("exited with status {} without a result", WEXITSTATUS(status));
+    r.crash = WIFSIGNALED(status)
+                  ? fmt::format("crashed with signal {}", WTERMSIG(status))
+                  : fmt::format("exited with status {} without a result", WEXITSTATUS(status));
   }
   return r;
 }
@@ -233,10 +241,14 @@ Json maskbench_summary(const std::vector<MaskBenchResult>& results) {
   std::vector<double> masks, first, ttfm;
   int passing = 0, compile_errors = 0, validation_errors = 0, crashes = 0, invalid_accepted = 0;
   for (const auto& r : results) {
-    if (!r.crash.empty()) ++crashes;
-    else if (!r.compile_error.empty()) ++compile_errors;
-    else if (!r.validation_error.empty()) ++validation_errors;
-    else ++passing;
+    if (!r.crash.empty())
+      ++crashes;
+    else if (!r.compile_error.empty())
+      ++compile_errors;
+    else if (!r.validation_error.empty())
+      ++validation_errors;
+    else
+      ++passing;
     if (r.invalid_accepted) ++invalid_accepted;
     masks.insert(masks.end(), r.masks_us.begin(), r.masks_us.end());
     first.insert(first.end(), r.first_masks_us.begin(), r.first_masks_us.end());
@@ -245,7 +257,8 @@ Json maskbench_summary(const std::vector<MaskBenchResult>& results) {
   auto pct = [](std::vector<double> v, double q) {
     if (v.empty()) return 0.0;
     std::sort(v.begin(), v.end());
-    const std::size_t i = std::min(v.size() - 1, static_cast<std::size_t>(q * static_cast<double>(v.size() - 1) + 0.5));
+    const std::size_t i = std::min(
+        v.size() - 1, static_cast<std::size_t>(q * static_cast<double>(v.size() - 1) + 0.5));
     return std::round(v[i] * 100) / 100;
   };
   Json s;
@@ -275,7 +288,9 @@ std::vector<Json> maskbench_from_test_suite(const Json& suite) {
     f["schema"] = group.at("schema");
     f["tests"] = Json::array();
     for (const auto& t : group.at("tests")) {
-      f["tests"].push_back(Json{{"description", t.value("description", "")}, {"valid", t.at("valid")}, {"data", t.at("data")}});
+      f["tests"].push_back(Json{{"description", t.value("description", "")},
+                                {"valid", t.at("valid")},
+                                {"data", t.at("data")}});
     }
     out.push_back(std::move(f));
   }
@@ -288,7 +303,8 @@ std::vector<std::string> list_json_files(const std::vector<std::string>& paths) 
     if (std::filesystem::is_directory(p)) {
       std::vector<std::string> found;
       for (const auto& e : std::filesystem::recursive_directory_iterator(p)) {
-        if (e.is_regular_file() && e.path().extension() == ".json") found.push_back(e.path().string());
+        if (e.is_regular_file() && e.path().extension() == ".json")
+          found.push_back(e.path().string());
       }
       std::sort(found.begin(), found.end());
       out.insert(out.end(), found.begin(), found.end());

@@ -45,9 +45,10 @@ struct PushdownParser::Impl {
 
   int new_node(int rule) {
     if (static_cast<int>(edges.size()) >= limits.max_nodes) {
-      throw Error(fmt::format("grammar too large: more than {} automaton nodes (counted "
-                              "repetitions are expanded; lower the counts)",
-                              limits.max_nodes));
+      throw Error(
+          fmt::format("grammar too large: more than {} automaton nodes (counted "
+                      "repetitions are expanded; lower the counts)",
+                      limits.max_nodes));
     }
     edges.emplace_back();
     node_rule.push_back(rule);
@@ -125,9 +126,8 @@ struct PushdownParser::Impl {
   }
 
   int intern_stack(int node, int parent) {
-    const std::uint64_t key =
-        (static_cast<std::uint64_t>(static_cast<std::uint32_t>(node)) << 32) |
-        static_cast<std::uint32_t>(parent + 1);
+    const std::uint64_t key = (static_cast<std::uint64_t>(static_cast<std::uint32_t>(node)) << 32) |
+                              static_cast<std::uint32_t>(parent + 1);
     const auto [it, inserted] = stack_index.try_emplace(key, static_cast<int>(stacks.size()));
     if (inserted) {
       if (static_cast<int>(stacks.size()) >= limits.max_interned_stacks) {
@@ -157,8 +157,12 @@ struct PushdownParser::Impl {
       bool reads = false;
       for (const Edge& e : edges[static_cast<std::size_t>(node)]) {
         switch (e.kind) {
-          case EdgeKind::bytes: reads = true; break;
-          case EdgeKind::eps: work.push_back(intern_stack(e.target, parent)); break;
+          case EdgeKind::bytes:
+            reads = true;
+            break;
+          case EdgeKind::eps:
+            work.push_back(intern_stack(e.target, parent));
+            break;
           case EdgeKind::call:
             work.push_back(intern_stack(rule_start[static_cast<std::size_t>(e.arg)],
                                         intern_stack(e.target, parent)));
@@ -208,7 +212,8 @@ struct PushdownParser::Impl {
   };
   std::vector<Closure> closure_memo;
   const Closure& closure_of(int stack) {
-    if (static_cast<std::size_t>(stack) >= closure_memo.size()) closure_memo.resize(static_cast<std::size_t>(stack) + 1);
+    if (static_cast<std::size_t>(stack) >= closure_memo.size())
+      closure_memo.resize(static_cast<std::size_t>(stack) + 1);
     if (!closure_memo[static_cast<std::size_t>(stack)].done) {
       std::vector<int> work{stack};
       PushdownParser::RawState out;
@@ -260,7 +265,8 @@ struct PushdownParser::Impl {
       std::vector<int> split(static_cast<std::size_t>(2 * n), -1);
       int next = 0;
       for (int b = 0; b < 256; ++b) {
-        int& id = split[static_cast<std::size_t>(2 * cls[static_cast<std::size_t>(b)] + (s.has(static_cast<unsigned>(b)) ? 1 : 0))];
+        int& id = split[static_cast<std::size_t>(2 * cls[static_cast<std::size_t>(b)] +
+                                                 (s.has(static_cast<unsigned>(b)) ? 1 : 0))];
         if (id < 0) id = next++;
         cls[static_cast<std::size_t>(b)] = id;
       }
@@ -268,8 +274,10 @@ struct PushdownParser::Impl {
     }
     class_bytes.assign(static_cast<std::size_t>(n), {});
     for (int b = 0; b < 256; ++b) {
-      byte_class[static_cast<std::size_t>(b)] = static_cast<std::uint8_t>(cls[static_cast<std::size_t>(b)]);
-      class_bytes[static_cast<std::size_t>(cls[static_cast<std::size_t>(b)])].push_back(static_cast<std::uint8_t>(b));
+      byte_class[static_cast<std::size_t>(b)] =
+          static_cast<std::uint8_t>(cls[static_cast<std::size_t>(b)]);
+      class_bytes[static_cast<std::size_t>(cls[static_cast<std::size_t>(b)])].push_back(
+          static_cast<std::uint8_t>(b));
     }
   }
   void check_left_recursion();
@@ -280,7 +288,7 @@ struct PushdownParser::Impl {
 void PushdownParser::Impl::trim() {
   const std::size_t n = edges.size(), r = rule_start.size();
   std::vector<char> live(n, 0), productive(r, 0);
-  std::vector<std::vector<std::pair<int, int>>> rev(n);  // target -> (pred, call rule or -1)
+  std::vector<std::vector<std::pair<int, int>>> rev(n);      // target -> (pred, call rule or -1)
   std::vector<std::vector<std::pair<int, int>>> callers(r);  // rule -> (pred, return node)
   for (std::size_t u = 0; u < n; ++u) {
     for (const Edge& e : edges[u]) {
@@ -300,14 +308,16 @@ void PushdownParser::Impl::trim() {
   };
   for (std::size_t k = 0; k < r; ++k) mark(rule_end[k]);
   std::vector<int> start_of(n, -1);
-  for (std::size_t k = 0; k < r; ++k) start_of[static_cast<std::size_t>(rule_start[k])] = static_cast<int>(k);
+  for (std::size_t k = 0; k < r; ++k)
+    start_of[static_cast<std::size_t>(rule_start[k])] = static_cast<int>(k);
   while (!work.empty()) {
     const int u = work.back();
     work.pop_back();
     for (const auto& [pred, call] : rev[static_cast<std::size_t>(u)]) {
       if (call < 0 || productive[static_cast<std::size_t>(call)]) mark(pred);
     }
-    if (const int k = start_of[static_cast<std::size_t>(u)]; k >= 0 && !productive[static_cast<std::size_t>(k)]) {
+    if (const int k = start_of[static_cast<std::size_t>(u)];
+        k >= 0 && !productive[static_cast<std::size_t>(k)]) {
       productive[static_cast<std::size_t>(k)] = 1;
       for (const auto& [pred, ret] : callers[static_cast<std::size_t>(k)]) {
         if (live[static_cast<std::size_t>(ret)]) mark(pred);
@@ -371,10 +381,11 @@ void PushdownParser::Impl::check_left_recursion() {
       }
       const int c = out[i++];
       if (color[static_cast<std::size_t>(c)] == 1) {
-        throw Error(fmt::format("rule '{}' is left-recursive (it can reach itself before reading "
-                                "any input), which this parser does not support; rewrite it "
-                                "with repetition, e.g. a ::= b (\",\" b)*",
-                                rule_name[static_cast<std::size_t>(c)]));
+        throw Error(
+            fmt::format("rule '{}' is left-recursive (it can reach itself before reading "
+                        "any input), which this parser does not support; rewrite it "
+                        "with repetition, e.g. a ::= b (\",\" b)*",
+                        rule_name[static_cast<std::size_t>(c)]));
       }
       if (color[static_cast<std::size_t>(c)] == 0) {
         color[static_cast<std::size_t>(c)] = 1;
@@ -388,10 +399,12 @@ PushdownParser::PushdownParser(const Grammar& g, const ParserLimits& limits)
     : impl_(std::make_unique<Impl>()) {
   Impl& m = *impl_;
   m.limits = limits;
-  if (g.root < 0 || g.root >= static_cast<int>(g.rules.size())) throw Error("grammar has no start rule");
+  if (g.root < 0 || g.root >= static_cast<int>(g.rules.size()))
+    throw Error("grammar has no start rule");
   const std::size_t r = g.rules.size();
   for (std::size_t k = 0; k < r; ++k) {
-    if (g.rules[k].expr < 0) throw Error(fmt::format("rule '{}' is used but never defined", g.rules[k].name));
+    if (g.rules[k].expr < 0)
+      throw Error(fmt::format("rule '{}' is used but never defined", g.rules[k].name));
     m.rule_name.push_back(g.rules[k].name);
     m.rule_start.push_back(m.new_node(static_cast<int>(k)));
     m.rule_end.push_back(m.new_node(static_cast<int>(k)));
@@ -419,7 +432,8 @@ int PushdownParser::num_nodes() const { return static_cast<int>(impl_->edges.siz
 int PushdownParser::intern_state(const RawState& raw) {
   // The key is built in a reused buffer and copied only for a new state.
   key_.resize(raw.stacks.size() * sizeof(int) + 1);
-  if (!raw.stacks.empty()) std::memcpy(key_.data(), raw.stacks.data(), raw.stacks.size() * sizeof(int));
+  if (!raw.stacks.empty())
+    std::memcpy(key_.data(), raw.stacks.data(), raw.stacks.size() * sizeof(int));
   key_.back() = raw.accept ? 1 : 0;
   if (const auto it = state_index_.find(key_); it != state_index_.end()) return it->second;
   const int id = static_cast<int>(states_.size());

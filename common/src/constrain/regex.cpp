@@ -48,7 +48,7 @@ Ranges digit_ranges() { return {{'0', '9'}}; }
 Ranges word_ranges() { return {{'0', '9'}, {'A', 'Z'}, {'_', '_'}, {'a', 'z'}}; }
 // ECMAScript's \s: ASCII whitespace plus the Unicode space separators and line terminators.
 Ranges space_ranges() {
-  return {{'\t', '\r'}, {' ', ' '},       {0xA0, 0xA0},     {0x1680, 0x1680}, {0x2000, 0x200A},
+  return {{'\t', '\r'},     {' ', ' '},       {0xA0, 0xA0},     {0x1680, 0x1680}, {0x2000, 0x200A},
           {0x2028, 0x2029}, {0x202F, 0x202F}, {0x205F, 0x205F}, {0x3000, 0x3000}, {0xFEFF, 0xFEFF}};
 }
 
@@ -191,19 +191,38 @@ class RegexParser {
     const char c = peek();
     ++pos_;
     switch (c) {
-      case 'd': cls = digit_ranges(); return 0;
-      case 'D': cls = complement(digit_ranges()); return 0;
-      case 'w': cls = word_ranges(); return 0;
-      case 'W': cls = complement(word_ranges()); return 0;
-      case 's': cls = space_ranges(); return 0;
-      case 'S': cls = complement(space_ranges()); return 0;
-      case 'n': return '\n';
-      case 't': return '\t';
-      case 'r': return '\r';
-      case 'f': return '\f';
-      case 'v': return '\v';
-      case '0': return 0;
-      case 'x': return read_hex(2);
+      case 'd':
+        cls = digit_ranges();
+        return 0;
+      case 'D':
+        cls = complement(digit_ranges());
+        return 0;
+      case 'w':
+        cls = word_ranges();
+        return 0;
+      case 'W':
+        cls = complement(word_ranges());
+        return 0;
+      case 's':
+        cls = space_ranges();
+        return 0;
+      case 'S':
+        cls = complement(space_ranges());
+        return 0;
+      case 'n':
+        return '\n';
+      case 't':
+        return '\t';
+      case 'r':
+        return '\r';
+      case 'f':
+        return '\f';
+      case 'v':
+        return '\v';
+      case '0':
+        return 0;
+      case 'x':
+        return read_hex(2);
       case 'u':
         if (!at_end() && peek() == '{') {
           ++pos_;
@@ -222,9 +241,13 @@ class RegexParser {
         if (in_class) return '\b';
         --pos_;
         fail("word boundary \\b is not supported");
-      case 'B': --pos_; fail("word boundary \\B is not supported");
+      case 'B':
+        --pos_;
+        fail("word boundary \\B is not supported");
       case 'p':
-      case 'P': --pos_; fail("Unicode property classes \\p{...} are not supported");
+      case 'P':
+        --pos_;
+        fail("Unicode property classes \\p{...} are not supported");
       default:
         if (c >= '1' && c <= '9') {
           --pos_;
@@ -313,13 +336,20 @@ class RegexParser {
         ++pos_;
         return inner;
       }
-      case '[': ++pos_; return parse_class();
-      case '.': ++pos_; return class_expr(complement({{'\n', '\n'}, {'\r', '\r'}}));
+      case '[':
+        ++pos_;
+        return parse_class();
+      case '.':
+        ++pos_;
+        return class_expr(complement({{'\n', '\n'}, {'\r', '\r'}}));
       case '*':
       case '+':
-      case '?': fail("quantifier without anything to repeat");
-      case '^': fail("'^' is only supported at the start of the pattern");
-      case '$': fail("'$' is only supported at the end of the pattern");
+      case '?':
+        fail("quantifier without anything to repeat");
+      case '^':
+        fail("'^' is only supported at the start of the pattern");
+      case '$':
+        fail("'$' is only supported at the end of the pattern");
       case '\\': {
         ++pos_;
         Ranges cls;
@@ -360,8 +390,10 @@ int literal_trie(Grammar& g, std::vector<std::string> words, std::size_t depth) 
     }
     std::size_t j = i;
     std::vector<std::string> group;
-    while (j < words.size() && words[j].size() > depth && words[j][depth] == words[i][depth]) group.push_back(words[j++]);
-    alts.push_back(g.seq({g.literal(words[i].substr(depth, 1)), literal_trie(g, std::move(group), depth + 1)}));
+    while (j < words.size() && words[j].size() > depth && words[j][depth] == words[i][depth])
+      group.push_back(words[j++]);
+    alts.push_back(g.seq(
+        {g.literal(words[i].substr(depth, 1)), literal_trie(g, std::move(group), depth + 1)}));
     i = j;
   }
   return alts.size() == 1 ? alts[0] : g.alt(std::move(alts));
@@ -369,45 +401,53 @@ int literal_trie(Grammar& g, std::vector<std::string> words, std::size_t depth) 
 }  // namespace
 
 int json_string_chars(Grammar& g_, const CodePointRanges& r, bool canonical_only) {
-    std::vector<int> alts;
-    // JSON string: raw where JSON allows it, escaped otherwise (json.dumps's spelling).
-    auto escaped = [&](std::uint32_t cp) {
-      switch (cp) {
-        case '"': return std::string("\\\"");
-        case '\\': return std::string("\\\\");
-        case '\b': return std::string("\\b");
-        case '\f': return std::string("\\f");
-        case '\n': return std::string("\\n");
-        case '\r': return std::string("\\r");
-        case '\t': return std::string("\\t");
-        default: return fmt::format("\\u{:04x}", cp);
-      }
-    };
-    // Raw ASCII characters form one byte set and the escapes one trie: few parser stacks per
-    // character position (the mask walk's cost grows with them).
-    ByteSet ascii;
-    std::vector<std::string> escapes;
-    for (const auto& [lo, hi] : r) {
-      std::uint32_t a = lo;
-      while (a <= hi) {
-        if (a < 0x20 || a == '"' || a == '\\') {
-          escapes.push_back(escaped(a));
-          ++a;
-          continue;
-        }
-        std::uint32_t b = hi;
-        if (a < '"' && b >= '"') b = '"' - 1;
-        if (a < '\\' && b >= '\\') b = '\\' - 1;
-        if (a < 0x80) ascii.add_range(a, std::min<std::uint32_t>(b, 0x7F));
-        if (b >= 0x80) alts.push_back(utf8_range(g_, std::max<std::uint32_t>(a, 0x80), b));
-        if (!canonical_only && a <= '/' && b >= '/') escapes.push_back("\\/");
-        if (b == 0xFFFFFFFF) break;
-        a = b + 1;
-      }
+  std::vector<int> alts;
+  // JSON string: raw where JSON allows it, escaped otherwise (json.dumps's spelling).
+  auto escaped = [&](std::uint32_t cp) {
+    switch (cp) {
+      case '"':
+        return std::string("\\\"");
+      case '\\':
+        return std::string("\\\\");
+      case '\b':
+        return std::string("\\b");
+      case '\f':
+        return std::string("\\f");
+      case '\n':
+        return std::string("\\n");
+      case '\r':
+        return std::string("\\r");
+      case '\t':
+        return std::string("\\t");
+      default:
+        return fmt::format("\\u{:04x}", cp);
     }
-    if (!ascii.empty()) alts.push_back(g_.bytes(ascii));
-    if (!escapes.empty()) alts.push_back(literal_trie(g_, std::move(escapes), 0));
-    return g_.alt(std::move(alts));
+  };
+  // Raw ASCII characters form one byte set and the escapes one trie: few parser stacks per
+  // character position (the mask walk's cost grows with them).
+  ByteSet ascii;
+  std::vector<std::string> escapes;
+  for (const auto& [lo, hi] : r) {
+    std::uint32_t a = lo;
+    while (a <= hi) {
+      if (a < 0x20 || a == '"' || a == '\\') {
+        escapes.push_back(escaped(a));
+        ++a;
+        continue;
+      }
+      std::uint32_t b = hi;
+      if (a < '"' && b >= '"') b = '"' - 1;
+      if (a < '\\' && b >= '\\') b = '\\' - 1;
+      if (a < 0x80) ascii.add_range(a, std::min<std::uint32_t>(b, 0x7F));
+      if (b >= 0x80) alts.push_back(utf8_range(g_, std::max<std::uint32_t>(a, 0x80), b));
+      if (!canonical_only && a <= '/' && b >= '/') escapes.push_back("\\/");
+      if (b == 0xFFFFFFFF) break;
+      a = b + 1;
+    }
+  }
+  if (!ascii.empty()) alts.push_back(g_.bytes(ascii));
+  if (!escapes.empty()) alts.push_back(literal_trie(g_, std::move(escapes), 0));
+  return g_.alt(std::move(alts));
 }
 
 int compile_regex(Grammar& g, std::string_view pattern, RegexEncoding encoding, bool search) {

@@ -26,7 +26,8 @@ int TokenMask::count() const {
   return n;
 }
 
-TokenTrie::TokenTrie(const std::vector<std::string>& tokens) : vocab_size_(static_cast<int>(tokens.size())) {
+TokenTrie::TokenTrie(const std::vector<std::string>& tokens)
+    : vocab_size_(static_cast<int>(tokens.size())) {
   // Sorting the strings makes every node's subtree a contiguous range: build by recursion on
   // the sorted list, one level (byte position) at a time.
   std::vector<int> order(tokens.size());
@@ -55,7 +56,9 @@ TokenTrie::TokenTrie(const std::vector<std::string>& tokens) : vocab_size_(stati
     while (i < p.hi) {
       const auto b = static_cast<std::uint8_t>(tokens[static_cast<std::size_t>(order[i])][p.depth]);
       std::size_t j = i;
-      while (j < p.hi && static_cast<std::uint8_t>(tokens[static_cast<std::size_t>(order[j])][p.depth]) == b) ++j;
+      while (j < p.hi &&
+             static_cast<std::uint8_t>(tokens[static_cast<std::size_t>(order[j])][p.depth]) == b)
+        ++j;
       nodes.push_back({i, j, p.depth + 1});
       children.emplace_back();
       ends.emplace_back();
@@ -109,14 +112,22 @@ int utf8_next(int st, unsigned b, const ByteSet& loop, bool utf8) {
       if (b >= 0xF1 && b <= 0xF3) return 5;
       if (b == 0xF4) return 7;
       return kBad;
-    case 1: return cont ? 0 : kBad;
-    case 2: return cont ? 1 : kBad;
-    case 3: return b >= 0xA0 && b <= 0xBF ? 1 : kBad;
-    case 4: return b >= 0x80 && b <= 0x9F ? 1 : kBad;
-    case 5: return cont ? 2 : kBad;
-    case 6: return b >= 0x90 && b <= 0xBF ? 2 : kBad;
-    case 7: return b >= 0x80 && b <= 0x8F ? 2 : kBad;
-    default: return kBad;
+    case 1:
+      return cont ? 0 : kBad;
+    case 2:
+      return cont ? 1 : kBad;
+    case 3:
+      return b >= 0xA0 && b <= 0xBF ? 1 : kBad;
+    case 4:
+      return b >= 0x80 && b <= 0x9F ? 1 : kBad;
+    case 5:
+      return cont ? 2 : kBad;
+    case 6:
+      return b >= 0x90 && b <= 0xBF ? 2 : kBad;
+    case 7:
+      return b >= 0x80 && b <= 0x8F ? 2 : kBad;
+    default:
+      return kBad;
   }
 }
 }  // namespace
@@ -161,7 +172,8 @@ const TokenTrie::LoopTables& TokenTrie::loop_tables(const ByteSet& loop, bool ut
   // that breaks the run, or a token ending inside a character)?
   t->must_walk.assign(n, 0);
   for (std::size_t u = n; u-- > 0;) {
-    std::uint8_t m = first_token_[u] < first_token_[u + 1] && (t->phase[u] & ~LoopTables::kContinues) != 0;
+    std::uint8_t m =
+        first_token_[u] < first_token_[u + 1] && (t->phase[u] & ~LoopTables::kContinues) != 0;
     for (std::uint32_t c = first_child_[u]; c < first_child_[u + 1] && !m; ++c) {
       const std::uint32_t v = child_node_[c];
       if (!(t->phase[v] & LoopTables::kContinues) || t->must_walk[v]) m = 1;
@@ -195,7 +207,8 @@ const TokenTrie::LoopTables* MaskComputer::loop_tables_for(int state, std::uint3
     }
   };
   grow(state);
-  if (loop_known_[static_cast<std::size_t>(state)]) return loop_of_state_[static_cast<std::size_t>(state)];
+  if (loop_known_[static_cast<std::size_t>(state)])
+    return loop_of_state_[static_cast<std::size_t>(state)];
   loop_known_[static_cast<std::size_t>(state)] = 1;
   // A cheap test first, on the bytes the walk needs anyway (the node's children): a state in
   // which few of them are possible (inside a number, say) is not worth 128 probes, each of
@@ -212,7 +225,8 @@ const TokenTrie::LoopTables* MaskComputer::loop_tables_for(int state, std::uint3
       if (k == s) return v;
     }
     int n = 0;
-    for (unsigned b = 0; b < 0x80; ++b) n += parser_->step(s, static_cast<unsigned char>(b)) != PushdownParser::kDead;
+    for (unsigned b = 0; b < 0x80; ++b)
+      n += parser_->step(s, static_cast<unsigned char>(b)) != PushdownParser::kDead;
     counted.emplace_back(s, n);
     return n;
   };
@@ -350,7 +364,8 @@ void MaskComputer::walk(std::uint32_t node, int state, TokenMask& out) {
 // (`state` is the parser's real state there): a child that continues the run is entered only
 // when its subtree holds a token the scan did not cover; a child that breaks it is walked
 // normally. Every token allowed here is allowed by a real (cached) step, so it is exact.
-void MaskComputer::walk_loop(std::uint32_t node, int state, const TokenTrie::LoopTables& t, TokenMask& out) {
+void MaskComputer::walk_loop(std::uint32_t node, int state, const TokenTrie::LoopTables& t,
+                             TokenMask& out) {
   for (std::uint32_t c = trie_->first_child_[node]; c < trie_->first_child_[node + 1]; ++c) {
     const std::uint32_t child = trie_->child_node_[c];
     const bool continues = t.phase[child] & TokenTrie::LoopTables::kContinues;
@@ -361,14 +376,17 @@ void MaskComputer::walk_loop(std::uint32_t node, int state, const TokenTrie::Loo
       out.allow(trie_->token_ids_[k]);
     }
     if (!parser_->can_continue(next)) continue;
-    if (continues) walk_loop(child, next, t, out);
-    else walk(child, next, out);
+    if (continues)
+      walk_loop(child, next, t, out);
+    else
+      walk(child, next, out);
   }
 }
 
 const TokenMask& MaskComputer::mask(int state) {
   if (state < 0) throw Error("mask of a dead parser state");
-  if (static_cast<std::size_t>(state) >= cache_.size()) cache_.resize(static_cast<std::size_t>(state) + 1);
+  if (static_cast<std::size_t>(state) >= cache_.size())
+    cache_.resize(static_cast<std::size_t>(state) + 1);
   if (!cache_[static_cast<std::size_t>(state)]) {
     auto m = std::make_unique<TokenMask>();
     m->words.assign((static_cast<std::size_t>(trie_->vocab_size()) + 63) / 64, 0);
@@ -381,7 +399,8 @@ const TokenMask& MaskComputer::mask(int state) {
 }
 
 bool MaskComputer::cached(int state) const {
-  return state >= 0 && static_cast<std::size_t>(state) < cache_.size() && cache_[static_cast<std::size_t>(state)];
+  return state >= 0 && static_cast<std::size_t>(state) < cache_.size() &&
+         cache_[static_cast<std::size_t>(state)];
 }
 
 TokenMask MaskComputer::oracle_mask(int state) {

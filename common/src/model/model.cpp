@@ -32,8 +32,8 @@ constexpr std::size_t kHeaderBytes = 7 * sizeof(std::int32_t);
 struct BodyLayout {
   std::size_t embedding, rms_att, wq, wk, wv, wo, rms_ffn, w1, w2, w3, rms_final, freq_cis, wcls;
   std::size_t total() const {
-    return embedding + rms_att + wq + wk + wv + wo + rms_ffn + w1 + w2 + w3 + rms_final +
-           freq_cis + wcls;
+    return embedding + rms_att + wq + wk + wv + wo + rms_ffn + w1 + w2 + w3 + rms_final + freq_cis +
+           wcls;
   }
 };
 
@@ -67,11 +67,19 @@ void check_finite_weights(const float* body, const ModelConfig& c, const std::st
     std::size_t floats;
     bool per_layer;
   };
-  const Tensor tensors[] = {
-      {"token_embedding", b.embedding, false}, {"rms_att", b.rms_att, true}, {"wq", b.wq, true},
-      {"wk", b.wk, true}, {"wv", b.wv, true}, {"wo", b.wo, true}, {"rms_ffn", b.rms_ffn, true},
-      {"w1", b.w1, true}, {"w2", b.w2, true}, {"w3", b.w3, true}, {"rms_final", b.rms_final, false},
-      {"freq_cis", b.freq_cis, false}, {"wcls", b.wcls, false}};
+  const Tensor tensors[] = {{"token_embedding", b.embedding, false},
+                            {"rms_att", b.rms_att, true},
+                            {"wq", b.wq, true},
+                            {"wk", b.wk, true},
+                            {"wv", b.wv, true},
+                            {"wo", b.wo, true},
+                            {"rms_ffn", b.rms_ffn, true},
+                            {"w1", b.w1, true},
+                            {"w2", b.w2, true},
+                            {"w3", b.w3, true},
+                            {"rms_final", b.rms_final, false},
+                            {"freq_cis", b.freq_cis, false},
+                            {"wcls", b.wcls, false}};
   std::size_t offset = 0;
   for (const Tensor& t : tensors) {
     const float* p = body + offset;
@@ -88,10 +96,10 @@ void check_finite_weights(const float* body, const ModelConfig& c, const std::st
       while (std::isfinite(p[i])) ++i;
       const std::string where =
           t.per_layer ? fmt::format(" (layer {})", i / (t.floats / std::size_t(c.n_layers))) : "";
-      throw Error(fmt::format("cannot load model '{}': tensor {} holds {} at index {}{}, byte "
-                              "offset {}: the weights must be finite",
-                              path, t.name, p[i], i, where,
-                              kHeaderBytes + (offset - t.floats + i) * sizeof(float)));
+      throw Error(fmt::format(
+          "cannot load model '{}': tensor {} holds {} at index {}{}, byte "
+          "offset {}: the weights must be finite",
+          path, t.name, p[i], i, where, kHeaderBytes + (offset - t.floats + i) * sizeof(float)));
     }
   }
 }
@@ -116,17 +124,18 @@ void ModelConfig::validate(const std::string& source) const {
   auto fail = [&](const std::string& what) {
     throw Error(fmt::format("{}: invalid model configuration: {}", source, what));
   };
-  const std::pair<const char*, int> dims[] = {{"dim", dim},           {"hidden_dim", hidden_dim},
-                                              {"n_layers", n_layers}, {"n_heads", n_heads},
-                                              {"n_kv_heads", n_kv_heads}, {"vocab_size", vocab_size},
-                                              {"seq_len", seq_len}};
+  const std::pair<const char*, int> dims[] = {
+      {"dim", dim},         {"hidden_dim", hidden_dim}, {"n_layers", n_layers},
+      {"n_heads", n_heads}, {"n_kv_heads", n_kv_heads}, {"vocab_size", vocab_size},
+      {"seq_len", seq_len}};
   for (auto [name, value] : dims) {
     if (value <= 0) fail(fmt::format("{} = {} (must be positive)", name, value));
   }
   if (dim % n_heads != 0) fail(fmt::format("dim {} is not divisible by n_heads {}", dim, n_heads));
   if (n_heads % n_kv_heads != 0)
     fail(fmt::format("n_heads {} is not divisible by n_kv_heads {}", n_heads, n_kv_heads));
-  if (head_size() % 2 != 0) fail(fmt::format("head size {} is odd (RoPE rotates pairs)", head_size()));
+  if (head_size() % 2 != 0)
+    fail(fmt::format("head size {} is odd (RoPE rotates pairs)", head_size()));
   // Guard the size arithmetic: every tensor must be addressable with 64-bit offsets, and each
   // single matrix with int-sized dimensions products used by the kernels' row strides.
   constexpr double kMaxFloats = double(std::numeric_limits<std::int64_t>::max()) / 8;
@@ -137,9 +146,9 @@ void ModelConfig::validate(const std::string& source) const {
 }
 
 struct Model::Storage {
-  void* map = nullptr;        // mmap'ed file, or
+  void* map = nullptr;  // mmap'ed file, or
   std::size_t map_bytes = 0;
-  std::vector<float> owned;   // an owned body (synthetic models)
+  std::vector<float> owned;  // an owned body (synthetic models)
   ~Storage() {
     if (map) munmap(map, map_bytes);
   }
@@ -156,17 +165,28 @@ std::size_t Model::file_size_for(const ModelConfig& config) {
 void Model::bind_weights(const float* p) {
   const BodyLayout b = layout_of(config_);
   Weights& w = weights_;
-  w.token_embedding = p;  p += b.embedding;
-  w.rms_att = p;          p += b.rms_att;
-  w.wq = p;               p += b.wq;
-  w.wk = p;               p += b.wk;
-  w.wv = p;               p += b.wv;
-  w.wo = p;               p += b.wo;
-  w.rms_ffn = p;          p += b.rms_ffn;
-  w.w1 = p;               p += b.w1;
-  w.w2 = p;               p += b.w2;
-  w.w3 = p;               p += b.w3;
-  w.rms_final = p;        p += b.rms_final;
+  w.token_embedding = p;
+  p += b.embedding;
+  w.rms_att = p;
+  p += b.rms_att;
+  w.wq = p;
+  p += b.wq;
+  w.wk = p;
+  p += b.wk;
+  w.wv = p;
+  p += b.wv;
+  w.wo = p;
+  p += b.wo;
+  w.rms_ffn = p;
+  p += b.rms_ffn;
+  w.w1 = p;
+  p += b.w1;
+  w.w2 = p;
+  p += b.w2;
+  w.w3 = p;
+  p += b.w3;
+  w.rms_final = p;
+  p += b.rms_final;
   p += b.freq_cis;
   w.wcls = config_.shared_classifier ? w.token_embedding : p;
 }
@@ -200,9 +220,10 @@ Model Model::load(const std::string& path) {
   c.shared_classifier = header[5] > 0;
   if (header[5] == std::numeric_limits<std::int32_t>::min()) {
     ::close(fd);
-    throw fail(fmt::format("invalid model configuration: vocab_size = {} (its magnitude must be "
-                           "positive and at most {})",
-                           header[5], std::numeric_limits<std::int32_t>::max()));
+    throw fail(
+        fmt::format("invalid model configuration: vocab_size = {} (its magnitude must be "
+                    "positive and at most {})",
+                    header[5], std::numeric_limits<std::int32_t>::max()));
   }
   c.vocab_size = std::abs(header[5]);
   c.seq_len = header[6];

@@ -39,7 +39,8 @@ std::string find_model(const std::string& requested) {
   // An explicit path (anything with a directory part, or a name that exists as given) wins; it
   // must be a regular file (a FIFO would block the loader, a directory or a loop is a mistake).
   std::error_code ec;
-  if (fs::path(name).has_parent_path() || fs::symlink_status(name, ec).type() != fs::file_type::not_found) {
+  if (fs::path(name).has_parent_path() ||
+      fs::symlink_status(name, ec).type() != fs::file_type::not_found) {
     require_regular_file(name, "model file");
     return name;
   }
@@ -67,7 +68,9 @@ std::string find_tokenizer(const std::string& requested, const std::string& mode
     throw Error(fmt::format("tokenizer file '{}' not found (searched {})", requested,
                             model_search_path_description()));
   }
-  const char* name = vocab_size == 512 ? "tok512.bin" : vocab_size == 32000 ? "tokenizer.bin" : nullptr;
+  const char* name = vocab_size == 512     ? "tok512.bin"
+                     : vocab_size == 32000 ? "tokenizer.bin"
+                                           : nullptr;
   if (!name) return "";
   std::vector<fs::path> dirs;
   if (!model_path.empty()) dirs.push_back(fs::path(model_path).parent_path());

@@ -55,7 +55,8 @@ inline std::uint64_t splitmix64(std::uint64_t x) {
   return x ^ (x >> 31);
 }
 
-void fill_uniform(float* out, std::size_t n, float scale, std::uint64_t seed, std::uint64_t stream) {
+void fill_uniform(float* out, std::size_t n, float scale, std::uint64_t seed,
+                  std::uint64_t stream) {
   const std::uint64_t key = splitmix64(seed ^ splitmix64(stream));
 #pragma omp parallel for schedule(static)
   for (std::int64_t i = 0; i < static_cast<std::int64_t>(n); ++i) {
@@ -122,16 +123,16 @@ Model make_synthetic_model(const ModelConfig& base, const SyntheticOptions& opti
   // one (a realistic, not one-hot, next-token distribution).
   fill_uniform(p, V * D, 1.0f / std::sqrt(float(D)), options.seed, ++stream);
   p += V * D;
-  ones(L * D);        // rms_att
-  linear(D, D);       // wq
-  linear(KV, D);      // wk
-  linear(KV, D);      // wv
-  linear(D, D);       // wo
-  ones(L * D);        // rms_ffn
-  linear(H, D);       // w1
-  linear(D, H);       // w2
-  linear(H, D);       // w3
-  ones(D);            // rms_final
+  ones(L * D);    // rms_att
+  linear(D, D);   // wq
+  linear(KV, D);  // wk
+  linear(KV, D);  // wv
+  linear(D, D);   // wo
+  ones(L * D);    // rms_ffn
+  linear(H, D);   // w1
+  linear(D, H);   // w2
+  linear(H, D);   // w3
+  ones(D);        // rms_final
   // The legacy RoPE tables, filled with the true values for fidelity (unused by the forward).
   float* real = p;
   float* imag = p + S * hs / 2;

@@ -113,11 +113,16 @@ bool extends_utf8_sequence(std::string_view prefix, unsigned char b) {
   if (!is_continuation_byte(b)) return false;
   if (prefix.size() == 1) {
     switch (static_cast<unsigned char>(prefix[0])) {
-      case 0xE0: return b >= 0xA0;
-      case 0xED: return b <= 0x9F;
-      case 0xF0: return b >= 0x90;
-      case 0xF4: return b <= 0x8F;
-      default: break;
+      case 0xE0:
+        return b >= 0xA0;
+      case 0xED:
+        return b <= 0x9F;
+      case 0xF0:
+        return b >= 0x90;
+      case 0xF4:
+        return b <= 0x8F;
+      default:
+        break;
     }
   }
   return true;
@@ -161,14 +166,16 @@ void parse_tokenizer_file(const std::string& path, const std::vector<char>& byte
   ByteReader reader{bytes};
   std::int32_t header = 0;
   if (!reader.read(header)) {
-    throw Error(fmt::format("tokenizer file '{}': truncated header ({} bytes, need 4 for "
-                            "max_token_length)",
-                            path, bytes.size()));
+    throw Error(
+        fmt::format("tokenizer file '{}': truncated header ({} bytes, need 4 for "
+                    "max_token_length)",
+                    path, bytes.size()));
   }
   if (header < 1 || header > kMaxSaneTokenLength) {
-    throw Error(fmt::format("tokenizer file '{}': absurd max_token_length {} in the header "
-                            "(expected 1..{}); is this a tokenizer.bin?",
-                            path, header, kMaxSaneTokenLength));
+    throw Error(
+        fmt::format("tokenizer file '{}': absurd max_token_length {} in the header "
+                    "(expected 1..{}); is this a tokenizer.bin?",
+                    path, header, kMaxSaneTokenLength));
   }
   max_token_length = header;
 
@@ -177,16 +184,18 @@ void parse_tokenizer_file(const std::string& path, const std::vector<char>& byte
                   std::size_t start) {
     switch (status) {
       case PieceStatus::kTruncated:
-        throw Error(fmt::format("tokenizer file '{}': truncated piece {} (starts at byte {}, "
-                                "the file ends inside it)",
-                                path, index, start));
+        throw Error(
+            fmt::format("tokenizer file '{}': truncated piece {} (starts at byte {}, "
+                        "the file ends inside it)",
+                        path, index, start));
       case PieceStatus::kNegativeLength:
-        throw Error(fmt::format("tokenizer file '{}': piece {} has negative length {}", path,
-                                index, record.length));
+        throw Error(fmt::format("tokenizer file '{}': piece {} has negative length {}", path, index,
+                                record.length));
       case PieceStatus::kTooLong:
-        throw Error(fmt::format("tokenizer file '{}': piece {} has length {}, more than the "
-                                "header's max_token_length {}",
-                                path, index, record.length, max_token_length));
+        throw Error(
+            fmt::format("tokenizer file '{}': piece {} has length {}, more than the "
+                        "header's max_token_length {}",
+                        path, index, record.length, max_token_length));
       default:
         throw Error(fmt::format("tokenizer file '{}': cannot read piece {}", path, index));
     }
@@ -213,9 +222,10 @@ void parse_tokenizer_file(const std::string& path, const std::vector<char>& byte
   if (!expected_pieces) return;
   const int expected = *expected_pieces;
   if (static_cast<int>(pieces.size()) < expected) {
-    throw Error(fmt::format("tokenizer file '{}': tokenizer has {} pieces but the model's "
-                            "vocabulary is {}",
-                            path, pieces.size(), expected));
+    throw Error(
+        fmt::format("tokenizer file '{}': tokenizer has {} pieces but the model's "
+                    "vocabulary is {}",
+                    path, pieces.size(), expected));
   }
   if (reader.remaining() > 0) {
     // More bytes than V pieces need. If they parse as whole pieces, the tokenizer simply belongs
@@ -225,9 +235,10 @@ void parse_tokenizer_file(const std::string& path, const std::vector<char>& byte
     PieceStatus status;
     while ((status = read_piece(reader, max_token_length, record)) == PieceStatus::kPiece) ++extra;
     if (status == PieceStatus::kEndOfFile) {
-      throw Error(fmt::format("tokenizer file '{}': tokenizer has {} pieces but the model's "
-                              "vocabulary is {}",
-                              path, static_cast<std::size_t>(expected) + extra, expected));
+      throw Error(
+          fmt::format("tokenizer file '{}': tokenizer has {} pieces but the model's "
+                      "vocabulary is {}",
+                      path, static_cast<std::size_t>(expected) + extra, expected));
     }
     throw Error(fmt::format("tokenizer file '{}': {} trailing bytes after the {} pieces", path,
                             trailing, expected));
@@ -238,8 +249,8 @@ void parse_tokenizer_file(const std::string& path, const std::vector<char>& byte
 
 Tokenizer Tokenizer::load(const std::string& path, int vocab_size) {
   if (vocab_size <= 0) {
-    throw Error(fmt::format("cannot load tokenizer '{}' for a vocabulary of {} pieces", path,
-                            vocab_size));
+    throw Error(
+        fmt::format("cannot load tokenizer '{}' for a vocabulary of {} pieces", path, vocab_size));
   }
   Tokenizer t;
   parse_tokenizer_file(path, read_file_bytes(path), vocab_size, t.max_token_length_, t.pieces_,
@@ -274,9 +285,10 @@ Tokenizer Tokenizer::synthetic(int vocab_size) {
   constexpr int kPrintable = 0x7E - 0x20 + 1;
   constexpr int kMinVocab = kFirstBytePiece + kNumBytePieces + kPrintable;
   if (vocab_size < kMinVocab) {
-    throw Error(fmt::format("a synthetic tokenizer needs a vocabulary of at least {} pieces "
-                            "(3 special, 256 bytes, 95 printable ASCII), got {}",
-                            kMinVocab, vocab_size));
+    throw Error(
+        fmt::format("a synthetic tokenizer needs a vocabulary of at least {} pieces "
+                    "(3 special, 256 bytes, 95 printable ASCII), got {}",
+                    kMinVocab, vocab_size));
   }
   Tokenizer t;
   // Scores only matter for pieces that are the result of a merge; like SentencePiece's, they
@@ -357,9 +369,10 @@ std::vector<int> Tokenizer::encode(std::string_view text, bool bos, bool eos,
     for (const char c : code_point) {
       const int id = kFirstBytePiece + static_cast<unsigned char>(c);
       if (id >= vocab_size()) {
-        throw Error(fmt::format("cannot encode byte 0x{:02X}: the vocabulary ({} pieces) has no "
-                                "byte pieces to fall back on",
-                                static_cast<unsigned char>(c), vocab_size()));
+        throw Error(
+            fmt::format("cannot encode byte 0x{:02X}: the vocabulary ({} pieces) has no "
+                        "byte pieces to fall back on",
+                        static_cast<unsigned char>(c), vocab_size()));
       }
       symbols.push_back(id);
     }
@@ -483,8 +496,8 @@ std::string StreamDecoder::push(int prev_token, int token) {
     if (!pending_.empty()) {
       if (extends_utf8_sequence(pending_, b)) {
         pending_ += c;
-        const auto complete = static_cast<std::size_t>(
-            utf8_sequence_length(static_cast<unsigned char>(pending_[0])));
+        const auto complete =
+            static_cast<std::size_t>(utf8_sequence_length(static_cast<unsigned char>(pending_[0])));
         if (pending_.size() == complete) {
           out += pending_;
           pending_.clear();

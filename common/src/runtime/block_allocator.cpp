@@ -8,7 +8,8 @@
 namespace inferlab {
 
 BlockAllocator::BlockAllocator(int num_blocks) {
-  if (num_blocks < 1) throw Error(fmt::format("block allocator: {} blocks (must be >= 1)", num_blocks));
+  if (num_blocks < 1)
+    throw Error(fmt::format("block allocator: {} blocks (must be >= 1)", num_blocks));
   ref_.assign(std::size_t(num_blocks), 0);
   free_.reserve(std::size_t(num_blocks));
   // Pushed in reverse so that a fresh allocator hands out 0, 1, 2, ... (easier to read).

@@ -87,7 +87,8 @@ void ForwardPass::forward_batch(std::span<const BatchEntry> batch, std::vector<f
   run(batch, mode == LogitsMode::all, logits);
 }
 
-void ForwardPass::run(std::span<const BatchEntry> batch, bool all_rows, std::vector<float>& logits) {
+void ForwardPass::run(std::span<const BatchEntry> batch, bool all_rows,
+                      std::vector<float>& logits) {
   const ModelConfig& c = model_->config();
   const Weights& w = model_->weights();
   if (batch.empty()) throw Error("forward: empty batch");
@@ -102,8 +103,10 @@ void ForwardPass::run(std::span<const BatchEntry> batch, bool all_rows, std::vec
       if (batch[o].cache == e.cache) throw Error("forward: two batch entries share one cache");
     }
     if (e.cache->pool().device() != Device::cpu) {
-      throw Error(fmt::format("forward: the CPU forward pass needs a host KV pool, not one on "
-                              "the {}", device_name(e.cache->pool().device())));
+      throw Error(
+          fmt::format("forward: the CPU forward pass needs a host KV pool, not one on "
+                      "the {}",
+                      device_name(e.cache->pool().device())));
     }
     if (e.cache->length() != e.start_pos) {
       throw Error(fmt::format("forward: cache holds {} positions but start_pos is {}",

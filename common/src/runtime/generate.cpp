@@ -13,9 +13,12 @@ namespace inferlab {
 
 const char* generation_stop_name(GenerationStop reason) {
   switch (reason) {
-    case GenerationStop::eos: return "eos";
-    case GenerationStop::max_steps: return "max_steps";
-    case GenerationStop::context: return "context";
+    case GenerationStop::eos:
+      return "eos";
+    case GenerationStop::max_steps:
+      return "max_steps";
+    case GenerationStop::context:
+      return "context";
   }
   return "unknown";
 }
@@ -68,7 +71,7 @@ GenerationResult generate(const Model& model, const Tokenizer& tokenizer,
                            sp.frequency_penalty == 0.0f && sp.presence_penalty == 0.0f &&
                            !options.keep_logits;
   std::vector<int> chosen;  // (1) step_greedy's token
-  int forwarded = 0;  // positions whose logits have been computed
+  int forwarded = 0;        // positions whose logits have been computed
   while (true) {
     const bool prefill = forwarded == 0;
     const int n = prefill ? P : forwarded + 1;  // the sequence this step produces logits for
@@ -99,8 +102,7 @@ GenerationResult generate(const Model& model, const Tokenizer& tokenizer,
     if (argmax_only) {
       next = chosen[0];
     } else {
-      const std::span<const float> last(logits.data() + logits.size() - c.vocab_size,
-                                        c.vocab_size);
+      const std::span<const float> last(logits.data() + logits.size() - c.vocab_size, c.vocab_size);
       next = sampler.sample(last, seq);
     }
     seq.push_back(next);

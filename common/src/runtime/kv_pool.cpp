@@ -16,8 +16,10 @@
 namespace inferlab {
 
 std::size_t kv_storage_bytes_per_token(const ModelConfig& config, DType type) {
-  std::size_t b = 2 * std::size_t(config.n_layers) * config.kv_dim() * kernels::kv_element_bytes(type);
-  if (type == DType::int8) b += 2 * std::size_t(config.n_layers) * config.n_kv_heads * sizeof(float);
+  std::size_t b =
+      2 * std::size_t(config.n_layers) * config.kv_dim() * kernels::kv_element_bytes(type);
+  if (type == DType::int8)
+    b += 2 * std::size_t(config.n_layers) * config.n_kv_heads * sizeof(float);
   return b;
 }
 
@@ -48,11 +50,10 @@ HostKVPool::HostKVPool(const ModelConfig& config, int num_blocks, int block_size
   // Say what is too big before trying: a vector of zeros that does not fit is not always a
   // std::bad_alloc (the kernel may overcommit, then kill the process as the zeros are written).
   require_allocation(2.0 * double(config.n_layers) * double(elements_per_layer()) * double(elem),
-                     num_blocks == 1
-                         ? fmt::format("the {} KV cache for a context of {} tokens",
-                                       dtype_name(type), block_size)
-                         : fmt::format("the {} KV pool of {} blocks of {} positions",
-                                       dtype_name(type), num_blocks, block_size));
+                     num_blocks == 1 ? fmt::format("the {} KV cache for a context of {} tokens",
+                                                   dtype_name(type), block_size)
+                                     : fmt::format("the {} KV pool of {} blocks of {} positions",
+                                                   dtype_name(type), num_blocks, block_size));
   try {
     keys_.assign(per_side, 0);
     values_.assign(per_side, 0);
@@ -61,10 +62,10 @@ HostKVPool::HostKVPool(const ModelConfig& config, int num_blocks, int block_size
       value_scales_.assign(key_scales_.size(), 0.0f);
     }
   } catch (const std::bad_alloc&) {
-    throw Error(fmt::format("KV pool: cannot allocate {:.1f} MiB ({} blocks of {} positions, "
-                            "{} bytes per position)",
-                            double(bytes()) / (1 << 20), num_blocks, block_size,
-                            bytes_per_token()));
+    throw Error(
+        fmt::format("KV pool: cannot allocate {:.1f} MiB ({} blocks of {} positions, "
+                    "{} bytes per position)",
+                    double(bytes()) / (1 << 20), num_blocks, block_size, bytes_per_token()));
   }
 }
 
@@ -76,8 +77,8 @@ void HostKVPool::store_rows(int layer, std::size_t row, int n, const float* k, c
   const bool q8 = type() == DType::int8;
   kernels::kv_store_rows(type(), keys_.data() + e * elem, q8 ? &key_scales_[s] : nullptr, k, n,
                          c.n_kv_heads, c.head_size());
-  kernels::kv_store_rows(type(), values_.data() + e * elem, q8 ? &value_scales_[s] : nullptr, v,
-                         n, c.n_kv_heads, c.head_size());
+  kernels::kv_store_rows(type(), values_.data() + e * elem, q8 ? &value_scales_[s] : nullptr, v, n,
+                         c.n_kv_heads, c.head_size());
 }
 
 kernels::KVRowsView HostKVPool::keys(int layer) const {
@@ -94,8 +95,7 @@ kernels::KVRowsView HostKVPool::values(int layer) const {
   kernels::KVRowsView view;
   view.type = type();
   view.data = values_.data() + std::size_t(layer) * elements_per_layer() * elem;
-  if (type() == DType::int8)
-    view.scales = &value_scales_[std::size_t(layer) * scales_per_layer()];
+  if (type() == DType::int8) view.scales = &value_scales_[std::size_t(layer) * scales_per_layer()];
   return view;
 }
 
@@ -147,7 +147,8 @@ void HostKVPool::copy_row(std::size_t src, std::size_t dst) {
     std::memcpy(&values_[base + dst * row_bytes], &values_[base + src * row_bytes], row_bytes);
     if (type() == DType::int8) {
       const std::size_t sb = std::size_t(l) * scales_per_layer();
-      std::copy_n(&key_scales_[sb + src * c.n_kv_heads], c.n_kv_heads, &key_scales_[sb + dst * c.n_kv_heads]);
+      std::copy_n(&key_scales_[sb + src * c.n_kv_heads], c.n_kv_heads,
+                  &key_scales_[sb + dst * c.n_kv_heads]);
       std::copy_n(&value_scales_[sb + src * c.n_kv_heads], c.n_kv_heads,
                   &value_scales_[sb + dst * c.n_kv_heads]);
     }
@@ -157,7 +158,8 @@ void HostKVPool::copy_row(std::size_t src, std::size_t dst) {
 void HostKVPool::read_block(int id, std::span<std::uint8_t> out) const {
   check_block(id, "read_block");
   if (out.size() != bytes_per_block())
-    throw Error(fmt::format("read_block: {} bytes given, a block is {}", out.size(), bytes_per_block()));
+    throw Error(
+        fmt::format("read_block: {} bytes given, a block is {}", out.size(), bytes_per_block()));
   std::size_t at = 0;
   for_each_piece(keys_, values_, key_scales_, value_scales_, *this, id,
                  [&](const void* p, std::size_t n) {
@@ -169,7 +171,8 @@ void HostKVPool::read_block(int id, std::span<std::uint8_t> out) const {
 void HostKVPool::write_block(int id, std::span<const std::uint8_t> in) {
   check_block(id, "write_block");
   if (in.size() != bytes_per_block())
-    throw Error(fmt::format("write_block: {} bytes given, a block is {}", in.size(), bytes_per_block()));
+    throw Error(
+        fmt::format("write_block: {} bytes given, a block is {}", in.size(), bytes_per_block()));
   std::size_t at = 0;
   for_each_piece(keys_, values_, key_scales_, value_scales_, *this, id,
                  [&](void* p, std::size_t n) {
@@ -188,8 +191,8 @@ void KVSequence::set_length(int length) {
 
 void KVSequence::append_block(int id) {
   if (id < 0 || id >= pool_->num_blocks())
-    throw Error(fmt::format("KV sequence: block {} outside the pool's {} blocks", id,
-                            pool_->num_blocks()));
+    throw Error(
+        fmt::format("KV sequence: block {} outside the pool's {} blocks", id, pool_->num_blocks()));
   blocks_.push_back(id);
 }
 
@@ -227,8 +230,8 @@ void KVSequence::store(int layer, int pos, int rows, const float* k, const float
 
 void KVSequence::copy_position(int from, int to) {
   if (from < 0 || from >= capacity() || to < 0 || to >= capacity()) {
-    throw Error(fmt::format("KV cache copy: position {} -> {} outside [0, {})", from, to,
-                            capacity()));
+    throw Error(
+        fmt::format("KV cache copy: position {} -> {} outside [0, {})", from, to, capacity()));
   }
   pool_->copy_row(row(from), row(to));
 }

@@ -19,7 +19,8 @@ RepeatedGeneration repeat_for_medians(const Model& model, const Tokenizer& token
   for (int i = 1; i < reps; ++i) {
     runs.push_back(generate(model, tokenizer, options));
     if (runs.back().tokens != runs.front().tokens)
-      throw Error("--reps: a repetition generated different tokens (the loop is not deterministic)");
+      throw Error(
+          "--reps: a repetition generated different tokens (the loop is not deterministic)");
   }
   // The run whose end-to-end time is the median gives the latency metrics.
   std::vector<std::size_t> order(runs.size());

@@ -18,8 +18,8 @@ namespace {
 // The CUDA runner, made by the module (require_device() has loaded it and found a GPU).
 std::unique_ptr<ModelRunner> make_cuda_runner(const Model& model) {
   using Factory = decltype(&inferlab_cuda_backend_make_runner);
-  const auto make = reinterpret_cast<Factory>(
-      cuda_module_function("inferlab_cuda_backend_make_runner"));
+  const auto make =
+      reinterpret_cast<Factory>(cuda_module_function("inferlab_cuda_backend_make_runner"));
   char error[512] = "";
   ModelRunner* runner = make(&model, error, sizeof(error));
   if (runner == nullptr) throw Error(fmt::format("--device cuda: {}", error));
@@ -67,8 +67,8 @@ void ModelRunner::step_greedy(std::span<const BatchEntry> batch, std::vector<int
 KVCache make_cache(const ModelRunner& runner, int capacity, DType type) {
   const int S = capacity == 0 ? runner.config().seq_len : capacity;
   if (S <= 0 || S > runner.config().seq_len) {
-    throw Error(fmt::format("KV cache capacity {} outside [1, seq_len = {}]", S,
-                            runner.config().seq_len));
+    throw Error(
+        fmt::format("KV cache capacity {} outside [1, seq_len = {}]", S, runner.config().seq_len));
   }
   return KVCache(runner.make_pool(1, S, type));
 }

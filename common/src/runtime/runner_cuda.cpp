@@ -30,7 +30,8 @@ class DeviceKVPool final : public KVPool {
     pool_.copy_block(src, dst);
   }
   void copy_row(std::size_t, std::size_t) override {
-    throw Error("copy_row: not built for the CUDA KV pool (speculative tree decoding runs on the CPU)");
+    throw Error(
+        "copy_row: not built for the CUDA KV pool (speculative tree decoding runs on the CPU)");
   }
   void read_block(int id, std::span<std::uint8_t> out) const override {
     check_block(id, "read_block");
@@ -50,12 +51,15 @@ class DeviceKVPool final : public KVPool {
 
 class CudaRunner final : public ModelRunner {
  public:
-  explicit CudaRunner(const Model& model) : ModelRunner(model), gpu_(model.config(), model.weights()) {}
+  explicit CudaRunner(const Model& model)
+      : ModelRunner(model), gpu_(model.config(), model.weights()) {}
   Device device() const override { return Device::cuda; }
   std::unique_ptr<KVPool> make_pool(int num_blocks, int block_size, DType type) const override {
     if (type != DType::f32) {
-      throw Error(fmt::format("--device cuda: the CUDA backend stores the KV cache in f32 only "
-                              "(asked for {})", dtype_name(type)));
+      throw Error(
+          fmt::format("--device cuda: the CUDA backend stores the KV cache in f32 only "
+                      "(asked for {})",
+                      dtype_name(type)));
     }
     try {
       return std::make_unique<DeviceKVPool>(config(), num_blocks, block_size);
@@ -106,8 +110,9 @@ class CudaRunner final : public ModelRunner {
       if (e.cache == nullptr) throw Error("forward: batch entry without a cache");
       // The CUDA attention kernels are causal only: a tree entry would be attended wrongly.
       if (e.tree != nullptr)
-        throw Error("forward: the CUDA runner has no tree attention (speculative tree "
-                    "verification runs on the CPU)");
+        throw Error(
+            "forward: the CUDA runner has no tree attention (speculative tree "
+            "verification runs on the CPU)");
       auto* p = dynamic_cast<DeviceKVPool*>(&e.cache->pool());
       if (p == nullptr) throw Error("forward: the CUDA runner needs KV pools it made itself");
       if (pool != nullptr && p != pool)
@@ -124,7 +129,8 @@ class CudaRunner final : public ModelRunner {
     }
     for (std::size_t i = 0; i < batch.size(); ++i)
       for (std::size_t j = 0; j < i; ++j)
-        if (batch[i].cache == batch[j].cache) throw Error("forward: two batch entries share one cache");
+        if (batch[i].cache == batch[j].cache)
+          throw Error("forward: two batch entries share one cache");
     return *pool;
   }
 
@@ -167,8 +173,8 @@ int inferlab_cuda_backend_device_available(char* why, std::size_t why_size) {
   return 0;
 }
 
-inferlab::ModelRunner* inferlab_cuda_backend_make_runner(const inferlab::Model* model,
-                                                         char* error, std::size_t error_size) {
+inferlab::ModelRunner* inferlab_cuda_backend_make_runner(const inferlab::Model* model, char* error,
+                                                         std::size_t error_size) {
   try {
     return new inferlab::CudaRunner(*model);
   } catch (const std::exception& e) {

@@ -61,9 +61,8 @@ void SamplingParams::validate() const {
     throw Error(fmt::format("sampling: min_p must be in [0, 1] (0 = off), got {}", min_p));
   }
   if (!(std::isfinite(repetition_penalty) && repetition_penalty > 0.0f)) {
-    throw Error(fmt::format(
-        "sampling: repetition_penalty must be finite and > 0 (1 = off), got {}",
-        repetition_penalty));
+    throw Error(fmt::format("sampling: repetition_penalty must be finite and > 0 (1 = off), got {}",
+                            repetition_penalty));
   }
   if (!std::isfinite(frequency_penalty)) {
     throw Error(fmt::format("sampling: frequency_penalty must be finite (0 = off), got {}",
@@ -117,8 +116,8 @@ void apply_penalties(std::span<float> logits, std::span<const int> history,
   const long vocab = static_cast<long>(logits.size());
   for (int id : history) {
     if (id < 0 || id >= vocab) {
-      throw Error(fmt::format("sampling: history token id {} is outside the vocabulary [0, {})",
-                              id, vocab));
+      throw Error(fmt::format("sampling: history token id {} is outside the vocabulary [0, {})", id,
+                              vocab));
     }
   }
   const bool repetition = params.repetition_penalty != 1.0f;
@@ -167,8 +166,7 @@ void softmax_with_temperature(std::span<float> logits, float temperature) {
   const float max_logit = *std::max_element(logits.begin(), logits.end());
   if (!std::isfinite(max_logit)) {
     // -inf: every token is masked, nothing can be drawn. +inf: the distribution is undefined.
-    throw Error(fmt::format("sampling: the largest logit is {}, softmax is undefined",
-                            max_logit));
+    throw Error(fmt::format("sampling: the largest logit is {}, softmax is undefined", max_logit));
   }
   // softmax(z / T) is unchanged by subtracting a constant from every z / T; subtracting the
   // max makes every exponent <= 0, so exp cannot overflow and the largest term is exactly 1.
@@ -287,8 +285,8 @@ Sampler::Sampler(const SamplingParams& params, int vocab_size)
 
 int Sampler::prepare(std::span<const float> logits, std::span<const int> history) {
   if (logits.size() != static_cast<std::size_t>(vocab_size_)) {
-    throw Error(fmt::format("sampling: got {} logits for a vocabulary of {}", logits.size(),
-                            vocab_size_));
+    throw Error(
+        fmt::format("sampling: got {} logits for a vocabulary of {}", logits.size(), vocab_size_));
   }
   // A NaN would silently poison the softmax (and argmax would skip it), so refuse it here.
   for (std::size_t i = 0; i < logits.size(); ++i) {

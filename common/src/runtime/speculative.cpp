@@ -28,8 +28,8 @@ void check_kept_rows(int base, int length, std::span<const int> rows) {
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const int prev = i == 0 ? base - 1 : rows[i - 1];
     if (rows[i] <= prev || rows[i] >= length) {
-      throw Error(fmt::format("KV rollback: kept row {} must be ascending and in [{}, {})",
-                              rows[i], base, length));
+      throw Error(fmt::format("KV rollback: kept row {} must be ascending and in [{}, {})", rows[i],
+                              base, length));
     }
   }
 }
@@ -40,8 +40,8 @@ int blocks_for(int positions, int block_size) { return (positions + block_size -
 
 void ContiguousKVRollback::truncate(int length) {
   if (length < 0 || length > cache_->length()) {
-    throw Error(fmt::format("KV rollback: cannot truncate {} positions to {}", cache_->length(),
-                            length));
+    throw Error(
+        fmt::format("KV rollback: cannot truncate {} positions to {}", cache_->length(), length));
   }
   cache_->set_length(length);
 }
@@ -56,7 +56,6 @@ void ContiguousKVRollback::keep_rows(int base, std::span<const int> rows) {
   }
   cache_->set_length(base + static_cast<int>(rows.size()));
 }
-
 
 PagedKVRollback::PagedKVRollback(KVSequence& sequence, BlockAllocator& allocator)
     : seq_(&sequence), alloc_(&allocator) {
@@ -94,8 +93,8 @@ void PagedKVRollback::release_from(int index) {
 
 void PagedKVRollback::truncate(int length) {
   if (length < 0 || length > seq_->length()) {
-    throw Error(fmt::format("KV rollback: cannot truncate {} positions to {}", seq_->length(),
-                            length));
+    throw Error(
+        fmt::format("KV rollback: cannot truncate {} positions to {}", seq_->length(), length));
   }
   seq_->set_length(length);
   release_from(blocks_for(length, seq_->pool().block_size()));
@@ -127,8 +126,8 @@ int PagedKVRollback::blocks_needed(int length) const {
 void PagedKVRollback::reserve(int length) {
   const int need = blocks_needed(length);
   if (need > alloc_->num_free()) {
-    throw Error(fmt::format("paged KV: {} positions need {} more blocks of {}, {} are free",
-                            length, need, seq_->pool().block_size(), alloc_->num_free()));
+    throw Error(fmt::format("paged KV: {} positions need {} more blocks of {}, {} are free", length,
+                            need, seq_->pool().block_size(), alloc_->num_free()));
   }
   if (length <= seq_->length()) return;
   const int B = seq_->pool().block_size();
@@ -169,8 +168,8 @@ SpecModel::SpecModel(std::unique_ptr<Model> view, const Model& model,
     throw Error(fmt::format("KV cache capacity {} outside [1, seq_len = {}]", capacity_, seq_len));
   }
   if (block_size_ < 0) {
-    throw Error(fmt::format("--block-size {}: must be >= 1 (paged) or 0 (contiguous)",
-                            block_size_));
+    throw Error(
+        fmt::format("--block-size {}: must be >= 1 (paged) or 0 (contiguous)", block_size_));
   }
   runner_ = make_runner(*model_, options.device);
   if (block_size_ == 0) {
@@ -207,9 +206,10 @@ void SpecModel::forward(std::span<const int> tokens, LogitsMode mode, std::vecto
                             end - 1, capacity_));
   }
   if (tree && runner_->device() != Device::cpu) {
-    throw Error(fmt::format("tree attention (each draft node sees only its ancestors) runs on "
-                            "the CPU only: the {} runner attends causally",
-                            device_name(runner_->device())));
+    throw Error(
+        fmt::format("tree attention (each draft node sees only its ancestors) runs on "
+                    "the CPU only: the {} runner attends causally",
+                    device_name(runner_->device())));
   }
   const double t0 = now_seconds();
   if (paged_) paged_->reserve(end);
@@ -375,8 +375,7 @@ void NgramProposer::propose(std::span<const int> context, int max_nodes, DraftTr
   }
 }
 
-TreeProposer::TreeProposer(SpecModel& draft, const SamplingParams& sampling, int branch,
-                           int depth)
+TreeProposer::TreeProposer(SpecModel& draft, const SamplingParams& sampling, int branch, int depth)
     : draft_(&draft),
       sampler_(sampling, draft.config().vocab_size),
       params_(sampling),
@@ -384,10 +383,11 @@ TreeProposer::TreeProposer(SpecModel& draft, const SamplingParams& sampling, int
       branch_(branch),
       depth_(depth) {
   if (draft.device() != Device::cpu) {
-    throw Error(fmt::format("--proposer tree on --device {}: tree verification needs tree "
-                            "attention (each node sees only its ancestors), which the {} runner "
-                            "does not have; run the tree on --device cpu",
-                            device_name(draft.device()), device_name(draft.device())));
+    throw Error(
+        fmt::format("--proposer tree on --device {}: tree verification needs tree "
+                    "attention (each node sees only its ancestors), which the {} runner "
+                    "does not have; run the tree on --device cpu",
+                    device_name(draft.device()), device_name(draft.device())));
   }
   if (branch < 1) throw Error(fmt::format("--tree-branch {}: must be >= 1", branch));
   if (depth < 1) throw Error(fmt::format("--tree-depth {}: must be >= 1", depth));
@@ -618,7 +618,8 @@ int SpeculativeDecoder::round(std::vector<int>& context, int max_positions) {
   const double t0 = now_seconds();
   proposer_->propose(context, max_positions - n_ctx, tree_);
   const double t1 = now_seconds();
-  if (proposer_->draft_model()) stats_.draft_forwards += proposer_->draft_model()->calls() - draft_calls;
+  if (proposer_->draft_model())
+    stats_.draft_forwards += proposer_->draft_model()->calls() - draft_calls;
   const int n = tree_.size();
 
   // 2. One target forward: the context's unforwarded tail (its last token at least), then the
@@ -645,7 +646,8 @@ int SpeculativeDecoder::round(std::vector<int>& context, int max_positions) {
   for (int i = -1; i < n; ++i) {
     history_.assign(context.begin(), context.end());
     const std::size_t path_start = history_.size();
-    for (int a = i; a >= 0; a = tree_.parents[std::size_t(a)]) history_.push_back(tree_.tokens[std::size_t(a)]);
+    for (int a = i; a >= 0; a = tree_.parents[std::size_t(a)])
+      history_.push_back(tree_.tokens[std::size_t(a)]);
     std::reverse(history_.begin() + std::ptrdiff_t(path_start), history_.end());
     const std::span<const float> row(logits_.data() + std::size_t(tail + i) * V, std::size_t(V));
     const std::vector<float> dist = sampler_.distribution(row, history_);
@@ -672,8 +674,8 @@ int SpeculativeDecoder::round(std::vector<int>& context, int max_positions) {
   stats_.emitted += m + 1;
   const int depth_tried = [&] {  // depth of the last position tried (m if it had children)
     const int last = m == 0 ? -1 : verdict.path.back();
-    const bool has_children = std::find(tree_.parents.begin(), tree_.parents.end(), last) !=
-                              tree_.parents.end();
+    const bool has_children =
+        std::find(tree_.parents.begin(), tree_.parents.end(), last) != tree_.parents.end();
     return has_children ? m : m - 1;
   }();
   if (depth_tried >= static_cast<int>(stats_.tried_at.size())) {

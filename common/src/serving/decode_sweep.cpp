@@ -22,8 +22,8 @@ DecodeSweep decode_throughput_sweep(const Model& model, int context, int steps, 
     row.step_spread = t.p50 > 0 ? (t.max - t.min) / t.p50 : 0.0;
     row.tokens_per_second = b / row.step_seconds;
     row.tokens_per_second_per_sequence = 1.0 / row.step_seconds;
-    row.vs_batch1 = row.tokens_per_second / (s.rows.empty() ? row.tokens_per_second
-                                                            : s.rows.front().tokens_per_second);
+    row.vs_batch1 = row.tokens_per_second /
+                    (s.rows.empty() ? row.tokens_per_second : s.rows.front().tokens_per_second);
     s.max_spread = std::max(s.max_spread, row.step_spread);
     if (b == 16) s.speedup_at_16 = row.vs_batch1;
     s.rows.push_back(row);

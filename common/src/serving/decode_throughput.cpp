@@ -15,16 +15,18 @@
 
 namespace inferlab {
 
-DecodeThroughput measure_decode_throughput(const Model& model, int batch, int context,
-                                           int steps, Device device) {
+DecodeThroughput measure_decode_throughput(const Model& model, int batch, int context, int steps,
+                                           Device device) {
   const ModelConfig& c = model.config();
   if (batch < 1 || context < 1 || steps < 1)
     throw Error("measure_decode_throughput: batch, context and steps must be >= 1");
   // In 64 bits: context + steps must not wrap around before it is compared.
   const std::int64_t needed = std::int64_t{context} + steps + 1;
   if (needed > c.seq_len) {
-    throw Error(fmt::format("decode sweep: context {} + {} steps does not fit the model's {} "
-                            "positions", context, steps, c.seq_len));
+    throw Error(
+        fmt::format("decode sweep: context {} + {} steps does not fit the model's {} "
+                    "positions",
+                    context, steps, c.seq_len));
   }
   const int capacity = static_cast<int>(needed);
   std::unique_ptr<ModelRunner> runner = make_runner(model, device);

@@ -64,14 +64,16 @@ void check_fits(const std::vector<Sequence>& seqs, const KVManager& kv, int bloc
     if (block_size == 0) positions *= long(1 + s.forks.size());
     if (kv.capacity_tokens() == 0 || std::size_t(positions) <= kv.capacity_tokens()) continue;
     if (block_size > 0) {
-      throw Error(fmt::format("request {} needs {} blocks of {} positions ({} tokens); the pool "
-                              "has {}: raise --kv-memory or lower max_tokens",
-                              s.request.id, (positions + block_size - 1) / block_size,
-                              block_size, positions, kv.capacity_tokens() / block_size));
+      throw Error(
+          fmt::format("request {} needs {} blocks of {} positions ({} tokens); the pool "
+                      "has {}: raise --kv-memory or lower max_tokens",
+                      s.request.id, (positions + block_size - 1) / block_size, block_size,
+                      positions, kv.capacity_tokens() / block_size));
     }
-    throw Error(fmt::format("request {} needs {} KV positions; the budget holds {}: raise "
-                            "--kv-memory or lower max_tokens",
-                            s.request.id, positions, kv.capacity_tokens()));
+    throw Error(
+        fmt::format("request {} needs {} KV positions; the budget holds {}: raise "
+                    "--kv-memory or lower max_tokens",
+                    s.request.id, positions, kv.capacity_tokens()));
   }
 }
 
@@ -89,7 +91,7 @@ EngineRun serve(std::vector<Sequence>& seqs, const SchedulerConfig& config, KVMa
   // the later turns of a chat, which arrive think_time after the turn they continue finishes.
   // Parallel branches start when their parent forks them.
   std::multimap<double, std::size_t> arrivals;
-  std::map<int, std::size_t> by_id;                     // Request::id -> its first sequence
+  std::map<int, std::size_t> by_id;                    // Request::id -> its first sequence
   std::map<int, std::vector<std::size_t>> next_turns;  // Request::id -> turns continuing it
   for (std::size_t i = 0; i < seqs.size(); ++i)
     if (seqs[i].branch == 0) by_id[seqs[i].request.id] = i;
@@ -197,9 +199,10 @@ EngineRun serve(std::vector<Sequence>& seqs, const SchedulerConfig& config, KVMa
     metrics.push_back(r.metrics);
     run.requests.push_back(std::move(r));
   }
-  std::sort(run.requests.begin(), run.requests.end(), [](const RequestResult& a, const RequestResult& b) {
-    return std::pair(a.request.id, a.branch) < std::pair(b.request.id, b.branch);
-  });
+  std::sort(run.requests.begin(), run.requests.end(),
+            [](const RequestResult& a, const RequestResult& b) {
+              return std::pair(a.request.id, a.branch) < std::pair(b.request.id, b.branch);
+            });
   double last = 0.0;
   for (const RequestResult& r : run.requests) last = std::max(last, r.timeline.token_times.back());
   run.metrics = serving_metrics(metrics, last > 0.0 ? last : 1e-9);
@@ -259,14 +262,15 @@ std::unique_ptr<KVManager> make_kv_manager(const MemoryConfig& memory, PoolFacto
                                                  memory.budget_bytes / per_token, memory.reserve);
   }
   if (memory.block_size < 1 || memory.block_size > config.seq_len) {
-    throw Error(fmt::format("block size {} outside [1, context = {}]", memory.block_size,
-                            config.seq_len));
+    throw Error(
+        fmt::format("block size {} outside [1, context = {}]", memory.block_size, config.seq_len));
   }
   const std::size_t per_block = per_token * std::size_t(memory.block_size);
   if (memory.budget_bytes < per_block) {
-    throw Error(fmt::format("a KV budget of {} bytes is less than one block ({} positions x {} "
-                            "bytes = {} bytes)",
-                            memory.budget_bytes, memory.block_size, per_token, per_block));
+    throw Error(
+        fmt::format("a KV budget of {} bytes is less than one block ({} positions x {} "
+                    "bytes = {} bytes)",
+                    memory.budget_bytes, memory.block_size, per_token, per_block));
   }
   const std::size_t blocks = memory.budget_bytes / per_block;
   if (blocks > std::size_t(1) << 24)
@@ -312,8 +316,8 @@ EngineRun run_real(const std::vector<Request>& requests, const SchedulerConfig& 
     entries.clear();
     for (const ScheduledChunk& ch : plan.chunks) {
       Sequence& s = *ch.seq;
-      entries.push_back({std::span<const int>(s.tokens.data() + ch.start, ch.count), ch.start,
-                         s.kv.get()});
+      entries.push_back(
+          {std::span<const int>(s.tokens.data() + ch.start, ch.count), ch.start, s.kv.get()});
     }
     runner->step(entries, LogitsMode::last, logits);
     // Sampling runs on the host, per request, with the request's own parameters and RNG.
@@ -343,13 +347,13 @@ EngineRun run_sim(const std::vector<Request>& requests, const SchedulerConfig& c
   auto run_step = [&](const StepPlan& plan) {
     chunks.clear();
     for (const ScheduledChunk& ch : plan.chunks) {
-      chunks.push_back({ch.seq->request.id, ch.seq->slot, ch.start, ch.count, ch.prefill,
-                        ch.samples});
-      if (ch.samples) ch.seq->tokens.push_back(kUnkToken);  // a placeholder: no model runs
+      chunks.push_back(
+          {ch.seq->request.id, ch.seq->slot, ch.start, ch.count, ch.prefill, ch.samples});
+      if (ch.samples) ch.seq->tokens.push_back(kUnkToken);          // a placeholder: no model runs
       if (ch.seq->kv) ch.seq->kv->set_length(ch.start + ch.count);  // as a forward would
     }
-    clock.advance(step_time_seconds(engine.config, engine.hardware, step_shape(chunks),
-                                    engine.cost));
+    clock.advance(
+        step_time_seconds(engine.config, engine.hardware, step_shape(chunks), engine.cost));
     return clock.now();
   };
   return serve(seqs, config, *kv, engine.config.seq_len, clock, run_step, "sim");

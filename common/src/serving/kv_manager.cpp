@@ -24,7 +24,9 @@ PoolFactory virtual_pools(const ModelConfig& config, DType type) {
   };
 }
 
-void KVManager::swap_out(Sequence&) { throw Error(fmt::format("{} KV memory cannot swap", name())); }
+void KVManager::swap_out(Sequence&) {
+  throw Error(fmt::format("{} KV memory cannot swap", name()));
+}
 void KVManager::swap_in(Sequence&) { throw Error(fmt::format("{} KV memory cannot swap", name())); }
 
 namespace {
@@ -36,9 +38,12 @@ int final_positions(const Sequence& seq) { return seq.prompt_tokens + seq.max_ne
 
 // --- contiguous --------------------------------------------------------------------------------
 
-ContiguousKVManager::ContiguousKVManager(PoolFactory pools, const ModelConfig& config,
-                                         DType type, std::size_t budget_tokens, Reserve reserve)
-    : pools_(std::move(pools)), config_(config), type_(type), budget_(budget_tokens),
+ContiguousKVManager::ContiguousKVManager(PoolFactory pools, const ModelConfig& config, DType type,
+                                         std::size_t budget_tokens, Reserve reserve)
+    : pools_(std::move(pools)),
+      config_(config),
+      type_(type),
+      budget_(budget_tokens),
       reserve_(reserve) {}
 
 int ContiguousKVManager::reservation(const Sequence& seq) const {
@@ -105,8 +110,10 @@ std::size_t ContiguousKVManager::used_tokens() const {
 
 PagedKVManager::PagedKVManager(PoolFactory pools, int num_blocks, int block_size,
                                std::size_t swap_bytes, PrefixCacheKind cache)
-    : pool_(pools(num_blocks, block_size)), alloc_(num_blocks),
-      cache_(make_prefix_cache(cache, alloc_, block_size)), block_size_(block_size),
+    : pool_(pools(num_blocks, block_size)),
+      alloc_(num_blocks),
+      cache_(make_prefix_cache(cache, alloc_, block_size)),
+      block_size_(block_size),
       swap_capacity_(swap_bytes) {}
 
 int PagedKVManager::available_blocks() const {
@@ -140,10 +147,10 @@ void PagedKVManager::computed(Sequence& seq) {
   // (caching it would make the sequence copy it at its next token).
   const int full = seq.prompt_tokens / block_size_;
   if (full == 0) return;
-  const std::uint64_t h = cache_->insert(
-      std::span<const int>(seq.tokens).first(std::size_t(full) * block_size_),
-      std::span<const int>(seq.kv->blocks()).first(std::size_t(full)),
-      tenant_salt(seq.request.tenant));
+  const std::uint64_t h =
+      cache_->insert(std::span<const int>(seq.tokens).first(std::size_t(full) * block_size_),
+                     std::span<const int>(seq.kv->blocks()).first(std::size_t(full)),
+                     tenant_salt(seq.request.tenant));
   // Pin what it now stands on instead of what it matched (the new path includes it).
   cache_->lock(h);
   cache_->unlock(seq.prefix_lock);
@@ -263,9 +270,10 @@ void PagedKVManager::free(Sequence& seq) {
     // Everything it computed, generated tokens included, stays reusable: the next turn of a
     // chat resends exactly these tokens.
     const int len = seq.kv->length();
-    cache_->insert(std::span<const int>(seq.tokens).first(std::size_t(len)),
-                   std::span<const int>(seq.kv->blocks()).first(std::size_t(ceil_div(len, block_size_))),
-                   tenant_salt(seq.request.tenant));
+    cache_->insert(
+        std::span<const int>(seq.tokens).first(std::size_t(len)),
+        std::span<const int>(seq.kv->blocks()).first(std::size_t(ceil_div(len, block_size_))),
+        tenant_salt(seq.request.tenant));
   }
   release(seq);
 }
@@ -282,7 +290,8 @@ void PagedKVManager::fork(const Sequence& parent, Sequence& child, int length) {
   if (!parent.kv) throw Error("fork: the parent holds no KV memory");
   if (child.kv) throw Error("fork: the child already holds KV memory");
   if (length < 0 || length > parent.kv->length())
-    throw Error(fmt::format("fork: {} positions asked, the parent has {}", length, parent.kv->length()));
+    throw Error(
+        fmt::format("fork: {} positions asked, the parent has {}", length, parent.kv->length()));
   child.kv = std::make_unique<KVSequence>(*pool_);
   const int blocks = ceil_div(length, block_size_);
   for (int i = 0; i < blocks; ++i) {
@@ -301,11 +310,13 @@ std::size_t PagedKVManager::logical_tokens() const {
 }
 
 bool PagedKVManager::can_swap_out(const Sequence& seq) const {
-  return seq.kv && swap_used_ + seq.kv->blocks().size() * pool_->bytes_per_block() <= swap_capacity_;
+  return seq.kv &&
+         swap_used_ + seq.kv->blocks().size() * pool_->bytes_per_block() <= swap_capacity_;
 }
 
 void PagedKVManager::swap_out(Sequence& seq) {
-  if (!can_swap_out(seq)) throw Error(fmt::format("paged KV: request {} does not fit the swap area", seq.request.id));
+  if (!can_swap_out(seq))
+    throw Error(fmt::format("paged KV: request {} does not fit the swap area", seq.request.id));
   Swapped saved;
   saved.length = seq.kv->length();
   for (int id : seq.kv->blocks()) {

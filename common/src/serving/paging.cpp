@@ -42,8 +42,7 @@ MemorySummary memory_summary(const EngineRun& run) {
 }
 
 SwapVsRecompute swap_vs_recompute(const ModelConfig& config, const Hardware& hardware,
-                                  const CostOptions& cost, long tokens,
-                                  double link_bytes_per_s) {
+                                  const CostOptions& cost, long tokens, double link_bytes_per_s) {
   SwapVsRecompute r;
   r.tokens = tokens;
   const double bytes = double(tokens) * kv_bytes_per_token(config, cost.kv_dtype);
@@ -120,7 +119,8 @@ BlockSizeSweep block_size_sweep(const std::function<EngineRun(const MemoryConfig
     row.block_size = b;
     row.waste_fraction = summary.waste_fraction;
     row.max_concurrent_sequences = summary.max_concurrent_sequences;
-    row.attention_seconds = measure_attention_step_seconds(config, s.sequences, s.context, b, s.reps);
+    row.attention_seconds =
+        measure_attention_step_seconds(config, s.sequences, s.context, b, s.reps);
     row.vs_contiguous = row.attention_seconds / s.contiguous_seconds;
     s.rows.push_back(row);
   }

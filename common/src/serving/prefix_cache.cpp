@@ -16,9 +16,12 @@ namespace inferlab {
 
 const char* prefix_cache_name(PrefixCacheKind kind) {
   switch (kind) {
-    case PrefixCacheKind::radix: return "radix";
-    case PrefixCacheKind::hash: return "hash";
-    case PrefixCacheKind::off: break;
+    case PrefixCacheKind::radix:
+      return "radix";
+    case PrefixCacheKind::hash:
+      return "hash";
+    case PrefixCacheKind::off:
+      break;
   }
   return "off";
 }
@@ -50,15 +53,19 @@ std::uint64_t tenant_salt(const std::string& tenant) {
 
 PrefixCache::PrefixCache(BlockAllocator& allocator, int block_size)
     : alloc_(allocator), block_size_(block_size) {
-  if (block_size < 1) throw Error(fmt::format("prefix cache: block size {} (must be >= 1)", block_size));
+  if (block_size < 1)
+    throw Error(fmt::format("prefix cache: block size {} (must be >= 1)", block_size));
 }
 
 std::unique_ptr<PrefixCache> make_prefix_cache(PrefixCacheKind kind, BlockAllocator& allocator,
                                                int block_size) {
   switch (kind) {
-    case PrefixCacheKind::radix: return std::make_unique<RadixPrefixCache>(allocator, block_size);
-    case PrefixCacheKind::hash: return std::make_unique<HashPrefixCache>(allocator, block_size);
-    case PrefixCacheKind::off: break;
+    case PrefixCacheKind::radix:
+      return std::make_unique<RadixPrefixCache>(allocator, block_size);
+    case PrefixCacheKind::hash:
+      return std::make_unique<HashPrefixCache>(allocator, block_size);
+    case PrefixCacheKind::off:
+      break;
   }
   return nullptr;
 }
@@ -71,10 +78,10 @@ struct RadixPrefixCache::Node {
   int depth = 0;
   Node* parent = nullptr;
   std::map<int, std::unique_ptr<Node>> children;  // by first token (ordered: runs repeat)
-  int locks = 0;                // running requests whose path goes through here
+  int locks = 0;                                  // running requests whose path goes through here
   std::uint64_t last_access = 0;
   int hits = 0;
-  std::uint64_t serial = 0;     // creation order, the last tie-break of eviction
+  std::uint64_t serial = 0;  // creation order, the last tie-break of eviction
   int end() const { return depth + static_cast<int>(tokens.size()); }
 };
 
@@ -340,7 +347,8 @@ std::vector<TrieNodeView> RadixPrefixCache::view(std::uint64_t salt) const {
     const auto [n, parent] = queue[i];
     out.push_back({static_cast<int>(i), parent, n->depth, static_cast<int>(n->tokens.size()),
                    n->hits, n->locks});
-    for (const auto& [first, child] : n->children) queue.push_back({child.get(), static_cast<int>(i)});
+    for (const auto& [first, child] : n->children)
+      queue.push_back({child.get(), static_cast<int>(i)});
   }
   return out;
 }
@@ -368,7 +376,8 @@ struct HashPrefixCache::Table {
   Entry* find(std::uint64_t k, std::uint64_t parent, std::span<const int> tokens) {
     const auto it = map.find(k);
     if (it == map.end() || it->second.parent_key != parent ||
-        !std::equal(tokens.begin(), tokens.end(), it->second.tokens.begin(), it->second.tokens.end()))
+        !std::equal(tokens.begin(), tokens.end(), it->second.tokens.begin(),
+                    it->second.tokens.end()))
       return nullptr;
     return &it->second;
   }
@@ -432,8 +441,8 @@ std::uint64_t HashPrefixCache::insert(std::span<const int> tokens, std::span<con
     const auto it = table_->map.find(k);
     if (it == table_->map.end()) {
       alloc_.retain(blocks[std::size_t(i)]);
-      table_->map.emplace(k, Table::Entry{parent, {block.begin(), block.end()},
-                                          blocks[std::size_t(i)], i, clock_});
+      table_->map.emplace(
+          k, Table::Entry{parent, {block.begin(), block.end()}, blocks[std::size_t(i)], i, clock_});
     } else if (table_->find(k, parent, block)) {
       it->second.last_access = clock_;  // cached already (maybe in another physical block)
     } else {

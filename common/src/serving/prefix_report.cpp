@@ -42,8 +42,8 @@ PrefixSummary prefix_summary(const EngineRun& run) {
   s.ttft_p50 = t.p50;
   s.ttft_p99 = t.p99;
   s.throughput_tokens_per_s = run.metrics.throughput_tokens;
-  s.cache_bytes = std::size_t(run.peak_cached_blocks) * std::size_t(run.block_size) *
-                  run.kv_bytes_per_token;
+  s.cache_bytes =
+      std::size_t(run.peak_cached_blocks) * std::size_t(run.block_size) * run.kv_bytes_per_token;
   return s;
 }
 
@@ -115,7 +115,8 @@ CacheOpCost measure_cache_ops(PrefixCacheKind kind, int prompt_tokens, int block
   constexpr int kBases = 8, kRequests = 64;
   Rng rng(99);
   auto random_ids = [&](std::vector<int>& v, std::size_t from) {
-    for (std::size_t i = from; i < v.size(); ++i) v[i] = 3 + static_cast<int>(rng.next_u32() % 32000);
+    for (std::size_t i = from; i < v.size(); ++i)
+      v[i] = 3 + static_cast<int>(rng.next_u32() % 32000);
   };
   const int blocks_per_prompt = (prompt_tokens + block_size - 1) / block_size;
   std::vector<double> match_us, insert_us;
@@ -151,7 +152,8 @@ CacheOpCost measure_cache_ops(PrefixCacheKind kind, int prompt_tokens, int block
         alloc.retain(id);
         table.push_back(id);
       }
-      for (int i = static_cast<int>(table.size()); i < blocks_per_prompt; ++i) table.push_back(alloc.allocate());
+      for (int i = static_cast<int>(table.size()); i < blocks_per_prompt; ++i)
+        table.push_back(alloc.allocate());
       const double t2 = now_seconds();
       cache->insert(q, table, 0);
       const double t3 = now_seconds();

@@ -31,17 +31,17 @@ Sequence make_sequence(const Request& request, const Tokenizer* tokenizer, int v
                        int context) {
   request.sampling.validate();
   if (request.n < 1 || request.n > 256) {
-    throw Error(fmt::format("request {}: n = {} parallel samples (must be in [1, 256])",
-                            request.id, request.n));
+    throw Error(fmt::format("request {}: n = {} parallel samples (must be in [1, 256])", request.id,
+                            request.n));
   }
   if (request.max_tokens < 1) {
-    throw Error(fmt::format("request {}: max_tokens {} (must be >= 1)", request.id,
-                            request.max_tokens));
+    throw Error(
+        fmt::format("request {}: max_tokens {} (must be >= 1)", request.id, request.max_tokens));
   }
   // Before building a synthetic prompt of that length: prompt_len may be anything up to INT_MAX.
   if (request.prompt_len > context) {
-    throw Error(fmt::format("request {}: prompt_len {} exceeds the context of {} tokens", request.id,
-                            request.prompt_len, context));
+    throw Error(fmt::format("request {}: prompt_len {} exceeds the context of {} tokens",
+                            request.id, request.prompt_len, context));
   }
   Sequence s;
   s.request = request;
@@ -63,15 +63,15 @@ Sequence make_sequence(const Request& request, const Tokenizer* tokenizer, int v
     s.tokens = synthetic_prompt(request.id, request.prompt_len, vocab_size);
   } else {
     if (!tokenizer) {
-      throw Error(fmt::format("request {} has a text prompt but no tokenizer was given",
-                              request.id));
+      throw Error(
+          fmt::format("request {} has a text prompt but no tokenizer was given", request.id));
     }
     s.tokens = tokenizer->encode(request.prompt, /*bos=*/true);
   }
   s.prompt_tokens = static_cast<int>(s.tokens.size());
   if (s.prompt_tokens > context) {
-    throw Error(fmt::format("request {}: the prompt is {} tokens but the context is {}",
-                            request.id, s.prompt_tokens, context));
+    throw Error(fmt::format("request {}: the prompt is {} tokens but the context is {}", request.id,
+                            s.prompt_tokens, context));
   }
   // The last generated token is never forwarded, so P + n - 1 positions must fit: as generate()
   // with steps = context.
@@ -86,9 +86,10 @@ void continue_conversation(Sequence& turn, const Sequence& previous, int context
   if (previous.stop_reason == StopReason::eos && tokens.back() == kBosToken) tokens.pop_back();
   tokens.insert(tokens.end(), turn.tokens.begin() + 1, turn.tokens.begin() + turn.prompt_tokens);
   if (static_cast<long>(tokens.size()) > context) {
-    throw Error(fmt::format("request {} continues request {}: the conversation is {} tokens, over "
-                            "the context of {}",
-                            turn.request.id, previous.request.id, tokens.size(), context));
+    throw Error(
+        fmt::format("request {} continues request {}: the conversation is {} tokens, over "
+                    "the context of {}",
+                    turn.request.id, previous.request.id, tokens.size(), context));
   }
   turn.tokens = std::move(tokens);
   turn.prompt_tokens = static_cast<int>(turn.tokens.size());
@@ -111,10 +112,14 @@ Sequence make_branch(const Sequence& parent, int branch) {
 
 const char* stop_reason_name(StopReason reason) {
   switch (reason) {
-    case StopReason::none: return "none";
-    case StopReason::eos: return "eos";
-    case StopReason::max_tokens: return "max_tokens";
-    case StopReason::context: return "context";
+    case StopReason::none:
+      return "none";
+    case StopReason::eos:
+      return "eos";
+    case StopReason::max_tokens:
+      return "max_tokens";
+    case StopReason::context:
+      return "context";
   }
   return "?";
 }

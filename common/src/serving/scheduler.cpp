@@ -60,8 +60,9 @@ Sequence* Scheduler::next_admission() const {
 bool Scheduler::can_admit() const {
   const Sequence* next = next_admission();
   // A request with parallel samples needs a slot for each of its branches.
-  if (next == nullptr || static_cast<int>(running_.size()) + reserved_slots_ +
-                                 1 + static_cast<int>(next->forks.size()) > config_.max_seqs)
+  if (next == nullptr || static_cast<int>(running_.size()) + reserved_slots_ + 1 +
+                                 static_cast<int>(next->forks.size()) >
+                             config_.max_seqs)
     return false;
   // Static batching admits only while forming a batch, i.e. in a step that began with nothing
   // running: a batch in flight is closed until its last member finishes.
@@ -151,10 +152,11 @@ StepPlan Scheduler::schedule() {
 
   if (config_.order == Order::longest_prefix && kv_ && waiting_.size() > 1) {
     // Longest cached prefix first, ties in queue order (a stable sort of the window).
-    const auto end = waiting_.begin() + std::min<std::ptrdiff_t>(
-                                            std::ptrdiff_t(waiting_.size()), kLongestPrefixWindow);
+    const auto end = waiting_.begin() + std::min<std::ptrdiff_t>(std::ptrdiff_t(waiting_.size()),
+                                                                 kLongestPrefixWindow);
     std::vector<std::pair<int, Sequence*>> keyed;
-    for (auto it = waiting_.begin(); it != end; ++it) keyed.emplace_back(-kv_->cached_prefix(**it), *it);
+    for (auto it = waiting_.begin(); it != end; ++it)
+      keyed.emplace_back(-kv_->cached_prefix(**it), *it);
     std::stable_sort(keyed.begin(), keyed.end(),
                      [](const auto& a, const auto& b) { return a.first < b.first; });
     for (std::size_t i = 0; i < keyed.size(); ++i) waiting_[i] = keyed[i].second;
@@ -210,8 +212,8 @@ void Scheduler::postprocess(const StepPlan& plan) {
     if (client_stop || (!s.request.ignore_eos && s.tokens.back() == kBosToken)) {
       s.stop_reason = StopReason::eos;
     } else if (s.generated() >= s.max_new_tokens) {
-      s.stop_reason = s.max_new_tokens < s.request.max_tokens ? StopReason::context
-                                                              : StopReason::max_tokens;
+      s.stop_reason =
+          s.max_new_tokens < s.request.max_tokens ? StopReason::context : StopReason::max_tokens;
     } else {
       continue;
     }

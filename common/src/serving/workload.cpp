@@ -60,10 +60,14 @@ double LengthDistribution::sample(Rng& rng) const {
 
 std::string LengthDistribution::describe() const {
   switch (kind) {
-    case LengthKind::fixed: return fmt::format("fixed:{:g}", mean);
-    case LengthKind::uniform: return fmt::format("uniform:{}:{}", lo, hi);
-    case LengthKind::lognormal: return fmt::format("lognormal:{:g}:{:g}", mean, sigma);
-    case LengthKind::pareto: return fmt::format("pareto:{:g}:{:g}", mean, alpha);
+    case LengthKind::fixed:
+      return fmt::format("fixed:{:g}", mean);
+    case LengthKind::uniform:
+      return fmt::format("uniform:{}:{}", lo, hi);
+    case LengthKind::lognormal:
+      return fmt::format("lognormal:{:g}:{:g}", mean, sigma);
+    case LengthKind::pareto:
+      return fmt::format("pareto:{:g}:{:g}", mean, alpha);
   }
   return "?";
 }
@@ -106,8 +110,10 @@ LengthDistribution parse_length_distribution(const std::string& text) {
     d.mean = number(1);
     if (parts.size() == 3) d.alpha = number(2);
     if (d.alpha <= 1.0)
-      throw Error(fmt::format("length distribution '{}': alpha must be > 1 (else the mean is "
-                              "infinite)", text));
+      throw Error(
+          fmt::format("length distribution '{}': alpha must be > 1 (else the mean is "
+                      "infinite)",
+                      text));
   } else {
     throw Error(fmt::format("length distribution '{}': {}", text, usage));
   }
@@ -119,17 +125,24 @@ WorkloadKind parse_workload_kind(const std::string& name) {
   for (WorkloadKind k : {WorkloadKind::random, WorkloadKind::shared_prefix, WorkloadKind::few_shot,
                          WorkloadKind::multi_turn, WorkloadKind::rag})
     if (name == workload_kind_name(k)) return k;
-  throw Error(fmt::format("unknown workload '{}' (expected random, shared-prefix, few-shot, "
-                          "multi-turn or rag)", name));
+  throw Error(
+      fmt::format("unknown workload '{}' (expected random, shared-prefix, few-shot, "
+                  "multi-turn or rag)",
+                  name));
 }
 
 const char* workload_kind_name(WorkloadKind kind) {
   switch (kind) {
-    case WorkloadKind::random: return "random";
-    case WorkloadKind::shared_prefix: return "shared-prefix";
-    case WorkloadKind::few_shot: return "few-shot";
-    case WorkloadKind::multi_turn: return "multi-turn";
-    case WorkloadKind::rag: return "rag";
+    case WorkloadKind::random:
+      return "random";
+    case WorkloadKind::shared_prefix:
+      return "shared-prefix";
+    case WorkloadKind::few_shot:
+      return "few-shot";
+    case WorkloadKind::multi_turn:
+      return "multi-turn";
+    case WorkloadKind::rag:
+      return "rag";
   }
   return "?";
 }
@@ -224,11 +237,14 @@ void check_kind_parameters(const WorkloadSpec& spec) {
 // The most prompt ids one request of the workload may hold (its own part at its cap included).
 double max_ids_per_request(const WorkloadSpec& spec) {
   switch (spec.kind) {
-    case WorkloadKind::random: return 0.0;
+    case WorkloadKind::random:
+      return 0.0;
     case WorkloadKind::shared_prefix:
     case WorkloadKind::few_shot:
-    case WorkloadKind::multi_turn: return double(spec.prefix_len) + spec.max_prompt;
-    case WorkloadKind::rag: return 3.0 * spec.doc_len + spec.max_prompt;
+    case WorkloadKind::multi_turn:
+      return double(spec.prefix_len) + spec.max_prompt;
+    case WorkloadKind::rag:
+      return 3.0 * spec.doc_len + spec.max_prompt;
   }
   return 0.0;
 }
@@ -262,7 +278,8 @@ std::vector<Request> generate_workload(const WorkloadSpec& spec, std::string* sh
   std::vector<std::vector<int>> pool;
   std::vector<double> zipf_cdf;  // rag: cumulative popularity of documents 0..D-1
   switch (spec.kind) {
-    case WorkloadKind::random: break;
+    case WorkloadKind::random:
+      break;
     case WorkloadKind::shared_prefix:
       for (int k = 0; k < spec.prefixes; ++k)
         pool.push_back(random_tokens(spec.prefix_len, content));
@@ -304,9 +321,8 @@ std::vector<Request> generate_workload(const WorkloadSpec& spec, std::string* sh
     const bool multi_turn = spec.kind == WorkloadKind::multi_turn;
     // Draw order as in chapter 04 (arrival, prompt, output), so `random` is unchanged.
     // Multi-turn draws its gaps per conversation instead, below.
-    const double gap = spec.rate > 0.0 && i > 0 && !multi_turn
-                           ? -std::log(open_unit(arrivals)) / spec.rate
-                           : 0.0;
+    const double gap =
+        spec.rate > 0.0 && i > 0 && !multi_turn ? -std::log(open_unit(arrivals)) / spec.rate : 0.0;
     t += gap;
     r.arrival = spec.rate > 0.0 ? t : 0.0;
     const int own = clamp_length(spec.prompt.sample(prompts), spec.max_prompt);
@@ -376,8 +392,8 @@ std::vector<Request> generate_workload(const WorkloadSpec& spec, std::string* sh
           // Drawing from the whole pool and redrawing repeats is drawing without replacement
           // in proportion to the popularity of the documents left.
           const double u = static_cast<double>(choices.next_f32());
-          const int d = static_cast<int>(
-              std::upper_bound(zipf_cdf.begin(), zipf_cdf.end() - 1, u) - zipf_cdf.begin());
+          const int d = static_cast<int>(std::upper_bound(zipf_cdf.begin(), zipf_cdf.end() - 1, u) -
+                                         zipf_cdf.begin());
           if (std::find(picked.begin(), picked.begin() + n, d) != picked.begin() + n) continue;
           picked[static_cast<std::size_t>(n++)] = d;
           r.prompt_ids.insert(r.prompt_ids.end(), pool[d].begin(), pool[d].end());
@@ -391,9 +407,10 @@ std::vector<Request> generate_workload(const WorkloadSpec& spec, std::string* sh
     out.push_back(std::move(r));
   }
   if (t > kMaxArrivalSeconds) {
-    throw Error(fmt::format("at a rate of {:g}/s the last of {} requests arrives at {:.3g} s, after "
-                            "the limit of {:g} s: raise the rate or lower the requests",
-                            spec.rate, spec.requests, t, kMaxArrivalSeconds));
+    throw Error(
+        fmt::format("at a rate of {:g}/s the last of {} requests arrives at {:.3g} s, after "
+                    "the limit of {:g} s: raise the rate or lower the requests",
+                    spec.rate, spec.requests, t, kMaxArrivalSeconds));
   }
   if (shape) {
     const std::int64_t n = spec.requests;
@@ -403,37 +420,42 @@ std::vector<Request> generate_workload(const WorkloadSpec& spec, std::string* sh
         *shape = "random prompts";
         break;
       case WorkloadKind::shared_prefix:
-        *shape = fmt::format("shared-prefix: {} of {} requests ({}) start with one of {} prefixes "
-                             "of {} tokens (chosen uniformly), the rest with a unique prompt of "
-                             "the same length",
-                             shared, n, percent(shared, n), spec.prefixes, spec.prefix_len);
+        *shape = fmt::format(
+            "shared-prefix: {} of {} requests ({}) start with one of {} prefixes "
+            "of {} tokens (chosen uniformly), the rest with a unique prompt of "
+            "the same length",
+            shared, n, percent(shared, n), spec.prefixes, spec.prefix_len);
         break;
       case WorkloadKind::few_shot:
-        *shape = fmt::format("few-shot: every prompt is one instruction of {} tokens + the "
-                             "examples of one of {} tasks ({} tokens; the busiest task has {} "
-                             "requests) + a unique question",
-                             instruction.size(), spec.prefixes, pool.front().size(), most_used);
+        *shape = fmt::format(
+            "few-shot: every prompt is one instruction of {} tokens + the "
+            "examples of one of {} tasks ({} tokens; the busiest task has {} "
+            "requests) + a unique question",
+            instruction.size(), spec.prefixes, pool.front().size(), most_used);
         break;
       case WorkloadKind::multi_turn: {
         const int lo = *std::min_element(turns_of.begin(), turns_of.end());
         const int hi = *std::max_element(turns_of.begin(), turns_of.end());
-        *shape = fmt::format("multi-turn: {} conversations of {}-{} turns (mean {:.1f}, at most "
-                             "{}; {} ended early to stay within {} tokens), {}, think time "
-                             "exponential with mean {:g} s",
-                             conversations, lo, hi, double(n) / double(conversations), spec.turns,
-                             ended_early, spec.max_conversation,
-                             spec.prefix_len > 0 ? fmt::format("a shared system prompt of {} "
-                                                               "tokens", spec.prefix_len)
-                                                 : std::string("no system prompt"),
-                             spec.think_time);
+        *shape = fmt::format(
+            "multi-turn: {} conversations of {}-{} turns (mean {:.1f}, at most "
+            "{}; {} ended early to stay within {} tokens), {}, think time "
+            "exponential with mean {:g} s",
+            conversations, lo, hi, double(n) / double(conversations), spec.turns, ended_early,
+            spec.max_conversation,
+            spec.prefix_len > 0 ? fmt::format("a shared system prompt of {} "
+                                              "tokens",
+                                              spec.prefix_len)
+                                : std::string("no system prompt"),
+            spec.think_time);
         break;
       }
       case WorkloadKind::rag:
-        *shape = fmt::format("rag: each prompt holds 1-3 documents (mean {:.2f}) of a pool of {} "
-                             "of {} tokens, Zipf popularity with exponent {:g} (the most popular "
-                             "is in {} of the prompts), + a unique question",
-                             double(docs_cited) / double(n), spec.docs, spec.doc_len,
-                             kRagZipfExponent, percent(most_used, n));
+        *shape = fmt::format(
+            "rag: each prompt holds 1-3 documents (mean {:.2f}) of a pool of {} "
+            "of {} tokens, Zipf popularity with exponent {:g} (the most popular "
+            "is in {} of the prompts), + a unique question",
+            double(docs_cited) / double(n), spec.docs, spec.doc_len, kRagZipfExponent,
+            percent(most_used, n));
         break;
     }
     if (spec.tenants > 1) *shape += fmt::format(", {} tenants (round-robin)", spec.tenants);
@@ -442,13 +464,24 @@ std::vector<Request> generate_workload(const WorkloadSpec& spec, std::string* sh
 }
 
 std::vector<Request> read_workload_file(std::istream& in, const std::string& source,
-                                const SamplingParams& defaults) {
-  static const std::set<std::string> kKeys = {
-      "arrival",           "prompt",           "prompt_len",        "max_tokens",
-      "temperature",       "top_k",            "top_p",             "min_p",
-      "repetition_penalty", "frequency_penalty", "presence_penalty", "seed",
-      "ignore_eos",        "prompt_ids",       "tenant",            "parent",
-      "think_time"};
+                                        const SamplingParams& defaults) {
+  static const std::set<std::string> kKeys = {"arrival",
+                                              "prompt",
+                                              "prompt_len",
+                                              "max_tokens",
+                                              "temperature",
+                                              "top_k",
+                                              "top_p",
+                                              "min_p",
+                                              "repetition_penalty",
+                                              "frequency_penalty",
+                                              "presence_penalty",
+                                              "seed",
+                                              "ignore_eos",
+                                              "prompt_ids",
+                                              "tenant",
+                                              "parent",
+                                              "think_time"};
   std::vector<Request> out;
   std::string line;
   for (long lineno = 1;; ++lineno) {
@@ -511,8 +544,8 @@ std::vector<Request> read_workload_file(std::istream& in, const std::string& sou
       throw fail(fmt::format("'arrival' {} is outside [0, {:g}] seconds", j["arrival"].dump(),
                              kMaxArrivalSeconds));
     if (!get_integer("max_tokens", r.max_tokens, 1, kIntMax)) throw fail("missing 'max_tokens'");
-    const int prompt_forms = int(j.contains("prompt")) + int(j.contains("prompt_len")) +
-                             int(j.contains("prompt_ids"));
+    const int prompt_forms =
+        int(j.contains("prompt")) + int(j.contains("prompt_len")) + int(j.contains("prompt_ids"));
     if (prompt_forms != 1)
       throw fail("give exactly one of 'prompt' (text), 'prompt_len' and 'prompt_ids'");
     if (j.contains("prompt")) {
@@ -530,9 +563,9 @@ std::vector<Request> read_workload_file(std::istream& in, const std::string& sou
         // Whether an id is in the served model's vocabulary is checked against that model
         // (check_workload_lengths); here only that it is a token id at all.
         if (!ids[k].is_number_integer() ||
-            (ids[k].is_number_unsigned() ? ids[k].get<std::uint64_t>() > std::uint64_t(kIntMax)
-                                         : ids[k].get<std::int64_t>() < 0 ||
-                                               ids[k].get<std::int64_t>() > kIntMax))
+            (ids[k].is_number_unsigned()
+                 ? ids[k].get<std::uint64_t>() > std::uint64_t(kIntMax)
+                 : ids[k].get<std::int64_t>() < 0 || ids[k].get<std::int64_t>() > kIntMax))
           throw fail(fmt::format("'prompt_ids'[{}] is {}: token ids are integers in [0, {:.0Lf}]",
                                  k, ids[k].dump(), kIntMax));
         r.prompt_ids.push_back(static_cast<int>(ids[k].get<std::int64_t>()));
@@ -546,16 +579,16 @@ std::vector<Request> read_workload_file(std::istream& in, const std::string& sou
       // Only an earlier line: a chat's turns come in order, and no chain can loop.
       const nlohmann::json& v = j["parent"];
       if (!v.is_number_integer())
-        throw fail(fmt::format("'parent' {} must be an integer, the id of an earlier request",
-                               v.dump()));
+        throw fail(
+            fmt::format("'parent' {} must be an integer, the id of an earlier request", v.dump()));
       const bool earlier = v.is_number_unsigned()
                                ? v.get<std::uint64_t>() < static_cast<std::uint64_t>(r.id)
                                : v.get<std::int64_t>() >= 0 && v.get<std::int64_t>() < r.id;
       if (!earlier)
-        throw fail(fmt::format("'parent' {} is not an earlier request: this is request {} "
-                               "(requests are numbered by line from 0){}",
-                               v.dump(), r.id,
-                               r.id == 0 ? ", the first" : fmt::format(", so 0 to {}", r.id - 1)));
+        throw fail(fmt::format(
+            "'parent' {} is not an earlier request: this is request {} "
+            "(requests are numbered by line from 0){}",
+            v.dump(), r.id, r.id == 0 ? ", the first" : fmt::format(", so 0 to {}", r.id - 1)));
       r.parent = static_cast<int>(v.get<std::int64_t>());
     }
     if (j.contains("think_time")) {
@@ -573,7 +606,8 @@ std::vector<Request> read_workload_file(std::istream& in, const std::string& sou
     get_real("repetition_penalty", s.repetition_penalty);
     get_real("frequency_penalty", s.frequency_penalty);
     get_real("presence_penalty", s.presence_penalty);
-    get_integer("seed", s.seed, 0, static_cast<long double>(std::numeric_limits<std::uint64_t>::max()));
+    get_integer("seed", s.seed, 0,
+                static_cast<long double>(std::numeric_limits<std::uint64_t>::max()));
     if (j.contains("ignore_eos")) {
       if (!j["ignore_eos"].is_boolean()) throw fail("'ignore_eos' must be true or false");
       r.ignore_eos = j["ignore_eos"].get<bool>();

@@ -7,8 +7,8 @@ namespace inferlab {
 
 /// @brief Result of an FMA probe.
 struct FmaPeakResult {
-  double flops = 0.0;  ///< best FLOP/s over the repetitions (a multiply-add counts as 2 FLOPs)
-  int threads = 0;     ///< OpenMP threads that ran (the default resolved when 0 was asked)
+  double flops = 0.0;    ///< best FLOP/s over the repetitions (a multiply-add counts as 2 FLOPs)
+  int threads = 0;       ///< OpenMP threads that ran (the default resolved when 0 was asked)
   int vector_width = 0;  ///< floats per vector register the probe was compiled for (4, 8 or 16)
 };
 

@@ -24,14 +24,15 @@ namespace inferlab {
 
 /// @brief One machine on the roofline: its two roofs and its memory capacity.
 struct Hardware {
-  std::string name;          ///< lookup name, e.g. "h100-sxm"
-  std::string description;   ///< e.g. "NVIDIA H100 SXM5 80GB"
-  std::string dtype;         ///< number format of peak_flops: "bf16" (GPUs), "fp32" (this CPU)
-  double peak_flops = 0.0;   ///< dense FLOP/s in that format (the compute roof)
-  double bandwidth = 0.0;    ///< memory bandwidth, bytes/s (the slope of the memory roof)
-  double memory_bytes = 0.0; ///< capacity of that memory, bytes (decimal GB as the vendor prints it)
-  bool measured = false;     ///< true for "this": numbers measured on the running machine
-  std::string source;        ///< where the numbers come from
+  std::string name;         ///< lookup name, e.g. "h100-sxm"
+  std::string description;  ///< e.g. "NVIDIA H100 SXM5 80GB"
+  std::string dtype;        ///< number format of peak_flops: "bf16" (GPUs), "fp32" (this CPU)
+  double peak_flops = 0.0;  ///< dense FLOP/s in that format (the compute roof)
+  double bandwidth = 0.0;   ///< memory bandwidth, bytes/s (the slope of the memory roof)
+  double memory_bytes =
+      0.0;                ///< capacity of that memory, bytes (decimal GB as the vendor prints it)
+  bool measured = false;  ///< true for "this": numbers measured on the running machine
+  std::string source;     ///< where the numbers come from
 
   /// @brief I* = peak FLOP/s / bandwidth, FLOP per byte: kernels below it are memory-bound.
   double ridge_point() const { return peak_flops / bandwidth; }
@@ -57,8 +58,8 @@ struct MeasureOptions {
   std::vector<int> thread_counts;
   std::size_t bandwidth_bytes = std::size_t{512} << 20;  ///< buffer read (>> last-level cache)
   int bandwidth_reps = 5;  ///< timed passes over the buffer; the best one counts
-  int gemm_size = 1024;  ///< n of the n x n x n GEMM (2 n^3 FLOPs)
-  int gemm_reps = 5;     ///< timed GEMMs (after one warm-up); the best one counts
+  int gemm_size = 1024;    ///< n of the n x n x n GEMM (2 n^3 FLOPs)
+  int gemm_reps = 5;       ///< timed GEMMs (after one warm-up); the best one counts
   /// Called with one line before each measurement (the chapter prints it to stderr).
   std::function<void(const std::string&)> progress;
 };
@@ -70,7 +71,7 @@ MeasureOptions quick_measure_options();
 /// the best bandwidth and the best FMA peak over all of them (a kernel can reach the FMA peak,
 /// never exceed it; Eigen's GEMM, also measured, is what a tuned library reaches below it).
 struct MachineMeasurement {
-  Hardware hardware;                          ///< "this": best bandwidth, best FLOP/s
+  Hardware hardware;                           ///< "this": best bandwidth, best FLOP/s
   std::vector<ThreadMeasurement> per_threads;  ///< one row per thread count, in the order tried
 };
 

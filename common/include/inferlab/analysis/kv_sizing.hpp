@@ -17,20 +17,20 @@ namespace inferlab {
 
 /// @brief One number format's line of the sizing table.
 struct KVSizingRow {
-  DType dtype = DType::bf16;              ///< the KV cache's number format
-  double bytes_per_token = 0.0;           ///< kv_bytes_per_token()
-  double bytes_per_sequence = 0.0;        ///< kv_bytes() of one sequence of the whole context
-  MemoryFit one_gpu;                      ///< bf16 weights + one sequence on one 80 GB GPU
-  int gpus = 1;                           ///< fewest 80 GB GPUs holding the bf16 weights and >= 1 sequence
-  std::int64_t max_sequences = 0;         ///< sequences of the whole context that fit on those GPUs
+  DType dtype = DType::bf16;        ///< the KV cache's number format
+  double bytes_per_token = 0.0;     ///< kv_bytes_per_token()
+  double bytes_per_sequence = 0.0;  ///< kv_bytes() of one sequence of the whole context
+  MemoryFit one_gpu;                ///< bf16 weights + one sequence on one 80 GB GPU
+  int gpus = 1;                    ///< fewest 80 GB GPUs holding the bf16 weights and >= 1 sequence
+  std::int64_t max_sequences = 0;  ///< sequences of the whole context that fit on those GPUs
 };
 
 /// @brief The sizing table of one named configuration (chapter 02's `--kv-calc`).
 struct KVSizingTable {
-  std::string name;                   ///< the configuration's name, e.g. "llama3-70b"
-  ModelConfig config;                 ///< its shape
-  std::int64_t context_tokens = 0;    ///< tokens each sequence holds
-  std::vector<KVSizingRow> rows;      ///< one per all_dtypes(), widest first
+  std::string name;                 ///< the configuration's name, e.g. "llama3-70b"
+  ModelConfig config;               ///< its shape
+  std::int64_t context_tokens = 0;  ///< tokens each sequence holds
+  std::vector<KVSizingRow> rows;    ///< one per all_dtypes(), widest first
 };
 
 /// @brief The most GPUs kv_sizing_table() tries before it reports that none fits.
@@ -52,7 +52,7 @@ KVSizingTable kv_sizing_table(const std::string& name, std::int64_t context);
 
 /// @brief The calculator's prediction for a loaded model against the bytes its cache allocates.
 struct KVPredictionCheck {
-  DType type = DType::f32;                  ///< the cache's storage type
+  DType type = DType::f32;                    ///< the cache's storage type
   double predicted_bytes_per_token = 0.0;     ///< kv_bytes_per_token(), int8 scales included
   std::size_t allocated_bytes_per_token = 0;  ///< KVCache::bytes_per_token()
   /// @brief True when the prediction is exact.

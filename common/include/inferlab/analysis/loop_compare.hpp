@@ -15,12 +15,12 @@ namespace inferlab {
 
 /// @brief One position of the naive-vs-cached comparison.
 struct StepLatency {
-  int position = 0;        ///< position of the token whose logits the step produces
-  double naive_s = 0.0;    ///< median over reps of the naive step's time (pos + 1 tokens forwarded)
-  double cached_s = 0.0;   ///< median over reps of the cached decode step's time (1 token forwarded)
+  int position = 0;       ///< position of the token whose logits the step produces
+  double naive_s = 0.0;   ///< median over reps of the naive step's time (pos + 1 tokens forwarded)
+  double cached_s = 0.0;  ///< median over reps of the cached decode step's time (1 token forwarded)
   double naive_spread = 0.0;   ///< (max - min) / median of the naive step's times
   double cached_spread = 0.0;  ///< (max - min) / median of the cached step's times
-  bool identical = false;  ///< the two steps' logits have the same bits
+  bool identical = false;      ///< the two steps' logits have the same bits
 };
 
 /// @brief Times one generation step both ways at each of @p positions of @p tokens: the naive
@@ -34,15 +34,15 @@ std::vector<StepLatency> compare_step_latency(const Model& model, const std::vec
 
 /// @brief The accuracy cost of one KV storage type against f32.
 struct KVQuality {
-  DType type = DType::f32;             ///< the type measured
-  std::size_t bytes_per_token = 0;       ///< its cache bytes per token (scales included)
-  double max_abs_logit_diff = 0.0;       ///< over every position of every prompt
-  double mean_abs_logit_diff = 0.0;      ///< over every logit compared
-  int positions = 0;                     ///< positions compared (teacher-forced)
-  int argmax_changed = 0;                ///< positions whose greedy pick differs from f32's
-  int sequences = 0;                     ///< prompts generated freely (greedy)
-  int sequences_changed = 0;             ///< prompts whose greedy continuation differs anywhere
-  int tokens_changed = 0;                ///< generated tokens that differ from f32's, summed
+  DType type = DType::f32;           ///< the type measured
+  std::size_t bytes_per_token = 0;   ///< its cache bytes per token (scales included)
+  double max_abs_logit_diff = 0.0;   ///< over every position of every prompt
+  double mean_abs_logit_diff = 0.0;  ///< over every logit compared
+  int positions = 0;                 ///< positions compared (teacher-forced)
+  int argmax_changed = 0;            ///< positions whose greedy pick differs from f32's
+  int sequences = 0;                 ///< prompts generated freely (greedy)
+  int sequences_changed = 0;         ///< prompts whose greedy continuation differs anywhere
+  int tokens_changed = 0;            ///< generated tokens that differ from f32's, summed
 };
 
 /// @brief Measures @p type against f32 over @p prompts: (1) teacher-forced on the f32 greedy

@@ -9,7 +9,7 @@ namespace inferlab {
 /// @brief Result of a bandwidth probe.
 struct BandwidthResult {
   double read_gbs = 0.0;  ///< best read bandwidth over the repetitions, GB/s (1e9 bytes/s)
-  int threads = 0;       ///< OpenMP threads that read (the default resolved when 0 was asked)
+  int threads = 0;        ///< OpenMP threads that read (the default resolved when 0 was asked)
   std::size_t bytes = 0;  ///< size of the buffer read
 };
 

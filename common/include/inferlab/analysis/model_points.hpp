@@ -14,10 +14,10 @@ namespace inferlab {
 
 /// @brief One measured workload: a forward step of a model, counted the way the roofline counts.
 struct ModelPoint {
-  std::string name;      ///< e.g. "decode B=1", "prefill 512", "decode B=16"
-  int tokens = 0;        ///< tokens one step processes (B for decode, the prompt for prefill)
-  double flops = 0.0;    ///< FLOPs of one step: 2 per weight per token, plus attention
-  double bytes = 0.0;    ///< bytes one step must read at least: every weight once, plus the KV cache
+  std::string name;    ///< e.g. "decode B=1", "prefill 512", "decode B=16"
+  int tokens = 0;      ///< tokens one step processes (B for decode, the prompt for prefill)
+  double flops = 0.0;  ///< FLOPs of one step: 2 per weight per token, plus attention
+  double bytes = 0.0;  ///< bytes one step must read at least: every weight once, plus the KV cache
   double seconds = 0.0;  ///< median time of one step over the repetitions
   /// @brief tokens / seconds (0 if the time is 0).
   double tokens_per_second() const { return seconds > 0.0 ? tokens / seconds : 0.0; }
@@ -41,8 +41,8 @@ struct ModelPointOptions {
 
 /// @brief The measurements: prefill, then decode at every batch size (batched[0] is B = 1).
 struct ModelPoints {
-  ModelPoint prefill;                ///< one forward of prompt_tokens tokens on a fresh cache
-  std::vector<ModelPoint> batched;   ///< one per batch size in ModelPointOptions::batches
+  ModelPoint prefill;               ///< one forward of prompt_tokens tokens on a fresh cache
+  std::vector<ModelPoint> batched;  ///< one per batch size in ModelPointOptions::batches
 };
 
 /// @brief FLOPs of one forward step over tokens at positions @p first_pos .. first_pos + T - 1

@@ -52,8 +52,8 @@ struct CostOptions {
   DType weight_dtype = DType::bf16;      ///< format of the weights read each step
   DType kv_dtype = DType::bf16;          ///< format of the KV cache read each step
   DType activation_dtype = DType::bf16;  ///< format of the activations each layer reads and writes
-  double flops_utilisation = 1.0;      ///< share of peak FLOP/s reached (prefill: ~0.4-0.6)
-  double bandwidth_utilisation = 1.0;  ///< share of peak bandwidth reached (~0.7-0.85)
+  double flops_utilisation = 1.0;        ///< share of peak FLOP/s reached (prefill: ~0.4-0.6)
+  double bandwidth_utilisation = 1.0;    ///< share of peak bandwidth reached (~0.7-0.85)
   /// The worked example's simplifications: every parameter (the embedding table too) is read
   /// once per step and costs 2 FLOPs per token; activations and attention are ignored.
   bool textbook_accounting = false;
@@ -124,16 +124,18 @@ struct StepShape {
 
 /// @brief The roofline's account of one step.
 struct StepCost {
-  double flops = 0.0;         ///< matrix FLOPs + attention FLOPs
-  double weight_bytes = 0.0;  ///< weights read once for the whole step
-  double kv_bytes = 0.0;      ///< context_tokens x KV bytes per token
+  double flops = 0.0;             ///< matrix FLOPs + attention FLOPs
+  double weight_bytes = 0.0;      ///< weights read once for the whole step
+  double kv_bytes = 0.0;          ///< context_tokens x KV bytes per token
   double activation_bytes = 0.0;  ///< T x activations read and written per token, all layers
-  double compute_seconds = 0.0;  ///< flops / (peak x flops_utilisation)
-  double memory_seconds = 0.0;   ///< bytes / (bandwidth x bandwidth_utilisation)
+  double compute_seconds = 0.0;   ///< flops / (peak x flops_utilisation)
+  double memory_seconds = 0.0;    ///< bytes / (bandwidth x bandwidth_utilisation)
   /// @brief All bytes the step moves: weights + KV + activations.
   double bytes() const { return weight_bytes + kv_bytes + activation_bytes; }
   /// @brief The step's time bound in seconds: max(compute_seconds, memory_seconds).
-  double seconds() const { return compute_seconds > memory_seconds ? compute_seconds : memory_seconds; }
+  double seconds() const {
+    return compute_seconds > memory_seconds ? compute_seconds : memory_seconds;
+  }
   /// @brief True when memory traffic, not arithmetic, sets the step time (ties count as memory).
   bool memory_bound() const { return memory_seconds >= compute_seconds; }
 };

@@ -66,8 +66,8 @@ struct EmpiricalCriticalBatch {
 /// (ascending, the first 1; weights cycled as in measure_linear_point()) and finds the critical
 /// batch empirically.
 /// @p progress, if set, is called with one line per batch.
-EmpiricalCriticalBatch measure_critical_batch(int n_in, int d_out, const std::vector<int>& batches,
-                                              int reps,
-                                              const std::function<void(const std::string&)>& progress = {});
+EmpiricalCriticalBatch measure_critical_batch(
+    int n_in, int d_out, const std::vector<int>& batches, int reps,
+    const std::function<void(const std::string&)>& progress = {});
 
 }  // namespace inferlab

@@ -42,8 +42,8 @@ struct LinearIntensityRow {
 
 /// @brief The critical batch with a KV cache of some length.
 struct ContextCriticalBatch {
-  std::int64_t context = 0;    ///< tokens per sequence in the KV cache
-  double critical_batch = 0.0; ///< critical_batch_size() at that context (+inf: never)
+  std::int64_t context = 0;     ///< tokens per sequence in the KV cache
+  double critical_batch = 0.0;  ///< critical_batch_size() at that context (+inf: never)
 };
 
 /// @brief Everything the cost model predicts for one model on one machine.
@@ -53,12 +53,12 @@ struct RooflinePrediction {
   CostOptions cost;    ///< cost_options_for(hardware)
   /// Intensities at 1, 8, 64, 512 tokens, the request's batch (if not one of those), the prompt.
   std::vector<LinearIntensityRow> linear;
-  std::int64_t attention_context = 0;     ///< the request's context, or 4096 when it is 0
-  OpCost attention;                       ///< decode_attention_cost() at attention_context
-  double attention_intensity_limit = 0.0; ///< decode_attention_intensity_limit(): 2 g / bytes
-  double attention_intensity_mha = 0.0;   ///< the same without GQA: 2 / bytes(kv)
-  DecodeBound decode;           ///< the request's batch and context
-  DecodeBound decode_textbook;  ///< batch 1, the worked example's accounting
+  std::int64_t attention_context = 0;      ///< the request's context, or 4096 when it is 0
+  OpCost attention;                        ///< decode_attention_cost() at attention_context
+  double attention_intensity_limit = 0.0;  ///< decode_attention_intensity_limit(): 2 g / bytes
+  double attention_intensity_mha = 0.0;    ///< the same without GQA: 2 / bytes(kv)
+  DecodeBound decode;                      ///< the request's batch and context
+  DecodeBound decode_textbook;             ///< batch 1, the worked example's accounting
   double critical_textbook = 0.0;          ///< weights only, textbook accounting (+inf: never)
   double critical_with_activations = 0.0;  ///< with the activations, context 0 (+inf: never)
   std::vector<ContextCriticalBatch> critical_by_context;  ///< contexts 0, 128, ... 32768
@@ -87,8 +87,8 @@ struct MachineRoofline {
 
 /// @brief A measured kernel faster than its roof allows.
 struct AboveRoof {
-  std::string name;        ///< the kernel
-  double percent = 0.0;    ///< how far above the roof, in percent (> 5)
+  std::string name;      ///< the kernel
+  double percent = 0.0;  ///< how far above the roof, in percent (> 5)
 };
 
 /// @brief Chapter 03's result.
@@ -97,8 +97,8 @@ struct RooflineReport {
   int threads = 0;                          ///< OpenMP threads when the report was made
   RooflinePrediction prediction;            ///< the cost model's numbers
   std::optional<MachineRoofline> measured;  ///< present for hardware "this"
-  std::vector<AboveRoof> above_roof;        ///< measured kernels above their roof (see above_roof())
-  std::vector<RooflinePoint> plot_points;   ///< what roofline_plot() draws
+  std::vector<AboveRoof> above_roof;       ///< measured kernels above their roof (see above_roof())
+  std::vector<RooflinePoint> plot_points;  ///< what roofline_plot() draws
 };
 
 /// @brief The cost model's numbers for @p config on @p hardware (see RooflinePrediction).
@@ -116,9 +116,9 @@ RooflinePrediction predict_roofline(const ModelConfig& config, const Hardware& h
 /// @param quick smaller sizes and fewer repetitions (tests, CI)
 /// @param progress called with a line before each measurement (may be empty)
 /// @note Cost: tens of seconds (a few with @p quick).
-MachineRoofline measure_machine_roofline(const ModelConfig& config, const std::string& config_name,
-                                         bool quick,
-                                         const std::function<void(const std::string&)>& progress = {});
+MachineRoofline measure_machine_roofline(
+    const ModelConfig& config, const std::string& config_name, bool quick,
+    const std::function<void(const std::string&)>& progress = {});
 
 /// @brief The measured kernels that run more than 5 % above their roof on @p hardware: the roofs
 /// were measured low (a busy machine) or the kernel's data stayed in a cache.

@@ -22,12 +22,12 @@ namespace inferlab {
 
 /// @brief One batch size of the simulation.
 struct SpecSimPoint {
-  int batch = 0;                ///< sequences decoding together (each speculating)
-  double plain_step_s = 0.0;    ///< target decode step of the batch (one token each)
-  double draft_step_s = 0.0;    ///< draft decode step of the batch
-  double verify_step_s = 0.0;   ///< target step verifying K + 1 tokens per sequence
+  int batch = 0;                  ///< sequences decoding together (each speculating)
+  double plain_step_s = 0.0;      ///< target decode step of the batch (one token each)
+  double draft_step_s = 0.0;      ///< draft decode step of the batch
+  double verify_step_s = 0.0;     ///< target step verifying K + 1 tokens per sequence
   double tokens_per_round = 0.0;  ///< expected tokens per sequence and round
-  double speedup = 0.0;         ///< tokens/s with speculation / tokens/s without
+  double speedup = 0.0;           ///< tokens/s with speculation / tokens/s without
   /// Tokens per second each sequence gets with speculation: tokens_per_round over one round
   /// (K draft steps and one verification).
   double tokens_per_s = 0.0;

@@ -24,12 +24,12 @@ struct GenerationFlags {
   std::string tokenizer;  ///< --tokenizer: path; default matches the vocabulary
   std::string synthetic;  ///< --synthetic: a named shape with random weights instead of a file
   std::string prompt = "Once upon a time";  ///< --prompt
-  int steps = 256;        ///< --steps: positions to forward, prompt included (llama2.c's -n)
-  int threads = 0;        ///< --threads: 0 = OpenMP's default
+  int steps = 256;             ///< --steps: positions to forward, prompt included (llama2.c's -n)
+  int threads = 0;             ///< --threads: 0 = OpenMP's default
   std::string device = "cpu";  ///< --device: cpu or cuda
-  bool json = false;      ///< --json: one JSON object instead of streamed text
-  std::string dump_logits;  ///< --dump-logits: path of the `pos token logit...` file
-  SamplingParams sampling;  ///< --temperature, --top-k, ... --seed
+  bool json = false;           ///< --json: one JSON object instead of streamed text
+  std::string dump_logits;     ///< --dump-logits: path of the `pos token logit...` file
+  SamplingParams sampling;     ///< --temperature, --top-k, ... --seed
 };
 
 /// @brief A chapter's main() after its flags are declared: parses the command line (printing
@@ -42,9 +42,10 @@ void add_generation_flags(CLI::App& app, GenerationFlags& f);
 
 /// @brief A loaded model with its tokenizer.
 struct LoadedModel {
-  std::optional<Model> model;   ///< set after load_model() (load_model_or_tokenizer may leave it unset)
+  std::optional<Model>
+      model;  ///< set after load_model() (load_model_or_tokenizer may leave it unset)
   std::optional<Tokenizer> tokenizer;  ///< always set after load_model()
-  std::string tokenizer_source;  ///< its file, or "synthetic"
+  std::string tokenizer_source;        ///< its file, or "synthetic"
 };
 
 /// @brief The generation options the flags describe (prompt, steps, sampling, device); the

@@ -15,11 +15,11 @@ namespace inferlab {
 
 /// @brief Serving flags (names and meaning shared by chapters 04-07).
 struct ServingFlags {
-  std::string clock = "real";         ///< --clock: real or sim
-  std::string hardware = "h100-sxm";  ///< --hardware (sim)
-  std::string config = "llama3-8b";   ///< --config (sim): the model shape to time
-  double rate = -1.0;                 ///< --rate: < 0 means the clock's default
-  int requests = 0;                   ///< --requests: 0 means the clock's default
+  std::string clock = "real";                     ///< --clock: real or sim
+  std::string hardware = "h100-sxm";              ///< --hardware (sim)
+  std::string config = "llama3-8b";               ///< --config (sim): the model shape to time
+  double rate = -1.0;                             ///< --rate: < 0 means the clock's default
+  int requests = 0;                               ///< --requests: 0 means the clock's default
   std::string prompt_lens = "lognormal:96:0.6";   ///< --prompt-lens
   std::string output_lens = "lognormal:128:0.8";  ///< --output-lens
   /// --prompt-lens and --output-lens of --workload multi-turn when they are not given: short
@@ -27,25 +27,25 @@ struct ServingFlags {
   /// context of 512 tokens (about 1.5% end early).
   std::string multi_turn_prompt_lens = "lognormal:24:0.5";
   std::string multi_turn_output_lens = "lognormal:40:0.5";  ///< see multi_turn_prompt_lens
-  bool prompt_lens_given = false;  ///< --prompt-lens was on the command line (set by parsing)
-  bool output_lens_given = false;  ///< --output-lens was on the command line (set by parsing)
-  int max_prompt = 256;               ///< --max-prompt
-  int max_output = 400;               ///< --max-output
-  int max_tokens = 0;                 ///< --max-tokens: 0 = each request's output length
-  std::uint64_t workload_seed = 1;    ///< --workload-seed
-  std::string workload_file;          ///< --workload-file (alias --trace-file): JSONL requests
-  std::string workload = "random";    ///< --workload: random, shared-prefix, few-shot, ..., rag
-  int prefixes = 5;                   ///< --prefixes: shared-prefix prefixes, few-shot tasks
-  int prefix_len = 128;               ///< --prefix-len: prefix / instruction+examples / system
-  double shared_fraction = 0.6;       ///< --shared-fraction (shared-prefix)
-  int turns = 4;                      ///< --turns (multi-turn)
-  double think_time = 1.0;            ///< --think-time: mean seconds (multi-turn)
-  int max_conversation = 512;         ///< --max-conversation: worst-case tokens (multi-turn)
-  int docs = 16;                      ///< --docs: RAG pool size
-  int doc_len = 64;                   ///< --doc-len: tokens per RAG document
-  int tenants = 1;                    ///< --tenants: requests go to t0..tN-1 (1: no tenant)
-  int max_batched_tokens = 1024;      ///< --max-batched-tokens
-  int max_seqs = 32;                  ///< --max-seqs
+  bool prompt_lens_given = false;   ///< --prompt-lens was on the command line (set by parsing)
+  bool output_lens_given = false;   ///< --output-lens was on the command line (set by parsing)
+  int max_prompt = 256;             ///< --max-prompt
+  int max_output = 400;             ///< --max-output
+  int max_tokens = 0;               ///< --max-tokens: 0 = each request's output length
+  std::uint64_t workload_seed = 1;  ///< --workload-seed
+  std::string workload_file;        ///< --workload-file (alias --trace-file): JSONL requests
+  std::string workload = "random";  ///< --workload: random, shared-prefix, few-shot, ..., rag
+  int prefixes = 5;                 ///< --prefixes: shared-prefix prefixes, few-shot tasks
+  int prefix_len = 128;             ///< --prefix-len: prefix / instruction+examples / system
+  double shared_fraction = 0.6;     ///< --shared-fraction (shared-prefix)
+  int turns = 4;                    ///< --turns (multi-turn)
+  double think_time = 1.0;          ///< --think-time: mean seconds (multi-turn)
+  int max_conversation = 512;       ///< --max-conversation: worst-case tokens (multi-turn)
+  int docs = 16;                    ///< --docs: RAG pool size
+  int doc_len = 64;                 ///< --doc-len: tokens per RAG document
+  int tenants = 1;                  ///< --tenants: requests go to t0..tN-1 (1: no tenant)
+  int max_batched_tokens = 1024;    ///< --max-batched-tokens
+  int max_seqs = 32;                ///< --max-seqs
   int default_requests_real = 64;   ///< --requests when not given, real clock
   int default_requests_sim = 400;   ///< --requests when not given, sim clock
   double default_rate_real = 0.0;   ///< --rate when not given, real clock (all at t = 0)

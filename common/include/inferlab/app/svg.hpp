@@ -43,10 +43,10 @@ enum class LegendPosition { top_left, top_right, bottom_left, bottom_right, abov
 
 /// @brief How a line, a point or a rectangle is painted.
 struct SvgStyle {
-  std::string color;        ///< any SVG colour ("#1f77b4", "red"); empty = next palette colour
-  double width = 2.0;       ///< stroke width in pixels (lines), or the point radius (points)
-  bool dashed = false;      ///< draw the stroke dashed (reference lines, predictions)
-  double opacity = 1.0;     ///< 0..1, fill opacity for rectangles, stroke opacity for lines
+  std::string color;     ///< any SVG colour ("#1f77b4", "red"); empty = next palette colour
+  double width = 2.0;    ///< stroke width in pixels (lines), or the point radius (points)
+  bool dashed = false;   ///< draw the stroke dashed (reference lines, predictions)
+  double opacity = 1.0;  ///< 0..1, fill opacity for rectangles, stroke opacity for lines
 };
 
 /// @brief Text alignment relative to its anchor point.
@@ -57,12 +57,12 @@ enum class TextAnchor { start, middle, end };
 /// SVG rotates). The width is estimated from the font size and the number of characters
 /// (text_width_px()): a plot has no font metrics without a renderer.
 struct TextBox {
-  std::string text;     ///< the text as drawn (unescaped)
-  double cx = 0;        ///< centre, pixels from the left edge of the picture
-  double cy = 0;        ///< centre, pixels from the top edge of the picture
-  double half_w = 0;    ///< half the width, along the text
-  double half_h = 0;    ///< half the height
-  double angle = 0;     ///< rotation about the centre, degrees, clockwise
+  std::string text;   ///< the text as drawn (unescaped)
+  double cx = 0;      ///< centre, pixels from the left edge of the picture
+  double cy = 0;      ///< centre, pixels from the top edge of the picture
+  double half_w = 0;  ///< half the width, along the text
+  double half_h = 0;  ///< half the height
+  double angle = 0;   ///< rotation about the centre, degrees, clockwise
 };
 
 /// @brief An upper estimate of the width of @p text at @p font_size px in the plots' sans-serif
@@ -124,8 +124,7 @@ class SvgPlot {
   /// @brief A filled rectangle with corners (x0, y0) and (x1, y1), text centred inside (e.g. a
   /// Gantt bar: x = start..end time, y = row - 0.4 .. row + 0.4). Not in the legend; use
   /// add_legend_entry() to explain colours.
-  void add_rect(double x0, double y0, double x1, double y1, std::string text,
-                SvgStyle style = {});
+  void add_rect(double x0, double y0, double x1, double y1, std::string text, SvgStyle style = {});
   /// @brief Text at data point (x, y).
   void add_text(double x, double y, std::string text, TextAnchor anchor = TextAnchor::start,
                 std::string color = "#333333", int font_size = 12);
@@ -180,7 +179,7 @@ class SvgPlot {
   std::string title_;
   int width_, height_;
   Axis x_axis_, y_axis_;
-  std::vector<double> right_tick_values_;   ///< set_right_ticks(): heights on the y axis
+  std::vector<double> right_tick_values_;  ///< set_right_ticks(): heights on the y axis
   std::vector<std::string> right_tick_labels_;
   std::string right_label_;
   LegendPosition legend_ = LegendPosition::top_left;

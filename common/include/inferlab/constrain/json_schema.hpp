@@ -33,7 +33,7 @@ namespace inferlab {
 
 /// @brief Limits applied while compiling a schema.
 struct JsonSchemaLimits {
-  int max_depth = 128;        ///< nesting of subschemas (and $ref expansion inside allOf)
+  int max_depth = 128;           ///< nesting of subschemas (and $ref expansion inside allOf)
   int max_enum_values = 100000;  ///< values in one enum
   /// Longest run of whitespace between tokens (-1: unbounded). JSON allows any amount, but a
   /// model whose masked distribution favours spaces could then pad forever; the text starts
@@ -53,7 +53,8 @@ struct JsonSchemaLimits {
 
 /// @brief Compiles @p schema into a grammar of the JSON texts that satisfy it.
 /// @throws inferlab::Error naming the unsupported keyword, the bad $ref, or the limit.
-Grammar json_schema_grammar(const nlohmann::ordered_json& schema, const JsonSchemaLimits& limits = {});
+Grammar json_schema_grammar(const nlohmann::ordered_json& schema,
+                            const JsonSchemaLimits& limits = {});
 
 /// @brief The grammar of any JSON value (JSON mode): whitespace between tokens as RFC 8259
 /// allows, up to JsonSchemaLimits::max_whitespace in a row, none before or after the value.

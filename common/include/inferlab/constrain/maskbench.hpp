@@ -22,17 +22,17 @@ namespace inferlab {
 
 /// @brief The result of one MaskBench file.
 struct MaskBenchResult {
-  std::string id;                ///< the file's name
-  std::string compile_error;     ///< empty when the schema compiled
-  std::string validation_error;  ///< empty when every test behaved as labelled
-  std::string crash;             ///< empty unless the run crashed or hit the time limit
-  int num_valid_tests = 0;       ///< tests labelled valid
-  int num_invalid_tests = 0;     ///< tests labelled invalid
-  double ttfm_us = 0.0;          ///< compile + first mask, microseconds
-  std::vector<double> masks_us;  ///< every mask obtained (EOS checks included), microseconds
+  std::string id;                      ///< the file's name
+  std::string compile_error;           ///< empty when the schema compiled
+  std::string validation_error;        ///< empty when every test behaved as labelled
+  std::string crash;                   ///< empty unless the run crashed or hit the time limit
+  int num_valid_tests = 0;             ///< tests labelled valid
+  int num_invalid_tests = 0;           ///< tests labelled invalid
+  double ttfm_us = 0.0;                ///< compile + first mask, microseconds
+  std::vector<double> masks_us;        ///< every mask obtained (EOS checks included), microseconds
   std::vector<double> first_masks_us;  ///< the masks computed rather than found in the cache
-  int num_tokens = 0;            ///< tokens checked, over all tests
-  bool invalid_accepted = false;  ///< the validation error is an invalid instance accepted
+  int num_tokens = 0;                  ///< tokens checked, over all tests
+  bool invalid_accepted = false;       ///< the validation error is an invalid instance accepted
   /// @brief The JSON line the runner prints: id, compile_error?, validation_error?, crash?,
   /// num_valid_tests, num_invalid_tests, ttfm_us, masks_us (sum), max_mask_us, num_tokens.
   nlohmann::ordered_json to_json() const;

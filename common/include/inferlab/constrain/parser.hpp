@@ -25,8 +25,8 @@ namespace inferlab {
 
 /// @brief Size limits that keep a hostile grammar from exhausting memory or time.
 struct ParserLimits {
-  int max_nodes = 4'000'000;           ///< NFA nodes after expanding counted repetitions
-  int max_stacks_per_state = 50'000;   ///< stacks in one state (ambiguity explosion guard)
+  int max_nodes = 4'000'000;             ///< NFA nodes after expanding counted repetitions
+  int max_stacks_per_state = 50'000;     ///< stacks in one state (ambiguity explosion guard)
   int max_interned_stacks = 20'000'000;  ///< distinct stacks over the parser's life
 };
 

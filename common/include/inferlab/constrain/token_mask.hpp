@@ -58,10 +58,10 @@ class TokenTrie {
   /// inside a string. The tables depend only on the vocabulary and W, so they are cached here
   /// and shared by every grammar: the vocabulary's ahead-of-time preprocessing.
   struct LoopTables {
-    ByteSet loop;                          ///< L (only ASCII bytes when utf8)
-    bool utf8 = false;                     ///< W also holds every multi-byte UTF-8 character
-    std::vector<std::uint16_t> last_out;   ///< (V) by position in the sorted token order
-    std::vector<std::uint8_t> must_walk;   ///< (trie nodes)
+    ByteSet loop;                         ///< L (only ASCII bytes when utf8)
+    bool utf8 = false;                    ///< W also holds every multi-byte UTF-8 character
+    std::vector<std::uint16_t> last_out;  ///< (V) by position in the sorted token order
+    std::vector<std::uint8_t> must_walk;  ///< (trie nodes)
     /// (trie nodes) the UTF-8 decoder state after the node's byte (0: at a character
     /// boundary, else inside a multi-byte character), plus kContinues when that byte
     /// continues the run of W characters of its parent (else the run restarts there).
@@ -91,7 +91,8 @@ class TokenTrie {
   std::vector<std::uint32_t> lo_, hi_;
   std::vector<std::uint16_t> depth_;
   std::vector<std::uint32_t> node_of_sorted_;  // (V) the node where sorted_[i] ends
-  mutable std::map<std::pair<std::array<std::uint64_t, 4>, bool>, std::unique_ptr<LoopTables>> loop_cache_;
+  mutable std::map<std::pair<std::array<std::uint64_t, 4>, bool>, std::unique_ptr<LoopTables>>
+      loop_cache_;
 };
 
 /// @brief Computes token masks for the states of one parser.
@@ -127,9 +128,9 @@ class MaskComputer {
   const TokenTrie* trie_;
   const std::vector<std::string>* token_bytes_;
   int eos_;
-  std::vector<std::unique_ptr<TokenMask>> cache_;  // by state id
+  std::vector<std::unique_ptr<TokenMask>> cache_;            // by state id
   std::vector<const TokenTrie::LoopTables*> loop_of_state_;  // by state; nullptr: no loop
-  std::vector<std::uint8_t> loop_known_;                      // by state: loop_of_state_ set
+  std::vector<std::uint8_t> loop_known_;                     // by state: loop_of_state_ set
   const TokenTrie::LoopTables* loop_tables_for(int state, std::uint32_t node);
   bool utf8_chars_close(int state, std::vector<int>& closed);
   void walk(std::uint32_t node, int state, TokenMask& out);

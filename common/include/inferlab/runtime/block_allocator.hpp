@@ -19,8 +19,8 @@ class BlockAllocator {
   explicit BlockAllocator(int num_blocks);
 
   int num_blocks() const { return static_cast<int>(ref_.size()); }  ///< blocks in all
-  int num_free() const { return static_cast<int>(free_.size()); }    ///< blocks with count 0
-  int num_used() const { return num_blocks() - num_free(); }         ///< blocks with count > 0
+  int num_free() const { return static_cast<int>(free_.size()); }   ///< blocks with count 0
+  int num_used() const { return num_blocks() - num_free(); }        ///< blocks with count > 0
 
   /// @brief Takes a free block (reference count 1).
   /// @throws inferlab::Error when no block is free (check num_free() first).

@@ -30,6 +30,6 @@ int inferlab_cuda_backend_device_available(char* why, std::size_t why_size);
 /// @brief A new CUDA model runner for @p model (weights uploaded once); the caller owns it and
 /// deletes it (the runner's destructor is virtual). nullptr with the reason in @p error when it
 /// cannot be made (no device, no memory, unusable dimensions).
-inferlab::ModelRunner* inferlab_cuda_backend_make_runner(const inferlab::Model* model,
-                                                         char* error, std::size_t error_size);
+inferlab::ModelRunner* inferlab_cuda_backend_make_runner(const inferlab::Model* model, char* error,
+                                                         std::size_t error_size);
 }

@@ -31,7 +31,7 @@ struct GenerateOptions {
   int steps = 256;
   SamplingParams sampling;          ///< validated before any work
   LoopKind loop = LoopKind::naive;  ///< how each step's logits are obtained
-  DType kv_type = DType::f32;     ///< storage type of the KV cache (f32 only on CUDA)
+  DType kv_type = DType::f32;       ///< storage type of the KV cache (f32 only on CUDA)
   Device device = Device::cpu;      ///< where the forward pass runs
   bool keep_logits = false;  ///< keep one logits row per forwarded position (for --dump-logits)
 };
@@ -50,20 +50,20 @@ const char* generation_stop_name(GenerationStop reason);
 
 /// @brief One forward call of the loop.
 struct StepRecord {
-  int position = 0;       ///< position of the token whose logits this step produced
+  int position = 0;          ///< position of the token whose logits this step produced
   int tokens_forwarded = 0;  ///< tokens the call processed: the whole sequence naively, 1 cached
-  double seconds = 0.0;   ///< wall time of the forward call (sampling excluded)
-  bool prefill = false;   ///< true for the step that processed the prompt
+  double seconds = 0.0;      ///< wall time of the forward call (sampling excluded)
+  bool prefill = false;      ///< true for the step that processed the prompt
 };
 
 /// @brief Everything a generation produced and measured.
 struct GenerationResult {
-  std::vector<int> prompt_tokens;  ///< BOS + encoded prompt
-  std::vector<int> tokens;         ///< BOS, prompt, generated (the last one is not forwarded)
-  std::string text;                ///< exactly what streaming printed
-  std::vector<StepRecord> steps;   ///< one record per forward call, in order
-  RequestTimeline timeline;        ///< arrival = start of the call; one time per new token
-  RequestMetrics metrics;          ///< TTFT, TPOT, ITL, E2E computed from the timeline
+  std::vector<int> prompt_tokens;      ///< BOS + encoded prompt
+  std::vector<int> tokens;             ///< BOS, prompt, generated (the last one is not forwarded)
+  std::string text;                    ///< exactly what streaming printed
+  std::vector<StepRecord> steps;       ///< one record per forward call, in order
+  RequestTimeline timeline;            ///< arrival = start of the call; one time per new token
+  RequestMetrics metrics;              ///< TTFT, TPOT, ITL, E2E computed from the timeline
   std::size_t kv_bytes_per_token = 0;  ///< bytes one position occupies in the KV cache
   std::size_t kv_bytes_in_use = 0;     ///< bytes the cache held at the end (cached loop)
   GenerationStop stop_reason = GenerationStop::max_steps;  ///< why the loop ended

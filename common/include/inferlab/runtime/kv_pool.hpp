@@ -40,7 +40,7 @@ class KVPool {
   virtual Device device() const = 0;  ///< where the blocks are stored
 
   const ModelConfig& config() const { return config_; }  ///< the model whose KV it stores
-  DType type() const { return type_; }                  ///< storage type of every value
+  DType type() const { return type_; }                   ///< storage type of every value
   int block_size() const { return block_size_; }         ///< positions per block
   int num_blocks() const { return num_blocks_; }         ///< blocks in the pool
   /// @brief Rows per layer: num_blocks * block_size.
@@ -117,7 +117,9 @@ class VirtualKVPool final : public KVPool {
   }
   void copy_row(std::size_t, std::size_t) override {}
   void read_block(int id, std::span<std::uint8_t>) const override { check_block(id, "read_block"); }
-  void write_block(int id, std::span<const std::uint8_t>) override { check_block(id, "write_block"); }
+  void write_block(int id, std::span<const std::uint8_t>) override {
+    check_block(id, "write_block");
+  }
 };
 
 }  // namespace inferlab

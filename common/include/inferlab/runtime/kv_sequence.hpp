@@ -22,8 +22,8 @@ class KVSequence {
   KVSequence(KVSequence&&) noexcept = default;             ///< moves the table
   KVSequence& operator=(KVSequence&&) noexcept = default;  ///< moves the table
 
-  KVPool& pool() const { return *pool_; }                      ///< where the blocks are
-  const std::vector<int>& blocks() const { return blocks_; }   ///< the block table
+  KVPool& pool() const { return *pool_; }                     ///< where the blocks are
+  const std::vector<int>& blocks() const { return blocks_; }  ///< the block table
   /// @brief Positions the blocks can hold: blocks().size() * block_size.
   int capacity() const { return static_cast<int>(blocks_.size()) * pool_->block_size(); }
   /// @brief Positions 0..length()-1 hold valid entries.

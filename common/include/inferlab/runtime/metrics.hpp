@@ -13,16 +13,16 @@ namespace inferlab {
 
 /// @brief Timestamps of one request, in seconds on any common clock.
 struct RequestTimeline {
-  double arrival = 0.0;              ///< when the request arrived
-  std::vector<double> token_times;   ///< when each output token became available
+  double arrival = 0.0;             ///< when the request arrived
+  std::vector<double> token_times;  ///< when each output token became available
 };
 
 /// @brief Per-request latency numbers.
 struct RequestMetrics {
-  int output_tokens = 0;  ///< number of output tokens (token_times.size())
-  double ttft = 0.0;   ///< seconds
-  double tpot = 0.0;   ///< seconds per output token after the first (0 if only one)
-  double e2e = 0.0;    ///< seconds
+  int output_tokens = 0;    ///< number of output tokens (token_times.size())
+  double ttft = 0.0;        ///< seconds
+  double tpot = 0.0;        ///< seconds per output token after the first (0 if only one)
+  double e2e = 0.0;         ///< seconds
   std::vector<double> itl;  ///< inter-token latencies, output_tokens - 1 entries
 };
 
@@ -61,17 +61,17 @@ struct Slo {
 
 /// @brief Aggregate numbers over many requests served in a window of @p duration seconds.
 struct ServingMetrics {
-  int requests = 0;                ///< number of requests summarised
-  long long output_tokens = 0;     ///< output tokens summed over all requests
-  double duration = 0.0;           ///< seconds
-  double throughput_tokens = 0.0;  ///< output tokens / s
-  double throughput_requests = 0.0;///< requests / s
-  double goodput = 0.0;            ///< requests meeting the SLO / s
-  double slo_attainment = 0.0;     ///< fraction of requests meeting the SLO
-  Summary ttft,  ///< TTFT over requests, seconds
-      tpot,      ///< TPOT over requests, seconds per output token
-      itl,       ///< inter-token latencies pooled over all requests' gaps, seconds
-      e2e;       ///< E2E latency over requests, seconds
+  int requests = 0;                  ///< number of requests summarised
+  long long output_tokens = 0;       ///< output tokens summed over all requests
+  double duration = 0.0;             ///< seconds
+  double throughput_tokens = 0.0;    ///< output tokens / s
+  double throughput_requests = 0.0;  ///< requests / s
+  double goodput = 0.0;              ///< requests meeting the SLO / s
+  double slo_attainment = 0.0;       ///< fraction of requests meeting the SLO
+  Summary ttft,                      ///< TTFT over requests, seconds
+      tpot,                          ///< TPOT over requests, seconds per output token
+      itl,  ///< inter-token latencies pooled over all requests' gaps, seconds
+      e2e;  ///< E2E latency over requests, seconds
 };
 /// @brief Aggregates per-request metrics over a serving window.
 /// @param requests (R) per-request metrics, from request_metrics()

@@ -33,8 +33,8 @@ class ModelRunner {
   ModelRunner(const ModelRunner&) = delete;             ///< holds device state: not copied
   ModelRunner& operator=(const ModelRunner&) = delete;  ///< see ModelRunner(const ModelRunner&)
 
-  virtual Device device() const = 0;                   ///< where the forward pass runs
-  const Model& model() const { return *model_; }       ///< the model (must outlive the runner)
+  virtual Device device() const = 0;              ///< where the forward pass runs
+  const Model& model() const { return *model_; }  ///< the model (must outlive the runner)
   const ModelConfig& config() const { return model_->config(); }  ///< its shapes
 
   /// @brief A pool of @p num_blocks blocks of @p block_size positions in @p type, on this

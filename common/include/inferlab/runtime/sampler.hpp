@@ -44,7 +44,7 @@ class Rng {
   /// @brief Seed 0 (a fixed point of xorshift) is replaced by a fixed nonzero constant.
   explicit Rng(std::uint64_t seed);
   std::uint32_t next_u32();  ///< the high 32 bits of the xorshift64* output
-  float next_f32();  ///< uniform in [0, 1) with 24 bits of precision
+  float next_f32();          ///< uniform in [0, 1) with 24 bits of precision
  private:
   std::uint64_t state_;
 };

@@ -68,8 +68,8 @@ class ContiguousKVRollback final : public KVRollback {
  public:
   /// @brief Wraps @p cache, which must outlive this object.
   explicit ContiguousKVRollback(KVCache& cache) : cache_(&cache) {}
-  int length() const override { return cache_->length(); }  ///< see KVRollback
-  void truncate(int length) override;                        ///< see KVRollback
+  int length() const override { return cache_->length(); }       ///< see KVRollback
+  void truncate(int length) override;                            ///< see KVRollback
   void keep_rows(int base, std::span<const int> rows) override;  ///< see KVRollback
 
  private:
@@ -210,8 +210,8 @@ class SpecModel {
   std::unique_ptr<KVSequence> cache_;          // a KVCache, or a paged sequence over pool_
   std::unique_ptr<KVRollback> rollback_;       // over cache_
   PagedKVRollback* paged_ = nullptr;           // rollback_ when paged (it also reserves blocks)
-  std::vector<int> tokens_;  // (length) token of each cached row
-  int tree_from_ = -1;       // first tree row (not part of a plain sequence), -1 if none
+  std::vector<int> tokens_;                    // (length) token of each cached row
+  int tree_from_ = -1;  // first tree row (not part of a plain sequence), -1 if none
   long calls_ = 0, tokens_forwarded_ = 0;
   double seconds_ = 0.0;
 };
@@ -273,8 +273,9 @@ class DraftModelProposer final : public Proposer {
   /// @throws inferlab::Error if k < 1.
   DraftModelProposer(SpecModel& draft, const SamplingParams& sampling, int k, std::string name);
   std::string name() const override { return name_; }  ///< see Proposer
-  void propose(std::span<const int> context, int max_nodes, DraftTree& out) override;  ///< see Proposer
-  void prefill(std::span<const int> prompt) override;  ///< see Proposer
+  void propose(std::span<const int> context, int max_nodes,
+               DraftTree& out) override;                            ///< see Proposer
+  void prefill(std::span<const int> prompt) override;               ///< see Proposer
   const SpecModel* draft_model() const override { return draft_; }  ///< see Proposer
 
  private:
@@ -298,7 +299,8 @@ class NgramProposer final : public Proposer {
   /// @throws inferlab::Error if max_n < 1 or k < 1.
   NgramProposer(int max_n, int k, int vocab_size);
   std::string name() const override { return "ngram"; }  ///< see Proposer
-  void propose(std::span<const int> context, int max_nodes, DraftTree& out) override;  ///< see Proposer
+  void propose(std::span<const int> context, int max_nodes,
+               DraftTree& out) override;  ///< see Proposer
 
  private:
   int max_n_, k_, vocab_;
@@ -319,8 +321,9 @@ class TreeProposer final : public Proposer {
   /// draft runs on CUDA (tree attention is CPU only).
   TreeProposer(SpecModel& draft, const SamplingParams& sampling, int branch, int depth);
   std::string name() const override { return "tree"; }  ///< see Proposer
-  void propose(std::span<const int> context, int max_nodes, DraftTree& out) override;  ///< see Proposer
-  void prefill(std::span<const int> prompt) override;  ///< see Proposer
+  void propose(std::span<const int> context, int max_nodes,
+               DraftTree& out) override;                            ///< see Proposer
+  void prefill(std::span<const int> prompt) override;               ///< see Proposer
   const SpecModel* draft_model() const override { return draft_; }  ///< see Proposer
 
  private:
@@ -366,17 +369,17 @@ Verdict verify_draft(const DraftTree& tree, std::span<const float> p, bool greed
 
 /// @brief What rounds measured.
 struct SpecStats {
-  long rounds = 0;           ///< verification rounds (= target forward calls after the prefill)
-  long proposed = 0;         ///< draft nodes proposed
-  long accepted = 0;         ///< draft tokens accepted
-  long emitted = 0;          ///< tokens the rounds produced (accepted + one per round)
-  long rejections = 0;       ///< rounds that rejected a guess (the others accepted all they tried)
+  long rounds = 0;      ///< verification rounds (= target forward calls after the prefill)
+  long proposed = 0;    ///< draft nodes proposed
+  long accepted = 0;    ///< draft tokens accepted
+  long emitted = 0;     ///< tokens the rounds produced (accepted + one per round)
+  long rejections = 0;  ///< rounds that rejected a guess (the others accepted all they tried)
   std::vector<long> tried_at;     ///< (depth) rounds that had a guess to try at depth i
   std::vector<long> accepted_at;  ///< (depth) rounds that accepted a guess at depth i
-  double draft_seconds = 0.0;   ///< in propose()
-  double verify_seconds = 0.0;  ///< target forward + distributions + verification + rollback
+  double draft_seconds = 0.0;     ///< in propose()
+  double verify_seconds = 0.0;    ///< target forward + distributions + verification + rollback
   double target_forward_seconds = 0.0;  ///< the target's forward calls alone
-  long draft_forwards = 0;      ///< draft model forward calls (0 for n-gram)
+  long draft_forwards = 0;              ///< draft model forward calls (0 for n-gram)
 
   /// @brief Acceptance rate alpha: accepted / (accepted + rejections), the share of tried
   /// positions that were accepted (a position after a rejection is never tried). The estimate
@@ -422,7 +425,7 @@ class SpeculativeDecoder {
 
 /// @brief A finished generation.
 struct SpecGeneration {
-  std::vector<int> tokens;  ///< BOS, prompt, generated (like GenerationResult::tokens)
+  std::vector<int> tokens;      ///< BOS, prompt, generated (like GenerationResult::tokens)
   double decode_seconds = 0.0;  ///< wall time after the prompt's prefill
   int generated = 0;            ///< new tokens (BOS included if it ended the sequence)
   SpecStats stats;              ///< the rounds' measurements (empty for plain decoding)
@@ -465,9 +468,9 @@ double predicted_speedup(double alpha, int k, double c, double v = 1.0);
 /// @brief A speculative run measured against plain decoding of the same model in the same
 /// process: the measured speed-up next to the standard model's prediction.
 struct SpeedupReport {
-  double tokens_per_s = 0.0;       ///< generated tokens / decode seconds (prefill excluded)
-  double plain_tokens_per_s = 0.0; ///< the same for plain decoding
-  double speedup_measured = 0.0;   ///< tokens_per_s / plain_tokens_per_s
+  double tokens_per_s = 0.0;        ///< generated tokens / decode seconds (prefill excluded)
+  double plain_tokens_per_s = 0.0;  ///< the same for plain decoding
+  double speedup_measured = 0.0;    ///< tokens_per_s / plain_tokens_per_s
   /// c: the proposer's time per proposed position (draft forward and its sampling) over one
   /// plain decode step (forward and sampling).
   double draft_cost_ratio = 0.0;
@@ -475,7 +478,7 @@ struct SpeedupReport {
   /// rollback) over one plain decode step.
   double verify_cost_ratio = 0.0;
   double expected_tokens_per_round = 0.0;  ///< (1 - alpha^(K+1)) / (1 - alpha), alpha measured
-  double speedup_predicted = 0.0;  ///< expected_tokens_per_round / (K c + v), all measured
+  double speedup_predicted = 0.0;          ///< expected_tokens_per_round / (K c + v), all measured
   double speedup_predicted_ideal = 0.0;  ///< the textbook's v = 1 (verification as cheap as a step)
   double target_forwards_per_token = 0.0;  ///< target forward calls per generated token
 };

@@ -12,25 +12,25 @@ namespace inferlab {
 
 /// @brief One batch size of the sweep.
 struct DecodeSweepRow {
-  int batch = 0;                 ///< sequences decoding together
-  double step_seconds = 0.0;     ///< median over the runs of the mean step time
-  double step_spread = 0.0;      ///< (max - min) / median of the runs' step times
+  int batch = 0;                                ///< sequences decoding together
+  double step_seconds = 0.0;                    ///< median over the runs of the mean step time
+  double step_spread = 0.0;                     ///< (max - min) / median of the runs' step times
   double tokens_per_second = 0.0;               ///< batch / step_seconds
   double tokens_per_second_per_sequence = 0.0;  ///< 1 / step_seconds: what one user sees
-  double vs_batch1 = 0.0;        ///< tokens_per_second / the batch-1 row's
+  double vs_batch1 = 0.0;                       ///< tokens_per_second / the batch-1 row's
 };
 
 /// @brief The sweep and what chapter 03's roofline reads from its ends.
 struct DecodeSweep {
-  int context = 0;                    ///< cached tokens per sequence
-  int steps = 0;                      ///< decode steps timed per run
-  int reps = 0;                       ///< runs per batch size
-  std::vector<DecodeSweepRow> rows;   ///< batch 1, 2, 4, ..., 64
-  double max_spread = 0.0;            ///< the widest step_spread of any row
-  double speedup_at_16 = 0.0;         ///< tokens/s at batch 16 / at batch 1
-  double weight_bytes = 0.0;          ///< the parameters in float32 (what batch 1 streams)
-  double bandwidth = 0.0;             ///< weight_bytes / batch 1's step, bytes/s
-  double flops = 0.0;                 ///< 2 x params x 64 / batch 64's step, FLOP/s
+  int context = 0;                   ///< cached tokens per sequence
+  int steps = 0;                     ///< decode steps timed per run
+  int reps = 0;                      ///< runs per batch size
+  std::vector<DecodeSweepRow> rows;  ///< batch 1, 2, 4, ..., 64
+  double max_spread = 0.0;           ///< the widest step_spread of any row
+  double speedup_at_16 = 0.0;        ///< tokens/s at batch 16 / at batch 1
+  double weight_bytes = 0.0;         ///< the parameters in float32 (what batch 1 streams)
+  double bandwidth = 0.0;            ///< weight_bytes / batch 1's step, bytes/s
+  double flops = 0.0;                ///< 2 x params x 64 / batch 64's step, FLOP/s
   /// @brief flops / bandwidth, FLOP/byte: in float32 a linear layer's intensity is about B / 2,
   /// so decode turns compute-bound near B = 2 x ridge.
   double ridge() const { return flops / bandwidth; }

@@ -11,8 +11,8 @@ namespace inferlab {
 
 /// @brief One row of the decode-throughput sweep.
 struct DecodeThroughput {
-  int batch = 0;                ///< concurrent sequences decoding together
-  double step_seconds = 0.0;    ///< mean time of one batched decode step
+  int batch = 0;                                ///< concurrent sequences decoding together
+  double step_seconds = 0.0;                    ///< mean time of one batched decode step
   double tokens_per_second = 0.0;               ///< batch / step_seconds
   double tokens_per_second_per_sequence = 0.0;  ///< 1 / step_seconds: what one user sees
 };

@@ -60,11 +60,17 @@ class KVManager {
   virtual void fork(const Sequence& parent, Sequence& child, int length) = 0;
 
   /// @brief True if @p seq's blocks fit in the swap area (paged only).
-  virtual bool can_swap_out(const Sequence& seq) const { (void)seq; return false; }
+  virtual bool can_swap_out(const Sequence& seq) const {
+    (void)seq;
+    return false;
+  }
   /// @brief Copies @p seq's blocks to host swap memory and frees them.
   virtual void swap_out(Sequence& seq);
   /// @brief True if the blocks of swapped-out @p seq can come back now.
-  virtual bool can_swap_in(const Sequence& seq) const { (void)seq; return false; }
+  virtual bool can_swap_in(const Sequence& seq) const {
+    (void)seq;
+    return false;
+  }
   /// @brief Brings @p seq's blocks back from the swap area.
   virtual void swap_in(Sequence& seq);
 
@@ -86,7 +92,10 @@ class KVManager {
   virtual void computed(Sequence& seq) { (void)seq; }
   /// @brief Prompt positions of waiting @p seq that the prefix cache holds now (0 without one):
   /// what the longest-prefix scheduling order sorts by.
-  virtual int cached_prefix(const Sequence& seq) const { (void)seq; return 0; }
+  virtual int cached_prefix(const Sequence& seq) const {
+    (void)seq;
+    return 0;
+  }
   /// @brief The prefix cache (chapter 06), or nullptr.
   virtual const PrefixCache* prefix_cache() const { return nullptr; }
 };
@@ -118,7 +127,9 @@ class ContiguousKVManager final : public KVManager {
   std::size_t reserved_tokens() const override { return reserved_; }
   std::size_t used_tokens() const override;
   std::size_t logical_tokens() const override { return used_tokens(); }
-  std::size_t bytes_per_token() const override { return kv_storage_bytes_per_token(config_, type_); }
+  std::size_t bytes_per_token() const override {
+    return kv_storage_bytes_per_token(config_, type_);
+  }
   /// @brief Positions a reservation for @p seq takes.
   int reservation(const Sequence& seq) const;
 
@@ -183,7 +194,7 @@ class PagedKVManager final : public KVManager {
   /// blocks it would write into.
   int blocks_needed(const Sequence& seq, int n) const;
 
-  KVPool& pool() { return *pool_; }                          ///< the shared blocks
+  KVPool& pool() { return *pool_; }                           ///< the shared blocks
   const BlockAllocator& allocator() const { return alloc_; }  ///< free list and counts
   int block_size() const { return block_size_; }              ///< positions per block
 

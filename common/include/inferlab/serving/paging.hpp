@@ -16,18 +16,18 @@ namespace inferlab {
 
 /// @brief KV memory over one run.
 struct MemorySummary {
-  std::string allocator;                  ///< "contiguous" or "paged"
-  std::size_t kv_bytes_budget = 0;        ///< the memory the allocator may use (0: unlimited)
-  std::size_t peak_kv_bytes_used = 0;     ///< most bytes holding valid keys/values at once
-  std::size_t peak_kv_bytes_reserved = 0; ///< most bytes reserved at once
+  std::string allocator;                   ///< "contiguous" or "paged"
+  std::size_t kv_bytes_budget = 0;         ///< the memory the allocator may use (0: unlimited)
+  std::size_t peak_kv_bytes_used = 0;      ///< most bytes holding valid keys/values at once
+  std::size_t peak_kv_bytes_reserved = 0;  ///< most bytes reserved at once
   /// Reserved but unused over reserved, averaged over time (each step weighted by its length).
   double waste_fraction = 0.0;
-  int max_concurrent_sequences = 0;  ///< most sequences running in one step
-  int preemptions = 0;               ///< sequences preempted
-  std::size_t swapped_bytes = 0;     ///< bytes copied to and from the swap area
+  int max_concurrent_sequences = 0;      ///< most sequences running in one step
+  int preemptions = 0;                   ///< sequences preempted
+  std::size_t swapped_bytes = 0;         ///< bytes copied to and from the swap area
   double throughput_tokens_per_s = 0.0;  ///< output tokens over the run's duration
-  int block_size = 0;                ///< positions per block (paged), else 0
-  std::size_t blocks_total = 0;      ///< blocks in the pool (paged), else 0
+  int block_size = 0;                    ///< positions per block (paged), else 0
+  std::size_t blocks_total = 0;          ///< blocks in the pool (paged), else 0
   /// Most bytes that sharing saved at once (parallel samples): positions the sequences see
   /// minus positions stored, times bytes per position. 0 without sharing.
   std::size_t peak_bytes_saved_by_sharing = 0;
@@ -38,8 +38,8 @@ MemorySummary memory_summary(const EngineRun& run);
 
 /// @brief The two ways back for a preempted sequence of @p tokens cached positions.
 struct SwapVsRecompute {
-  long tokens = 0;               ///< cached positions of the preempted sequence
-  double swap_seconds = 0.0;     ///< out and back in over the host link: 2 * bytes / bandwidth
+  long tokens = 0;                 ///< cached positions of the preempted sequence
+  double swap_seconds = 0.0;       ///< out and back in over the host link: 2 * bytes / bandwidth
   double recompute_seconds = 0.0;  ///< prefill of the same tokens (roofline bound)
 };
 
@@ -49,8 +49,7 @@ struct SwapVsRecompute {
 /// (about 2 * n_params * tokens FLOPs, plus attention), so recompute wins for short sequences on
 /// fast GPUs and swap for long ones, where attention's quadratic cost grows.
 SwapVsRecompute swap_vs_recompute(const ModelConfig& config, const Hardware& hardware,
-                                  const CostOptions& cost, long tokens,
-                                  double link_bytes_per_s);
+                                  const CostOptions& cost, long tokens, double link_bytes_per_s);
 
 /// @brief Time of one decode step's attention on the CPU, over @p seqs sequences of
 /// @p context cached positions of one layer of @p config, stored in blocks of @p block_size

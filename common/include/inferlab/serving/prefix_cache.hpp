@@ -56,12 +56,12 @@ struct PrefixMatch {
 
 /// @brief One node of the radix trie, for drawing it (chapter 06's plot).
 struct TrieNodeView {
-  int id = 0;          ///< its index in the list (the root is 0)
-  int parent = -1;     ///< the parent's index (-1 for the root)
-  int depth = 0;       ///< tokens from the root to the node's first token
-  int tokens = 0;      ///< tokens on the edge into it
-  int hits = 0;        ///< matches that used this node
-  int locks = 0;       ///< running requests pinning it
+  int id = 0;       ///< its index in the list (the root is 0)
+  int parent = -1;  ///< the parent's index (-1 for the root)
+  int depth = 0;    ///< tokens from the root to the node's first token
+  int tokens = 0;   ///< tokens on the edge into it
+  int hits = 0;     ///< matches that used this node
+  int locks = 0;    ///< running requests pinning it
 };
 
 /// @brief The interface the KV manager talks to.
@@ -111,13 +111,13 @@ class PrefixCache {
   /// @brief Entries (trie nodes, or hashed blocks).
   virtual std::size_t entries() const = 0;
 
-  int block_size() const { return block_size_; }            ///< positions per block
+  int block_size() const { return block_size_; }                ///< positions per block
   long long evicted_blocks() const { return evicted_blocks_; }  ///< blocks freed by evict()
 
  protected:
-  BlockAllocator& alloc_;   ///< reference counts shared with the KV manager
-  int block_size_;          ///< positions per block
-  std::uint64_t clock_ = 0;  ///< the recency clock: +1 at every match and insert
+  BlockAllocator& alloc_;         ///< reference counts shared with the KV manager
+  int block_size_;                ///< positions per block
+  std::uint64_t clock_ = 0;       ///< the recency clock: +1 at every match and insert
   long long evicted_blocks_ = 0;  ///< running total for evicted_blocks()
 };
 
@@ -156,7 +156,7 @@ class RadixPrefixCache final : public PrefixCache {
                 int& matched) const;
   std::vector<std::unique_ptr<Node>> roots_;  // one trie per salt, found by roots_salt_
   std::vector<std::uint64_t> roots_salt_;
-  std::size_t nodes_ = 0;  // all nodes but the roots
+  std::size_t nodes_ = 0;     // all nodes but the roots
   std::uint64_t serial_ = 0;  // creation counter: the last tie-break of eviction
   // evictable_blocks() is asked at every scheduling decision: memoised until a reference count
   // or a lock changes.

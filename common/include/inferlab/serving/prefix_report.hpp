@@ -64,9 +64,9 @@ SideChannel measure_side_channel(const std::function<EngineRun(const std::vector
 
 /// @brief The seed's worked number: every request repeats a @p prefix_tokens system prompt.
 struct PrefillSaving {
-  double prefill_seconds = 0.0;  ///< one prefill of the prefix on the roofline
+  double prefill_seconds = 0.0;               ///< one prefill of the prefix on the roofline
   double gpu_seconds_saved_per_second = 0.0;  ///< prefill_seconds * rate
-  double rate = 0.0;             ///< requests per second
+  double rate = 0.0;                          ///< requests per second
 };
 /// @brief The prefill of @p prefix_tokens tokens of @p config on @p hardware (step_time_seconds
 /// of one prefill chunk) and what skipping it saves at @p rate requests per second.
@@ -79,9 +79,9 @@ PrefillSaving seed_prefill_saving();
 
 /// @brief Match + insert cost of a prefix cache, per request.
 struct CacheOpCost {
-  int prompt_tokens = 0;        ///< length of every prompt
-  double match_us = 0.0;        ///< one match() of a prompt sharing most of a cached one
-  double insert_us = 0.0;       ///< one insert() of it
+  int prompt_tokens = 0;   ///< length of every prompt
+  double match_us = 0.0;   ///< one match() of a prompt sharing most of a cached one
+  double insert_us = 0.0;  ///< one insert() of it
 };
 /// @brief Times match and insert on @p kind with prompts of @p prompt_tokens tokens (blocks of
 /// @p block_size) that share 3/4 of their tokens with one of 8 cached prompts; median of

@@ -90,9 +90,9 @@ struct Sequence {
   /// preemption every token known then (prompt + generated so far).
   int prefill_target = 0;
   SequenceStatus status = SequenceStatus::waiting;  ///< where it is in its life
-  int slot = -1;               ///< batch slot while running (a track in the trace), else -1
-  double admitted_at = -1.0;   ///< when the scheduler first gave it work, seconds (-1: never)
-  RequestTimeline timeline;    ///< arrival and one time per generated token
+  int slot = -1;                   ///< batch slot while running (a track in the trace), else -1
+  double admitted_at = -1.0;       ///< when the scheduler first gave it work, seconds (-1: never)
+  RequestTimeline timeline;        ///< arrival and one time per generated token
   std::unique_ptr<KVSequence> kv;  ///< its KV memory while admitted (from the KVManager)
   StopReason stop_reason = StopReason::none;  ///< set when it finishes
   int preemptions = 0;                        ///< times it was preempted (chapter 05)

@@ -59,7 +59,7 @@ Policy parse_policy(const std::string& name);
 
 /// @brief The order in which waiting requests are admitted.
 enum class Order {
-  fcfs,            ///< first come, first served
+  fcfs,  ///< first come, first served
   /// SGLang's longest-prefix-match: the waiting requests whose prompts have the longest
   /// prefix in the prefix cache go first (ties in arrival order), so requests sharing a prefix
   /// run while it is cached instead of after it was evicted. Sorting asks the cache about every
@@ -77,20 +77,20 @@ Order parse_order(const std::string& name);
 /// @brief The scheduler's limits.
 struct SchedulerConfig {
   Policy policy = Policy::continuous;  ///< static or continuous batching
-  int max_seqs = 32;             ///< slots: sequences running at once (>= 1)
+  int max_seqs = 32;                   ///< slots: sequences running at once (>= 1)
   /// Tokens forwarded per step, all sequences together (>= 1). Keep it >= max_seqs: below that,
   /// the oldest running sequences take the budget's decode tokens and later ones wait.
   int max_batched_tokens = 512;
   Preempt preempt = Preempt::recompute;  ///< what preemption does (with a KVManager)
-  Order order = Order::fcfs;  ///< admission order of the waiting requests (chapter 06)
+  Order order = Order::fcfs;             ///< admission order of the waiting requests (chapter 06)
 };
 
 /// @brief One sequence's share of a step: forward tokens[start, start + count).
 struct ScheduledChunk {
   Sequence* seq = nullptr;  ///< the sequence forwarded (owned by the engine, not the plan)
-  int start = 0;         ///< == seq->computed when scheduled
-  int count = 0;         ///< >= 1
-  bool prefill = false;  ///< part of the prompt (true) or one decode token (false)
+  int start = 0;            ///< == seq->computed when scheduled
+  int count = 0;            ///< >= 1
+  bool prefill = false;     ///< part of the prompt (true) or one decode token (false)
   /// True when the chunk reaches the last known token, so the step's logits are sampled.
   bool samples = false;
 };
@@ -98,8 +98,8 @@ struct ScheduledChunk {
 /// @brief What one step runs.
 struct StepPlan {
   std::vector<ScheduledChunk> chunks;  ///< decodes first, then prompt chunks
-  int decode_tokens = 0;   ///< number of decode chunks (one token each)
-  int prefill_tokens = 0;  ///< prompt tokens over all chunks
+  int decode_tokens = 0;               ///< number of decode chunks (one token each)
+  int prefill_tokens = 0;              ///< prompt tokens over all chunks
   /// @brief Tokens the step forwards: decode_tokens + prefill_tokens.
   int tokens() const { return decode_tokens + prefill_tokens; }
   /// @brief True when there is nothing to run this step.
@@ -139,9 +139,9 @@ class Scheduler {
 
   /// @brief Anything left: waiting, swapped or running sequences.
   bool has_work() const { return !waiting_.empty() || !swapped_.empty() || !running_.empty(); }
-  const std::deque<Sequence*>& swapped() const { return swapped_; }  ///< preempted to swap
-  int preemptions() const { return preemptions_; }  ///< preemptions so far
-  const std::deque<Sequence*>& waiting() const { return waiting_; }  ///< FCFS order
+  const std::deque<Sequence*>& swapped() const { return swapped_; }   ///< preempted to swap
+  int preemptions() const { return preemptions_; }                    ///< preemptions so far
+  const std::deque<Sequence*>& waiting() const { return waiting_; }   ///< FCFS order
   const std::vector<Sequence*>& running() const { return running_; }  ///< admission order
   const SchedulerConfig& config() const { return config_; }  ///< the limits it was built with
 

@@ -65,11 +65,11 @@ enum class LengthKind {
 /// (mean, alpha). Samples are rounded and clamped to [1, the generator's cap].
 struct LengthDistribution {
   LengthKind kind = LengthKind::fixed;  ///< which family; selects the fields used below
-  double mean = 128.0;  ///< fixed value, or the mean of lognormal / Pareto
-  int lo = 1;           ///< uniform: lower bound (inclusive), tokens
-  int hi = 1;           ///< uniform: upper bound (inclusive), tokens
-  double sigma = 0.8;   ///< lognormal: standard deviation of the underlying normal
-  double alpha = 1.5;   ///< Pareto shape (> 1 so the mean exists)
+  double mean = 128.0;                  ///< fixed value, or the mean of lognormal / Pareto
+  int lo = 1;                           ///< uniform: lower bound (inclusive), tokens
+  int hi = 1;                           ///< uniform: upper bound (inclusive), tokens
+  double sigma = 0.8;                   ///< lognormal: standard deviation of the underlying normal
+  double alpha = 1.5;                   ///< Pareto shape (> 1 so the mean exists)
 
   /// @brief One sample (before rounding and clamping), advancing @p rng.
   double sample(Rng& rng) const;
@@ -90,14 +90,14 @@ LengthDistribution parse_length_distribution(const std::string& text);
 /// With the defaults every request of every kind fits a context of 512 tokens (stories260K).
 struct WorkloadSpec {
   WorkloadKind kind = WorkloadKind::random;  ///< what the prompts look like
-  int requests = 64;        ///< how many (multi-turn: turns, over all conversations)
+  int requests = 64;  ///< how many (multi-turn: turns, over all conversations)
   /// Mean arrivals per second (Poisson); <= 0: all arrive at t = 0. Multi-turn: the rate at
   /// which conversations start (later turns arrive after their parent and a think time).
   double rate = 0.0;
-  LengthDistribution prompt{LengthKind::lognormal, 96.0, 1, 1, 0.6, 1.5};  ///< own prompt part
+  LengthDistribution prompt{LengthKind::lognormal, 96.0, 1, 1, 0.6, 1.5};   ///< own prompt part
   LengthDistribution output{LengthKind::lognormal, 128.0, 1, 1, 0.8, 1.5};  ///< max_tokens
-  int max_prompt = 256;     ///< cap on the own prompt part's length
-  int max_output = 1024;    ///< cap on output lengths
+  int max_prompt = 256;   ///< cap on the own prompt part's length
+  int max_output = 1024;  ///< cap on output lengths
   /// 0: each request's max_tokens is its sampled output length (it generates exactly that).
   /// N > 0: every request asks for max_tokens = N and stops at its sampled length
   /// (Request::output_len), as clients that set a generous limit do.
@@ -112,7 +112,7 @@ struct WorkloadSpec {
   int prefix_len = 128;
   double shared_fraction = 0.6;  ///< shared-prefix: probability a request uses a prefix
   int turns = 4;                 ///< multi-turn: turns per conversation (at most)
-  double think_time = 1.0;  ///< multi-turn: mean seconds (exponential) before the next turn
+  double think_time = 1.0;       ///< multi-turn: mean seconds (exponential) before the next turn
   /// Multi-turn: the most tokens a conversation may reach in the worst case, BOS + system
   /// prompt + every turn's message and max_tokens. A turn that would pass it is not generated:
   /// the conversation ends there and the next request starts a new one (the first turn is
@@ -179,10 +179,11 @@ std::vector<Request> generate_workload(const WorkloadSpec& spec, std::string* sh
 /// [0, kMaxArrivalSeconds], a line longer than kMaxTraceLineBytes, more than
 /// kMaxRequests requests.
 std::vector<Request> read_workload_file(std::istream& in, const std::string& source,
-                                const SamplingParams& defaults = {});
+                                        const SamplingParams& defaults = {});
 
 /// @brief read_workload_file() on the file @p path. @throws inferlab::Error if it is not a regular file
 /// (a FIFO, a directory, a device) or cannot be opened.
-std::vector<Request> load_workload_file(const std::string& path, const SamplingParams& defaults = {});
+std::vector<Request> load_workload_file(const std::string& path,
+                                        const SamplingParams& defaults = {});
 
 }  // namespace inferlab

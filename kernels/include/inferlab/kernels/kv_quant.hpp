@@ -26,9 +26,9 @@ std::size_t kv_element_bytes(DType type);
 /// p % block_size: row = block_table[p / block_size] * block_size + p % block_size. Attention
 /// visits positions in the same order either way, so both give the same bits.
 struct KVRowsView {
-  DType type = DType::f32;       ///< storage type of `data`
-  const void* data = nullptr;      ///< (rows, Nkv*hs) elements of `type`
-  const float* scales = nullptr;   ///< (rows, Nkv) for int8, else unused
+  DType type = DType::f32;           ///< storage type of `data`
+  const void* data = nullptr;        ///< (rows, Nkv*hs) elements of `type`
+  const float* scales = nullptr;     ///< (rows, Nkv) for int8, else unused
   const int* block_table = nullptr;  ///< (logical blocks) physical block ids; null: row = position
   int block_size = 0;                ///< positions per block (used with block_table)
   /// @brief The storage row that holds position @p pos.
@@ -41,8 +41,8 @@ struct KVRowsView {
 /// @brief Writes @p rows rows of float values @p x (rows, Nkv*hs) into storage @p data (and
 /// @p scales for int8: one per (row, head) = max|x| / 127 over the head's hs values).
 /// @throws inferlab::Error for a type the KV storage does not implement.
-void kv_store_rows(DType type, void* data, float* scales, const float* x, int rows,
-                   int n_kv_heads, int head_size);
+void kv_store_rows(DType type, void* data, float* scales, const float* x, int rows, int n_kv_heads,
+                   int head_size);
 
 /// @brief Reads @p rows rows back as floats (out: (rows, Nkv*hs)). The inverse of
 /// kv_store_rows up to the type's rounding.

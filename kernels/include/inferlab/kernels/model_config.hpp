@@ -18,20 +18,20 @@ namespace inferlab {
 
 /// @brief The hyper-parameters of a Llama-2-style transformer.
 struct ModelConfig {
-  int dim = 0;         ///< D: width of the residual stream
-  int hidden_dim = 0;  ///< H: width of the SwiGLU feed-forward layer
-  int n_layers = 0;    ///< L
-  int n_heads = 0;     ///< Nh: query heads
-  int n_kv_heads = 0;  ///< Nkv: key/value heads (GQA when < Nh)
-  int vocab_size = 0;  ///< V
-  int seq_len = 0;     ///< S: the longest sequence the model supports
+  int dim = 0;                    ///< D: width of the residual stream
+  int hidden_dim = 0;             ///< H: width of the SwiGLU feed-forward layer
+  int n_layers = 0;               ///< L
+  int n_heads = 0;                ///< Nh: query heads
+  int n_kv_heads = 0;             ///< Nkv: key/value heads (GQA when < Nh)
+  int vocab_size = 0;             ///< V
+  int seq_len = 0;                ///< S: the longest sequence the model supports
   bool shared_classifier = true;  ///< the classifier reuses the token embedding table
   float rope_theta = 10000.0f;    ///< RoPE base (10000 in the llama2.c format; not stored in it)
   float norm_eps = 1e-5f;         ///< RMSNorm epsilon
 
-  int head_size() const { return dim / n_heads; }             ///< hs
-  int kv_dim() const { return n_kv_heads * head_size(); }     ///< KV
-  int kv_group() const { return n_heads / n_kv_heads; }       ///< query heads per KV head
+  int head_size() const { return dim / n_heads; }          ///< hs
+  int kv_dim() const { return n_kv_heads * head_size(); }  ///< KV
+  int kv_group() const { return n_heads / n_kv_heads; }    ///< query heads per KV head
   // The three functions below are defined in common/src/model/model.cpp, next to the checkpoint
   // layout they count; the kernels only read the fields.
   /// @brief Number of float32 parameters the model holds (embedding counted once if shared).

@@ -26,9 +26,9 @@ namespace inferlab::kernels {
 /// @param block_size B, positions per block
 /// @note Cost per token: 4*(pos+1)*Nh*hs FLOPs; reads (pos+1)*2*Nkv*hs floats plus one table
 /// entry per block of the prefix.
-void paged_attention_ref(float* out, const float* q, const float* key_pool,
-                         const float* value_pool, const int* block_tables,
-                         const int* table_offsets, const int* token_seq, const int* pos, int T,
-                         int n_heads, int n_kv_heads, int head_size, int block_size);
+void paged_attention_ref(float* out, const float* q, const float* key_pool, const float* value_pool,
+                         const int* block_tables, const int* table_offsets, const int* token_seq,
+                         const int* pos, int T, int n_heads, int n_kv_heads, int head_size,
+                         int block_size);
 
 }  // namespace inferlab::kernels

@@ -6,10 +6,10 @@
 namespace inferlab::kernels {
 
 /// @brief Reference. q (T, Nh*hs) and k (T, Nkv*hs) rotated in place; pos (T) positions.
-void rope_ref(float* q, float* k, const int* pos, int T, int n_heads, int n_kv_heads,
-              int head_size, float theta);
+void rope_ref(float* q, float* k, const int* pos, int T, int n_heads, int n_kv_heads, int head_size,
+              float theta);
 /// @brief Fast CPU version (OpenMP over tokens, frequencies computed once per call).
-void rope_cpu(float* q, float* k, const int* pos, int T, int n_heads, int n_kv_heads,
-              int head_size, float theta);
+void rope_cpu(float* q, float* k, const int* pos, int T, int n_heads, int n_kv_heads, int head_size,
+              float theta);
 
 }  // namespace inferlab::kernels

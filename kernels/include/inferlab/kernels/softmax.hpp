@@ -31,7 +31,7 @@ inline float softmax_exp(float x) {
   p = p * r + 4.1665795894e-2f;
   p = p * r + 1.6666665459e-1f;
   p = p * r + 5.0000001201e-1f;
-  p = p * (r * r) + r + 1.0f;  // e^r
+  p = p * (r * r) + r + 1.0f;                                      // e^r
   std::uint32_t bits = static_cast<std::uint32_t>(n + 127) << 23;  // 2^n
   float scale;
   std::memcpy(&scale, &bits, sizeof scale);

@@ -46,14 +46,14 @@ void require_cuda_device();
 
 /// @brief What the benchmarks need to know about device 0.
 struct DeviceInfo {
-  std::string name;  ///< e.g. "NVIDIA H100 80GB HBM3"
-  int sm_count = 0;  ///< streaming multiprocessors
-  int cc_major = 0;                ///< compute capability, major part (8: sm_80/86, 9: sm_90)
-  int cc_minor = 0;                ///< compute capability, minor part
-  double sm_clock_ghz = 0.0;       ///< peak SM clock
-  double peak_bandwidth_gbs = 0.0;  ///< memory clock * bus width * 2 (DDR) / 8
-  double peak_fp32_tflops = 0.0;    ///< SMs * clock * FP32 lanes per SM * 2 (FMA)
-  int fp32_lanes_per_sm = 0;        ///< from a table by compute capability (64 or 128)
+  std::string name;                     ///< e.g. "NVIDIA H100 80GB HBM3"
+  int sm_count = 0;                     ///< streaming multiprocessors
+  int cc_major = 0;                     ///< compute capability, major part (8: sm_80/86, 9: sm_90)
+  int cc_minor = 0;                     ///< compute capability, minor part
+  double sm_clock_ghz = 0.0;            ///< peak SM clock
+  double peak_bandwidth_gbs = 0.0;      ///< memory clock * bus width * 2 (DDR) / 8
+  double peak_fp32_tflops = 0.0;        ///< SMs * clock * FP32 lanes per SM * 2 (FMA)
+  int fp32_lanes_per_sm = 0;            ///< from a table by compute capability (64 or 128)
   std::size_t global_memory_bytes = 0;  ///< total device memory, bytes
 };
 /// @brief Queries device 0 (throws if there is none).
@@ -107,11 +107,11 @@ class DeviceBuffer {
   }
   ~DeviceBuffer() { device_free(data_); }
 
-  T* data() { return data_; }                ///< device pointer (nullptr when empty)
-  const T* data() const { return data_; }    ///< device pointer (nullptr when empty)
-  std::size_t size() const { return size_; }  ///< number of elements
+  T* data() { return data_; }                              ///< device pointer (nullptr when empty)
+  const T* data() const { return data_; }                  ///< device pointer (nullptr when empty)
+  std::size_t size() const { return size_; }               ///< number of elements
   std::size_t bytes() const { return size_ * sizeof(T); }  ///< size() * sizeof(T)
-  bool empty() const { return size_ == 0; }  ///< true when no memory is held
+  bool empty() const { return size_ == 0; }                ///< true when no memory is held
 
   /// @brief Copies @p count host elements into elements [offset, offset + count).
   /// @throws std::out_of_range if that range exceeds size().

@@ -25,8 +25,8 @@ std::size_t paged_attention_cuda_workspace_floats(int version, int T, int n_head
 void paged_attention_cuda(int version, float* out, const float* q, const float* key_pool,
                           const float* value_pool, const int* block_tables,
                           const int* table_offsets, const int* token_seq, const int* pos, int T,
-                          int n_heads, int n_kv_heads, int head_size, int block_size,
-                          int max_pos, float* workspace, std::size_t workspace_floats,
+                          int n_heads, int n_kv_heads, int head_size, int block_size, int max_pos,
+                          float* workspace, std::size_t workspace_floats,
                           CUstream_st* stream = nullptr);
 
 }  // namespace inferlab::kernels

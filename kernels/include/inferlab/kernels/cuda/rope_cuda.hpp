@@ -13,7 +13,7 @@ int rope_cuda_versions();
 
 /// @brief Rotates q (T, Nh*hs) and k (T, Nkv*hs) in place; pos (T) on the device.
 /// head_size must be even.
-void rope_cuda(int version, float* q, float* k, const int* pos, int T, int n_heads,
-               int n_kv_heads, int head_size, float theta, CUstream_st* stream = nullptr);
+void rope_cuda(int version, float* q, float* k, const int* pos, int T, int n_heads, int n_kv_heads,
+               int head_size, float theta, CUstream_st* stream = nullptr);
 
 }  // namespace inferlab::kernels

@@ -30,5 +30,4 @@ int argmax_ref(const float* x, int n);
 void argmax_cuda(int version, int* out_index, const float* x, int n, CUstream_st* stream = nullptr);
 /// @}
 
-
 }  // namespace inferlab::kernels

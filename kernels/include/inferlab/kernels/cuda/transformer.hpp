@@ -27,10 +27,10 @@ class CudaKVPool {
   CudaKVPool(CudaKVPool&&) noexcept;             ///< takes over the device memory
   CudaKVPool& operator=(CudaKVPool&&) noexcept;  ///< frees this pool's memory, then takes over
 
-  int n_layers() const;    ///< L
-  int kv_dim() const;      ///< KV floats per row
-  int num_blocks() const;  ///< blocks
-  int block_size() const;  ///< positions per block
+  int n_layers() const;      ///< L
+  int kv_dim() const;        ///< KV floats per row
+  int num_blocks() const;    ///< blocks
+  int block_size() const;    ///< positions per block
   float* keys(int layer);    ///< device pointer to layer @p layer's key rows
   float* values(int layer);  ///< device pointer to layer @p layer's value rows
   /// @brief Floats one block holds over all layers, keys then values per layer.
@@ -111,7 +111,6 @@ class CudaTransformer {
   /// @brief Like forward() for the last token only, but the argmax is taken on the device and
   /// only the token id comes back (4 bytes instead of 4*V).
   int forward_greedy(const int* tokens, int T, int start_pos);
-
 
   /// @brief Empties the KV cache (a new sequence starts at position 0).
   void reset();
