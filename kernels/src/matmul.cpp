@@ -4,8 +4,9 @@
 //   v1 lanes:   one weight row against up to 4 tokens at a time, each dot product in 16
 //               independent lanes written as plain loops (the compiler vectorises them).
 //   v2 blocked: a register-tiled micro-kernel (kRows weight rows x kTokens tokens, every
-//               accumulator a 16-lane vector held in registers), rows blocked for the L2 cache,
-//               token panels for L1. Same 16-lane order as v1, written with intrinsics.
+//               accumulator a 16-lane vector held in registers; on AVX2, where 16 lanes take
+//               two registers, in two half-width passes), rows blocked for the L2 cache, token
+//               panels for L1. Same 16-lane order as v1, written with intrinsics.
 //
 // Batch invariance is part of the definition: y[t, o] = reduce16(lane sums over i = l mod 16,
 // each accumulated in increasing i) + (sequential sum of the n % 16 tail), where reduce16 is a
@@ -148,8 +149,12 @@ inline Acc16 mul_add16(Acc16 a, Acc16 b, Acc16 c) {
 #endif
 inline __m256 halve16(Acc16 a) { return _mm256_add_ps(a.lo, a.hi); }
 inline void pin(Acc16& a) { asm("" : "+x"(a.lo), "+x"(a.hi)); }  // see the AVX-512 version
-// Register budget (16 ymm): 2 x 3 accumulators of two registers each + weights + one token.
-constexpr int kRows = 2, kTokens = 3;
+// Register budget (16 ymm): a 16-lane accumulator takes two ymm registers, so a whole-width tile
+// holds only 2 x 3 of them, and the weight and token vectors no longer fit beside them (GCC
+// spills). The tile below therefore runs in two half-width passes (see tile_halves): 3 x 4
+// accumulators of one ymm each, 3 weight vectors and 1 token vector = 16 registers.
+constexpr int kRows = 3, kTokens = 4;
+#define INFERLAB_MATMUL_HALF_PASSES 1
 #elif defined(__SSE2__)  // part of every x86-64 CPU
 struct Acc16 {
   __m128 a, b, c, d;  // lanes 0-3, 4-7, 8-11, 12-15
@@ -252,6 +257,103 @@ inline void tile(float* y, std::size_t ldy, const float* w, const float* x, int 
           reduce16(acc[r][t]) + tail_dot(w + std::size_t(r) * n, x + std::size_t(t) * n, body, n);
 }
 
+#if defined(INFERLAB_MATMUL_HALF_PASSES)
+#if defined(__FMA__)
+inline __m256 mul_add8(__m256 a, __m256 b, __m256 c) { return _mm256_fmadd_ps(a, b, c); }
+#else
+inline __m256 mul_add8(__m256 a, __m256 b, __m256 c) {
+  return _mm256_add_ps(_mm256_mul_ps(a, b), c);
+}
+#endif
+
+// One half of the 16 lanes (lanes 0-7 when `half` = 0, lanes 8-15 when 1) of an R x N tile,
+// over the columns [from, to) (multiples of 16): lane l of the half adds the products at
+// i = 16 k + 8 half + l in increasing i, exactly the products, and the order, of the same lane
+// in the whole-width kernel. The accumulators live in registers for the whole loop.
+template <int R, int N>
+inline void half_pass(__m256 (&acc)[R][N], const float* w, const float* x, int n, int from,
+                      int to, int half, bool stream) {
+  __m256 a[R][N];  // a local copy, so the compiler keeps it in registers
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 8
+    for (int t = 0; t < N; ++t) a[r][t] = acc[r][t];
+  const std::uintptr_t ahead = std::uintptr_t(w) + std::size_t(R) * n * sizeof(float);
+  for (int i = from + 8 * half; i < to; i += 16) {
+    if (stream && half == 0) {  // see tile(): the next group's rows, one cache line per step
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r)
+        __builtin_prefetch(
+            reinterpret_cast<const void*>(ahead + (std::size_t(r) * n + i) * sizeof(float)));
+    }
+    __m256 wv[R];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      wv[r] = _mm256_loadu_ps(w + std::size_t(r) * n + i);
+      asm("" : "+x"(wv[r]));  // pinned too: loaded once, used N times
+    }
+#pragma GCC unroll 8
+    for (int t = 0; t < N; ++t) {
+      __m256 xv = _mm256_loadu_ps(x + std::size_t(t) * n + i);
+      if constexpr (R > 1) asm("" : "+x"(xv));  // pinned, as in pin()
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) a[r][t] = mul_add8(wv[r], xv, a[r][t]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 8
+    for (int t = 0; t < N; ++t) acc[r][t] = a[r][t];
+}
+
+// Columns per chunk of the half-width passes: R + N rows of a chunk (7 x 2 KB) stay in L1
+// between the two passes over it.
+constexpr int kHalfChunk = 512;
+
+// The AVX2 micro-kernel: the whole-width tile's sums, computed half a vector at a time. Chunk
+// by chunk of the columns, one pass accumulates lanes 0-7 and a second pass lanes 8-15 over
+// the same rows (now in L1); between chunks the 2 R N accumulators wait on the stack (a load
+// and a store each per chunk, against 16 R N multiply-adds per pass). Adding the halves at the
+// end is the first step of the halving tree (halve16), so the bits are the whole-width
+// kernel's, and v1's.
+template <int R, int N>
+inline void tile_halves(float* y, std::size_t ldy, const float* w, const float* x, int n,
+                        bool stream) {
+  const int body = n - n % 16;
+  __m256 lo[R][N], hi[R][N];
+  for (int r = 0; r < R; ++r)
+    for (int t = 0; t < N; ++t) lo[r][t] = hi[r][t] = _mm256_setzero_ps();
+  for (int c = 0; c < body; c += kHalfChunk) {
+    const int end = std::min(body, c + kHalfChunk);
+    half_pass<R, N>(lo, w, x, n, c, end, 0, stream);
+    half_pass<R, N>(hi, w, x, n, c, end, 1, stream);
+  }
+  for (int r = 0; r < R; ++r)
+    for (int t = 0; t < N; ++t) {
+      const __m256 s8 = _mm256_add_ps(lo[r][t], hi[r][t]);  // +8
+      const __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));
+      const __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
+      y[std::size_t(t) * ldy + r] =
+          _mm_cvtss_f32(_mm_add_ss(s2, _mm_shuffle_ps(s2, s2, 1))) +
+          tail_dot(w + std::size_t(r) * n, x + std::size_t(t) * n, body, n);
+    }
+}
+#endif
+
+// The tile this CPU runs: the half-width passes where a whole-width tile would not fit the
+// registers (AVX2), the whole-width kernel everywhere else (and for a lone 1 x 1 edge tile).
+template <int R, int N>
+inline void micro_tile(float* y, std::size_t ldy, const float* w, const float* x, int n,
+                       bool stream) {
+#if defined(INFERLAB_MATMUL_HALF_PASSES)
+  if constexpr (R * N > 1) {
+    tile_halves<R, N>(y, ldy, w, x, n, stream);
+    return;
+  }
+#endif
+  tile<R, N>(y, ldy, w, x, n, stream);
+}
+
 // Picks the instantiation for a partial tile (the edges of y): R rows fixed, nt <= kTokens.
 template <int R>
 inline void tile_tokens(int nt, float* y, std::size_t ldy, const float* w, const float* x, int n,
@@ -259,22 +361,22 @@ inline void tile_tokens(int nt, float* y, std::size_t ldy, const float* w, const
   static_assert(kTokens <= 6, "extend the switch below");
   switch (nt) {
     case 1:
-      tile<R, 1>(y, ldy, w, x, n, stream);
+      micro_tile<R, 1>(y, ldy, w, x, n, stream);
       break;
     case 2:
-      if constexpr (kTokens >= 2) tile<R, 2>(y, ldy, w, x, n, stream);
+      if constexpr (kTokens >= 2) micro_tile<R, 2>(y, ldy, w, x, n, stream);
       break;
     case 3:
-      if constexpr (kTokens >= 3) tile<R, 3>(y, ldy, w, x, n, stream);
+      if constexpr (kTokens >= 3) micro_tile<R, 3>(y, ldy, w, x, n, stream);
       break;
     case 4:
-      if constexpr (kTokens >= 4) tile<R, 4>(y, ldy, w, x, n, stream);
+      if constexpr (kTokens >= 4) micro_tile<R, 4>(y, ldy, w, x, n, stream);
       break;
     case 5:
-      if constexpr (kTokens >= 5) tile<R, 5>(y, ldy, w, x, n, stream);
+      if constexpr (kTokens >= 5) micro_tile<R, 5>(y, ldy, w, x, n, stream);
       break;
     case 6:
-      if constexpr (kTokens >= 6) tile<R, 6>(y, ldy, w, x, n, stream);
+      if constexpr (kTokens >= 6) micro_tile<R, 6>(y, ldy, w, x, n, stream);
       break;
     default:
       break;
