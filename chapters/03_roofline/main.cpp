@@ -283,7 +283,7 @@ void print_report(const RooflineReport& report, const RooflineRequest& request,
   if (report.measured) {
     const MachineRoofline& m = *report.measured;
     std::printf(
-        "\nmeasured on this machine: the core's kernels (float32), best of the repetitions\n");
+        "\nmeasured on this machine: the core's kernels (float32), median of the repetitions\n");
     std::printf("  %-26s  %10s  %10s  %11s  %11s  %12s\n", "kernel", "FLOP/byte", "ms", "GB/s",
                 "GFLOP/s", "roof GFLOP/s");
     auto row = [&](const MeasuredPoint& k) {

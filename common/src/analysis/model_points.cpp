@@ -9,16 +9,12 @@
 
 #include "inferlab/base/error.hpp"
 #include "inferlab/base/timer.hpp"
+#include "inferlab/runtime/metrics.hpp"
 #include "inferlab/runtime/runner.hpp"
 
 namespace inferlab {
 
 namespace {
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
 
 // Floats of the matrices one token multiplies through in the layers (not the classifier).
 double layer_matrix_floats(const ModelConfig& c) {
@@ -75,7 +71,7 @@ ModelPoints measure_model_points(const Model& model, const ModelPointOptions& o)
     p.tokens = o.prompt_tokens;
     p.flops = forward_flops(c, o.prompt_tokens, 0, 1);
     p.bytes = weight_bytes;
-    p.seconds = median(times);
+    p.seconds = percentile(times, 50);
   }
 
   // Decode: B sequences step together, one new token each; each repetition runs decode_steps
@@ -111,7 +107,7 @@ ModelPoints measure_model_points(const Model& model, const ModelPointOptions& o)
     p.flops = B * forward_flops(c, 1, mid_pos, 1);
     p.bytes =
         weight_bytes + B * 2.0 * c.n_layers * double(mid_pos + 1) * c.kv_dim() * sizeof(float);
-    p.seconds = median(times);
+    p.seconds = percentile(times, 50);
     out.batched.push_back(p);
   }
   return out;

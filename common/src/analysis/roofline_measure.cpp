@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <vector>
 
 #include <fmt/format.h>
@@ -14,6 +13,7 @@
 #include "inferlab/base/timer.hpp"
 #include "inferlab/kernels/attention.hpp"
 #include "inferlab/kernels/matmul.hpp"
+#include "inferlab/runtime/metrics.hpp"
 
 namespace inferlab {
 
@@ -29,19 +29,20 @@ void fill(std::vector<float>& v, unsigned seed) {
   }
 }
 
-// Best of reps after one warm-up run (page faults, thread start-up): the least disturbed run is
-// the one closest to what the hardware can do. run(call) gets the call's index, to rotate over
-// copies of the data.
+// The median of reps after one warm-up run (page faults, thread start-up): on a shared machine
+// one repetition can be off by 2x either way, the median of a few is not (a roof, the best the
+// hardware can do, takes the best instead: see hardware.hpp). run(call) gets the call's index,
+// to rotate over copies of the data.
 template <class F>
-double best_seconds(int reps, F&& run) {
+double median_seconds(int reps, F&& run) {
   run(0);
-  double best = std::numeric_limits<double>::infinity();
+  std::vector<double> times;
   for (int r = 0; r < std::max(reps, 1); ++r) {
     const double t0 = now_seconds();
     run(r + 1);
-    best = std::min(best, now_seconds() - t0);
+    times.push_back(now_seconds() - t0);
   }
-  return best;
+  return percentile(times, 50);
 }
 
 // How many copies of `bytes` of data to cycle through so that every call finds its data in
@@ -70,7 +71,7 @@ MeasuredPoint measure_linear_point(int tokens, int n_in, int d_out, int reps) {
   const std::vector<std::vector<float>> ws = weight_copies(n_in, d_out);
   std::vector<float> x(std::size_t(tokens) * n_in), y(std::size_t(tokens) * d_out);
   fill(x, 2);
-  const double t = best_seconds(reps, [&](int call) {
+  const double t = median_seconds(reps, [&](int call) {
     kernels::matmul_cpu(y.data(), x.data(), ws[std::size_t(call) % ws.size()].data(), tokens, n_in,
                         d_out);
   });
@@ -97,7 +98,7 @@ MeasuredPoint measure_decode_attention_point(int context, int n_heads, int n_kv_
   std::vector<float> q(std::size_t(n_heads) * head_size), out(q.size());
   fill(q, 5);
   const int pos = context - 1;  // the new token is the last position; its K/V are cached
-  const double t = best_seconds(reps, [&](int call) {
+  const double t = median_seconds(reps, [&](int call) {
     const std::size_t c = std::size_t(call) % ks.size();
     kernels::attention_cpu(out.data(), q.data(), ks[c].data(), vs[c].data(), &pos, 1, n_heads,
                            n_kv_heads, head_size);
@@ -125,7 +126,7 @@ EmpiricalCriticalBatch measure_critical_batch(
   for (int b : batches) {
     if (progress)
       progress(fmt::format("timing a {} x {} linear layer at batch {}", d_out, n_in, b));
-    const double t = best_seconds(reps, [&](int call) {
+    const double t = median_seconds(reps, [&](int call) {
       kernels::matmul_cpu(y.data(), x.data(), ws[std::size_t(call) % ws.size()].data(), b, n_in,
                           d_out);
     });

@@ -31,7 +31,7 @@ struct MeasuredPoint {
 };
 
 /// @brief Times kernels::matmul_cpu as a linear layer of @p tokens tokens, n = @p n_in,
-/// d = @p d_out, float32 (best of @p reps after a warm-up). Each call uses the next of several
+/// d = @p d_out, float32 (the median of @p reps after a warm-up). Each call uses the next of several
 /// copies of the weights, together 4x the last-level cache, so that the weights come from
 /// memory as in a real forward pass, never from the cache (which would put a memory-bound
 /// point above the memory roof).
@@ -48,7 +48,7 @@ struct EmpiricalCriticalBatch {
   /// @brief The timing at one batch size.
   struct Row {
     int batch = 0;                   ///< tokens in the step (the B of x (B, n))
-    double seconds = 0.0;            ///< best time of one step of this batch
+    double seconds = 0.0;            ///< median time of one step of this batch
     double tokens_per_second = 0.0;  ///< batch / seconds
   };
   std::vector<Row> rows;  ///< one per batch measured, in the order asked (ascending)
