@@ -291,6 +291,7 @@ check reject 1 "a KV budget of [0-9]+ bytes is less than one block" "${q06[@]}" 
 check reject 2 "--cache-memory: 0 is outside" "${q06[@]}" --cache-memory 0
 check reject 2 "--cache: lru not in" "${q06[@]}" --cache lru
 check reject 2 "--schedule: lpm not in" "${q06[@]}" --schedule lpm
+check reject 2 "--kv-dtype: fp8 not in" "${q06[@]}" --kv-dtype fp8
 check reject "2|1" "unknown workload 'nonsense'" "${q06[@]}" --workload nonsense
 check reject 1 "empty_prompt.jsonl:1: 'prompt' is empty" "$ch06" --synthetic stories260K --workload-file empty_prompt.jsonl
 check reject 1 "ids_over_context.jsonl.*(context|512)" "$ch06" --synthetic stories260K --workload-file ids_over_context.jsonl

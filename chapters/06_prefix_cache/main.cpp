@@ -35,6 +35,7 @@ struct Options {
   double cache_memory_mib = 0.0;  // 0: room for 4096 positions of the model
   int block_size = 16;
   std::string schedule = "fcfs";
+  std::string kv_dtype = "f32";
   std::string plot;
 };
 
@@ -94,6 +95,7 @@ struct Result {
   std::string model;                         // the model's name, or the simulated configuration
   std::string workload;                      // the workload's description
   Order order = Order::fcfs;                 // --schedule
+  DType kv_type = DType::f32;                // KV storage (cached blocks included)
   std::size_t kv_bytes_budget = 0;           // the paged KV memory
   std::vector<EngineRun> runs;               // one per cache
   std::vector<PrefixSummary> summaries;      // runs[i]'s
@@ -112,6 +114,7 @@ nlohmann::json result_json(const Options& o, const Result& res) {
                         {"clock", o.serving.clock},
                         {"workload", res.workload},
                         {"schedule", order_name(res.order)},
+                        {"kv_dtype", dtype_name(res.kv_type)},
                         {"block_size", o.block_size},
                         {"kv_bytes_budget", res.kv_bytes_budget},
                         {"same_tokens_across_caches", res.same_tokens}};
@@ -203,16 +206,21 @@ int run(const Options& o) {
     caches = {parse_prefix_cache(o.cache)};
   res.order = parse_order(o.schedule);
   const Order order = res.order;
+  res.kv_type = parse_kv_dtype(o.kv_dtype);
+  const DType kv_type = res.kv_type;
 
   const Workload w = make_workload(o.serving, f.sampling);
   res.workload = w.description;
   const LoadedModel m = sim ? load_model_or_tokenizer(f) : load_model(f);  // sim needs no weights
   SimEngine sim_engine;
-  if (sim) sim_engine = make_sim_engine(o.serving, m);
+  if (sim) {
+    sim_engine = make_sim_engine(o.serving, m);
+    sim_engine.kv_type = kv_type;
+  }
   res.model = sim ? o.serving.config : m.model->name();
   const ModelConfig& config = sim ? sim_engine.config : m.model->config();
   check_workload_lengths(w, o.serving, *m.tokenizer, config);
-  const std::size_t per_token = kv_storage_bytes_per_token(config, DType::f32);
+  const std::size_t per_token = kv_storage_bytes_per_token(config, kv_type);
   MemoryConfig memory;
   memory.allocator = Allocator::paged;
   memory.block_size = o.block_size;
@@ -220,7 +228,7 @@ int run(const Options& o) {
       o.cache_memory_mib > 0 ? std::size_t(o.cache_memory_mib * kMiB) : per_token * 4096;
   res.kv_bytes_budget = memory.budget_bytes;
   // The budget and block size are checked now, before any work (a manager with no storage).
-  make_kv_manager(memory, virtual_pools(config, DType::f32), config, DType::f32);
+  make_kv_manager(memory, virtual_pools(config, kv_type), config, kv_type);
   SchedulerConfig sc = scheduler_config(o.serving, Policy::continuous);
   sc.order = order;
   const Device device = parse_device(f.device);
@@ -236,7 +244,7 @@ int run(const Options& o) {
       e.memory = mem;
       return run_sim(reqs, s, e);
     }
-    return run_real(reqs, s, {&*m.model, &*m.tokenizer, DType::f32, device, mem});
+    return run_real(reqs, s, {&*m.model, &*m.tokenizer, kv_type, device, mem});
   };
 
   if (!f.json) {
@@ -248,10 +256,10 @@ int run(const Options& o) {
     }
     std::printf("workload:  %s\n", w.description.c_str());
     std::printf(
-        "memory:    %.2f MiB of paged KV (%zu positions, blocks of %d) shared by running "
+        "memory:    %.2f MiB of paged %s KV (%zu positions, blocks of %d) shared by running "
         "requests and the cache; scheduling: %s\n",
-        memory.budget_bytes / kMiB, memory.budget_bytes / per_token, o.block_size,
-        order_name(order));
+        memory.budget_bytes / kMiB, dtype_name(kv_type), memory.budget_bytes / per_token,
+        o.block_size, order_name(order));
     if (sim) print_sim_memory_fit(sim_engine, memory.budget_bytes);
     std::printf("\n");
   }
@@ -331,6 +339,9 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--schedule", o.schedule, "admission order: fcfs or longest-prefix")
       ->check(CLI::IsMember({"fcfs", "longest-prefix"}))
+      ->capture_default_str();
+  app.add_option("--kv-dtype", o.kv_dtype, "KV storage type: f32, f16 or int8")
+      ->check(CLI::IsMember({"f32", "f16", "int8"}))
       ->capture_default_str();
   app.add_option("--plot", o.plot, "write an SVG of the TTFT distributions and the trie");
   return run_chapter(app, argc, argv, [&] {
