@@ -67,9 +67,7 @@ GenerationResult generate(const Model& model, const Tokenizer& tokenizer,
   // logits are: on a GPU only the token id crosses to the host. Penalties and kept logits need
   // the logits themselves on the host.
   const SamplingParams& sp = options.sampling;
-  const bool argmax_only = sp.greedy() && sp.repetition_penalty == 1.0f &&
-                           sp.frequency_penalty == 0.0f && sp.presence_penalty == 0.0f &&
-                           !options.keep_logits;
+  const bool argmax_only = sp.argmax_only() && !options.keep_logits;
   std::vector<int> chosen;  // (1) step_greedy's token
   int forwarded = 0;        // positions whose logits have been computed
   while (true) {

@@ -311,13 +311,23 @@ EngineRun run_real(const std::vector<Request>& requests, const SchedulerConfig& 
       make_kv_manager(engine.memory, runner_pools(*runner, engine.kv_type), c, engine.kv_type);
   std::vector<BatchEntry> entries;
   std::vector<float> logits;
+  std::vector<int> chosen;  // step_greedy's tokens, one per chunk
   RealClock clock;
   auto run_step = [&](const StepPlan& plan) {
     entries.clear();
+    bool argmax_only = true;  // every chunk that samples wants the plain argmax
     for (const ScheduledChunk& ch : plan.chunks) {
       Sequence& s = *ch.seq;
       entries.push_back(
           {std::span<const int>(s.tokens.data() + ch.start, ch.count), ch.start, s.kv.get()});
+      if (ch.samples && !s.request.sampling.argmax_only()) argmax_only = false;
+    }
+    if (argmax_only) {
+      // The runner takes the argmax where the logits are: on a GPU only the ids come back.
+      runner->step_greedy(entries, chosen);
+      for (std::size_t i = 0; i < plan.chunks.size(); ++i)
+        if (plan.chunks[i].samples) plan.chunks[i].seq->tokens.push_back(chosen[i]);
+      return clock.now();
     }
     runner->step(entries, LogitsMode::last, logits);
     // Sampling runs on the host, per request, with the request's own parameters and RNG.

@@ -34,6 +34,13 @@ struct SamplingParams {
   void validate() const;
   /// @brief True when temperature is 0: sampling is the argmax of the penalised logits.
   bool greedy() const { return temperature == 0.0f; }
+  /// @brief True when sampling is the plain argmax of the logits: greedy with no penalty (a
+  /// penalty needs the logits themselves). A runner can then pick the token where the logits
+  /// are (ModelRunner::step_greedy: on a GPU only the token id crosses to the host).
+  bool argmax_only() const {
+    return greedy() && repetition_penalty == 1.0f && frequency_penalty == 0.0f &&
+           presence_penalty == 0.0f;
+  }
 };
 
 /// @brief A small documented RNG (xorshift64*, Vigna 2016), so draws are identical on every
