@@ -15,6 +15,8 @@ namespace inferlab {
 
 namespace {
 
+constexpr std::size_t kReservedStacks = 8192, kReservedStates = 1024;
+
 enum class EdgeKind : std::uint8_t { bytes, call, eps };
 
 struct Edge {
@@ -415,6 +417,13 @@ PushdownParser::PushdownParser(const Grammar& g, const ParserLimits& limits)
   m.trim();
   m.check_left_recursion();
   m.compute_byte_classes();
+  // The stack and state tables grow while the first masks are computed: sized up front, they
+  // do not rehash in the middle of a mask (a rehash moves every entry at once).
+  m.stack_index.reserve(kReservedStacks);
+  m.stacks.reserve(kReservedStacks);
+  m.stamp.reserve(kReservedStacks);
+  state_index_.reserve(kReservedStates);
+  states_.reserve(kReservedStates);
   std::vector<int> work{m.intern_stack(m.rule_start[static_cast<std::size_t>(g.root)], -1)};
   RawState init;
   m.closure(work, init);
