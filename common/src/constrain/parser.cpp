@@ -213,16 +213,19 @@ struct PushdownParser::Impl {
     bool done = false;
   };
   std::vector<Closure> closure_memo;
+  std::vector<int> closure_work;  // closure_of's buffers, reused
+  PushdownParser::RawState closure_out;
   const Closure& closure_of(int stack) {
     if (static_cast<std::size_t>(stack) >= closure_memo.size())
       closure_memo.resize(static_cast<std::size_t>(stack) + 1);
     if (!closure_memo[static_cast<std::size_t>(stack)].done) {
-      std::vector<int> work{stack};
-      PushdownParser::RawState out;
-      closure(work, out);
+      closure_work.assign(1, stack);
+      closure_out.stacks.clear();
+      closure_out.accept = false;
+      closure(closure_work, closure_out);
       Closure& c = closure_memo[static_cast<std::size_t>(stack)];
-      c.stacks = std::move(out.stacks);
-      c.accept = out.accept;
+      c.stacks = closure_out.stacks;  // the memo's own copy: the buffers are reused
+      c.accept = closure_out.accept;
       c.done = true;
     }
     return closure_memo[static_cast<std::size_t>(stack)];
@@ -422,6 +425,7 @@ PushdownParser::PushdownParser(const Grammar& g, const ParserLimits& limits)
   m.stack_index.reserve(kReservedStacks);
   m.stacks.reserve(kReservedStacks);
   m.stamp.reserve(kReservedStacks);
+  m.closure_memo.reserve(kReservedStacks);
   state_index_.reserve(kReservedStates);
   states_.reserve(kReservedStates);
   std::vector<int> work{m.intern_stack(m.rule_start[static_cast<std::size_t>(g.root)], -1)};
