@@ -15,6 +15,8 @@ namespace inferlab {
 
 namespace {
 
+constexpr std::size_t kReservedStacks = 8192, kReservedStates = 1024;
+
 enum class EdgeKind : std::uint8_t { bytes, call, eps };
 
 struct Edge {
@@ -35,7 +37,7 @@ struct PushdownParser::Impl {
   // Bytes that every byte set treats alike share a class: a transition computed for one byte
   // of a class holds for all of them (the string-character bytes of JSON are one class).
   std::array<std::uint8_t, 256> byte_class{};
-  std::vector<std::vector<std::uint8_t>> class_bytes;
+  int num_classes = 0;
 
   // Hash-consed stacks: id -> (top node, parent stack id or -1).
   std::vector<std::pair<int, int>> stacks;
@@ -211,16 +213,19 @@ struct PushdownParser::Impl {
     bool done = false;
   };
   std::vector<Closure> closure_memo;
+  std::vector<int> closure_work;  // closure_of's buffers, reused
+  PushdownParser::RawState closure_out;
   const Closure& closure_of(int stack) {
     if (static_cast<std::size_t>(stack) >= closure_memo.size())
       closure_memo.resize(static_cast<std::size_t>(stack) + 1);
     if (!closure_memo[static_cast<std::size_t>(stack)].done) {
-      std::vector<int> work{stack};
-      PushdownParser::RawState out;
-      closure(work, out);
+      closure_work.assign(1, stack);
+      closure_out.stacks.clear();
+      closure_out.accept = false;
+      closure(closure_work, closure_out);
       Closure& c = closure_memo[static_cast<std::size_t>(stack)];
-      c.stacks = std::move(out.stacks);
-      c.accept = out.accept;
+      c.stacks = closure_out.stacks;  // the memo's own copy: the buffers are reused
+      c.accept = closure_out.accept;
       c.done = true;
     }
     return closure_memo[static_cast<std::size_t>(stack)];
@@ -272,12 +277,10 @@ struct PushdownParser::Impl {
       }
       n = next;
     }
-    class_bytes.assign(static_cast<std::size_t>(n), {});
+    num_classes = n;
     for (int b = 0; b < 256; ++b) {
       byte_class[static_cast<std::size_t>(b)] =
           static_cast<std::uint8_t>(cls[static_cast<std::size_t>(b)]);
-      class_bytes[static_cast<std::size_t>(cls[static_cast<std::size_t>(b)])].push_back(
-          static_cast<std::uint8_t>(b));
     }
   }
   void check_left_recursion();
@@ -415,6 +418,16 @@ PushdownParser::PushdownParser(const Grammar& g, const ParserLimits& limits)
   m.trim();
   m.check_left_recursion();
   m.compute_byte_classes();
+  byte_class_ = m.byte_class;
+  num_classes_ = m.num_classes;
+  // The stack and state tables grow while the first masks are computed: sized up front, they
+  // do not rehash in the middle of a mask (a rehash moves every entry at once).
+  m.stack_index.reserve(kReservedStacks);
+  m.stacks.reserve(kReservedStacks);
+  m.stamp.reserve(kReservedStacks);
+  m.closure_memo.reserve(kReservedStacks);
+  state_index_.reserve(kReservedStates);
+  states_.reserve(kReservedStates);
   std::vector<int> work{m.intern_stack(m.rule_start[static_cast<std::size_t>(g.root)], -1)};
   RawState init;
   m.closure(work, init);
@@ -447,17 +460,17 @@ int PushdownParser::intern_state(const RawState& raw) {
 
 int PushdownParser::step_slow(int state, unsigned char byte) {
   State* s = &states_[static_cast<std::size_t>(state)];
+  const std::size_t cls = byte_class_[byte];
   if (!s->next) {
-    s->next = std::make_unique<int[]>(256);
-    std::fill_n(s->next.get(), 256, -2);
+    s->next = std::make_unique<int[]>(static_cast<std::size_t>(num_classes_));
+    std::fill_n(s->next.get(), num_classes_, -2);
   }
-  int next = s->next[byte];
+  int next = s->next[cls];
   if (next != -2) return next;
   const RawState& to = impl_->step_memo(s->stacks, byte);
   next = to.stacks.empty() && !to.accept ? kDead : intern_state(to);
-  // states_ may have moved; the result holds for every byte of this byte's class.
-  int* row = states_[static_cast<std::size_t>(state)].next.get();
-  for (const std::uint8_t b : impl_->class_bytes[impl_->byte_class[byte]]) row[b] = next;
+  // states_ may have moved (index it again); the result holds for the whole class.
+  states_[static_cast<std::size_t>(state)].next[cls] = next;
   return next;
 }
 

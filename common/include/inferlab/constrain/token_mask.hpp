@@ -72,6 +72,8 @@ class TokenTrie {
   /// first use (a pass over the trie) and cached.
   /// @note Not thread-safe: the cache is filled lazily.
   const LoopTables& loop_tables(const ByteSet& loop, bool utf8 = false) const;
+  /// @brief The tables of @p loop and @p utf8 when they were built already, else nullptr.
+  const LoopTables* find_loop_tables(const ByteSet& loop, bool utf8 = false) const;
   /// @brief The loop set of the inside of a JSON string: printable ASCII but `"` and `\`;
   /// with utf8 = true its tables cover the whole JSON-string character set. Precomputing them
   /// takes the common case out of the first mask.
