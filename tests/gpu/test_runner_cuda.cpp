@@ -4,6 +4,7 @@
 #include <cmath>
 #include <fstream>
 #include <limits>
+#include <memory>
 
 #include <nlohmann/json.hpp>
 
@@ -14,6 +15,24 @@
 #include "inferlab/runtime/runner.hpp"
 
 using namespace inferlab;
+
+namespace {
+
+// stories260K, its golden greedy cases, and a runner for it on each device.
+struct GoldenRunners {
+  Model model;
+  nlohmann::json golden;
+  std::unique_ptr<ModelRunner> cpu, gpu;
+  GoldenRunners()
+      : model(Model::load(test::model_file("stories260K.bin"))),
+        golden(nlohmann::json::parse(std::ifstream(test::golden_file("stories260K_greedy.json")))),
+        cpu(make_runner(model, Device::cpu)),
+        gpu(make_runner(model, Device::cuda)) {}
+  GoldenRunners(const GoldenRunners&) = delete;  // the runners point at `model`
+  GoldenRunners& operator=(const GoldenRunners&) = delete;
+};
+
+}  // namespace
 
 TEST_CASE("paged attention: every CUDA version equals the reference", "[gpu][kernel][paged]") {
   test::require_gpu();
@@ -62,11 +81,8 @@ TEST_CASE("paged attention: every CUDA version equals the reference", "[gpu][ker
 TEST_CASE("CUDA runner: the ragged batched step equals the CPU runner's on the golden prompts",
           "[gpu][golden][runner]") {
   test::require_gpu();
-  const Model model = Model::load(test::model_file("stories260K.bin"));
-  std::ifstream in(test::golden_file("stories260K_greedy.json"));
-  const auto golden = nlohmann::json::parse(in);
-  const auto cpu = make_runner(model, Device::cpu);
-  const auto gpu = make_runner(model, Device::cuda);
+  const GoldenRunners runners;
+  const auto& [model, golden, cpu, gpu] = runners;
   // Paged pools on both devices: blocks of 16, every sequence with its own table.
   auto cpu_pool = cpu->make_pool(256, 16, DType::f32);
   auto gpu_pool = gpu->make_pool(256, 16, DType::f32);
@@ -141,11 +157,8 @@ TEST_CASE("CUDA engine: greedy serving on the GPU gives the golden tokens (conti
 TEST_CASE("CUDA runner: greedy tokens chosen on the device equal the CPU runner's",
           "[gpu][golden][runner][greedy]") {
   test::require_gpu();
-  const Model model = Model::load(test::model_file("stories260K.bin"));
-  std::ifstream in(test::golden_file("stories260K_greedy.json"));
-  const auto golden = nlohmann::json::parse(in);
-  const auto cpu = make_runner(model, Device::cpu);
-  const auto gpu = make_runner(model, Device::cuda);
+  const GoldenRunners runners;
+  const auto& [model, golden, cpu, gpu] = runners;
   // Each golden prompt prefilled, then 32 greedy steps feeding back each runner's own choice,
   // all sequences in one batch per step (the engine's shape).
   std::vector<KVCache> cc, gc;
