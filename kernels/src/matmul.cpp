@@ -21,7 +21,6 @@
 
 #include <algorithm>
 #include <cstddef>
-#include <cstdint>
 #include <stdexcept>
 #include <string>
 
@@ -216,6 +215,15 @@ inline float tail_dot(const float* w, const float* x, int from, int n) {
   return tail;
 }
 
+// Asks for the cache line at column i of each of the next group's R rows (the R * n floats after
+// this group's, contiguous with them): see `stream` in tile().
+template <int R>
+inline void prefetch_next_group(const float* w, int n, int i) {
+  const float* ahead = w + std::size_t(R) * n;
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) __builtin_prefetch(ahead + std::size_t(r) * n + i);
+}
+
 // The micro-kernel: R weight rows x N tokens, the whole of K, R * N accumulators in registers.
 // Per 16-wide step it loads R + N vectors and issues R * N multiply-adds. Every instantiation
 // performs, for each output, the same operations in the same order: which tile an output lands
@@ -232,14 +240,8 @@ inline void tile(float* y, std::size_t ldy, const float* w, const float* x, int 
   // rows defeat the hardware prefetcher, so ask for the next group's rows (the next R * n
   // floats, contiguous with these) one group ahead; measured 1.4x faster at 4 tokens. Later
   // panels find the block in L2, where the hint would only cost issue slots.
-  const std::uintptr_t ahead = std::uintptr_t(w) + std::size_t(R) * n * sizeof(float);
   for (int i = 0; i < body; i += 16) {
-    if (stream) {
-#pragma GCC unroll 8
-      for (int r = 0; r < R; ++r)
-        __builtin_prefetch(
-            reinterpret_cast<const void*>(ahead + (std::size_t(r) * n + i) * sizeof(float)));
-    }
+    if (stream) prefetch_next_group<R>(w, n, i);
     Acc16 wv[R];
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) wv[r] = load16(w + std::size_t(r) * n + i);
@@ -278,14 +280,8 @@ inline void half_pass(__m256 (&acc)[R][N], const float* w, const float* x, int n
   for (int r = 0; r < R; ++r)
 #pragma GCC unroll 8
     for (int t = 0; t < N; ++t) a[r][t] = acc[r][t];
-  const std::uintptr_t ahead = std::uintptr_t(w) + std::size_t(R) * n * sizeof(float);
   for (int i = from + 8 * half; i < to; i += 16) {
-    if (stream && half == 0) {  // see tile(): the next group's rows, one cache line per step
-#pragma GCC unroll 8
-      for (int r = 0; r < R; ++r)
-        __builtin_prefetch(
-            reinterpret_cast<const void*>(ahead + (std::size_t(r) * n + i) * sizeof(float)));
-    }
+    if (stream && half == 0) prefetch_next_group<R>(w, n, i);  // see tile()
     __m256 wv[R];
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
@@ -330,11 +326,8 @@ inline void tile_halves(float* y, std::size_t ldy, const float* w, const float* 
   }
   for (int r = 0; r < R; ++r)
     for (int t = 0; t < N; ++t) {
-      const __m256 s8 = _mm256_add_ps(lo[r][t], hi[r][t]);  // +8
-      const __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));
-      const __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
       y[std::size_t(t) * ldy + r] =
-          _mm_cvtss_f32(_mm_add_ss(s2, _mm_shuffle_ps(s2, s2, 1))) +
+          reduce16(Acc16{lo[r][t], hi[r][t]}) +  // the whole-width tree: lo + hi first
           tail_dot(w + std::size_t(r) * n, x + std::size_t(t) * n, body, n);
     }
 }
