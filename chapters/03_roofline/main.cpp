@@ -300,7 +300,7 @@ void print_report(const RooflineReport& report, const RooflineRequest& request,
           "machine) or its data stayed in a cache; rerun on a quiet machine with "
           "--threads 1\n",
           a.name.c_str(), a.percent);
-    std::printf("\n  batch sweep of the %d x %d layer (matmul_cpu):\n  %6s  %10s  %12s  %14s\n",
+    std::printf("\n  batch sweep of the %d x %d layer (matmul_packed):\n  %6s  %10s  %12s  %14s\n",
                 m.d_out, m.n_in, "batch", "step ms", "tokens/s", "gain vs prev");
     for (std::size_t i = 0; i < m.sweep.rows.size(); ++i) {
       const auto& r = m.sweep.rows[i];
@@ -320,7 +320,7 @@ void print_report(const RooflineReport& report, const RooflineRequest& request,
         "(P = FMA peak %.1f GFLOP/s): %s\n",
         hw.peak_flops / 1e9, batch_text(m.formula_batch).c_str());
     std::printf(
-        "  the same formula with matmul_cpu's own best, P = %.1f GFLOP/s (%.0f %% of the peak): "
+        "  the same formula with matmul_packed's own best, P = %.1f GFLOP/s (%.0f %% of the peak): "
         "%s  <- compare with the empirical value\n",
         m.kernel_peak_flops / 1e9, 100.0 * m.kernel_peak_flops / hw.peak_flops,
         batch_text(m.kernel_formula_batch).c_str());

@@ -7,8 +7,12 @@
 //               accumulator a 16-lane vector held in registers; on AVX2, where 16 lanes take
 //               two registers, in two half-width passes), rows blocked for the L2 cache, token
 //               panels for L1. Same 16-lane order as v1, written with intrinsics.
+//   v3 packed:  weights repacked into panels of 16 rows stored column by column (PackedMatrix);
+//               a vector holds 16 outputs, each one chain of multiply-adds over i (the
+//               outer-product order of BLAS libraries), so a column of weights is loaded once
+//               per kPackTokens tokens. Its own order: batch invariant, not v1's bits.
 //
-// Batch invariance is part of the definition: y[t, o] = reduce16(lane sums over i = l mod 16,
+// Batch invariance is part of the definition. For v1 and v2: y[t, o] = reduce16(lane sums over i = l mod 16,
 // each accumulated in increasing i) + (sequential sum of the n % 16 tail), where reduce16 is a
 // fixed halving tree. Nothing in that order depends on T, on the position of the token in the
 // batch, on the tile the output falls in, or on the thread count.
@@ -21,8 +25,12 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <new>
 #include <stdexcept>
 #include <string>
+#include <vector>
+
+#include "inferlab/kernels/huge_pages.hpp"
 
 namespace inferlab::kernels {
 
@@ -117,6 +125,8 @@ struct Acc16 {
 };
 inline Acc16 zero16() { return {_mm512_setzero_ps()}; }
 inline Acc16 load16(const float* p) { return {_mm512_loadu_ps(p)}; }
+inline Acc16 broadcast16(float v) { return {_mm512_set1_ps(v)}; }
+inline void store16(float* p, Acc16 a) { _mm512_storeu_ps(p, a.v); }
 inline Acc16 mul_add16(Acc16 a, Acc16 b, Acc16 c) { return {_mm512_fmadd_ps(a.v, b.v, c.v)}; }
 inline __m256 halve16(Acc16 a) {  // s[l] = acc[l] + acc[l + 8]
   // __builtin_shufflevector rather than _mm512_extractf64x4_pd: GCC 12 warns inside the latter
@@ -130,12 +140,22 @@ inline __m256 halve16(Acc16 a) {  // s[l] = acc[l] + acc[l + 8]
 inline void pin(Acc16& a) { asm("" : "+v"(a.v)); }
 // Register budget (32 zmm): 4 x 6 accumulators + 4 weight vectors + 1 token vector.
 constexpr int kRows = 4, kTokens = 6;
+// Rung 3 (see packed_tile): 14 accumulators + 1 weight vector + 1 broadcast token.
+constexpr int kPackTokens = 14;
 #elif defined(__AVX__)
 struct Acc16 {
   __m256 lo, hi;
 };
 inline Acc16 zero16() { return {_mm256_setzero_ps(), _mm256_setzero_ps()}; }
 inline Acc16 load16(const float* p) { return {_mm256_loadu_ps(p), _mm256_loadu_ps(p + 8)}; }
+inline Acc16 broadcast16(float v) {
+  const __m256 b = _mm256_set1_ps(v);
+  return {b, b};
+}
+inline void store16(float* p, Acc16 a) {
+  _mm256_storeu_ps(p, a.lo);
+  _mm256_storeu_ps(p + 8, a.hi);
+}
 #if defined(__FMA__)
 inline Acc16 mul_add16(Acc16 a, Acc16 b, Acc16 c) {
   return {_mm256_fmadd_ps(a.lo, b.lo, c.lo), _mm256_fmadd_ps(a.hi, b.hi, c.hi)};
@@ -153,6 +173,8 @@ inline void pin(Acc16& a) { asm("" : "+x"(a.lo), "+x"(a.hi)); }  // see the AVX-
 // spills). The tile below therefore runs in two half-width passes (see tile_halves): 3 x 4
 // accumulators of one ymm each, 3 weight vectors and 1 token vector = 16 registers.
 constexpr int kRows = 3, kTokens = 4;
+// Rung 3 (see packed_tile): 6 accumulators of two ymm + 2 weight halves + 1 broadcast = 15.
+constexpr int kPackTokens = 6;
 #define INFERLAB_MATMUL_HALF_PASSES 1
 #elif defined(__SSE2__)  // part of every x86-64 CPU
 struct Acc16 {
@@ -164,6 +186,16 @@ inline Acc16 zero16() {
 inline Acc16 load16(const float* p) {
   return {_mm_loadu_ps(p), _mm_loadu_ps(p + 4), _mm_loadu_ps(p + 8), _mm_loadu_ps(p + 12)};
 }
+inline Acc16 broadcast16(float v) {
+  const __m128 b = _mm_set1_ps(v);
+  return {b, b, b, b};
+}
+inline void store16(float* p, Acc16 v) {
+  _mm_storeu_ps(p, v.a);
+  _mm_storeu_ps(p + 4, v.b);
+  _mm_storeu_ps(p + 8, v.c);
+  _mm_storeu_ps(p + 12, v.d);
+}
 inline Acc16 mul_add16(Acc16 x, Acc16 y, Acc16 z) {
   return {_mm_add_ps(_mm_mul_ps(x.a, y.a), z.a), _mm_add_ps(_mm_mul_ps(x.b, y.b), z.b),
           _mm_add_ps(_mm_mul_ps(x.c, y.c), z.c), _mm_add_ps(_mm_mul_ps(x.d, y.d), z.d)};
@@ -171,6 +203,8 @@ inline Acc16 mul_add16(Acc16 x, Acc16 y, Acc16 z) {
 inline void pin(Acc16& v) { asm("" : "+x"(v.a), "+x"(v.b), "+x"(v.c), "+x"(v.d)); }
 // Register budget (16 xmm): 1 x 2 accumulators of four registers each + weights + one token.
 constexpr int kRows = 1, kTokens = 2;
+// Rung 3 (see packed_tile): 2 accumulators of four xmm + 4 weight quarters + 1 broadcast = 13.
+constexpr int kPackTokens = 2;
 #else  // not x86 (e.g. ARM): plain lanes, which the compiler maps to its own vector registers
 struct Acc16 {
   float v[16];
@@ -181,12 +215,21 @@ inline Acc16 load16(const float* p) {
   for (int l = 0; l < 16; ++l) a.v[l] = p[l];
   return a;
 }
+inline Acc16 broadcast16(float v) {
+  Acc16 a;
+  for (int l = 0; l < 16; ++l) a.v[l] = v;
+  return a;
+}
+inline void store16(float* p, Acc16 a) {
+  for (int l = 0; l < 16; ++l) p[l] = a.v[l];
+}
 inline Acc16 mul_add16(Acc16 a, Acc16 b, Acc16 c) {
   for (int l = 0; l < 16; ++l) c.v[l] += a.v[l] * b.v[l];  // written as v1 writes it
   return c;
 }
 inline void pin(Acc16&) {}
 constexpr int kRows = 2, kTokens = 2;
+constexpr int kPackTokens = 4;
 #endif
 
 #if defined(__AVX__)
@@ -454,9 +497,201 @@ void matmul_blocked(float* y, const float* x, const float* w, int T, int n, int 
   matmul_blocked_slice(y, x, w, T, n, d, omp_get_thread_num(), omp_get_num_threads());
 }
 
+
+// ---------------------------------------------------------------------------------------------
+// v3: packed weights, outer products (the order BLAS libraries use).
+//
+// v1 and v2 compute dot products: every multiply-add needs a fresh vector of the weights *and*
+// of the tokens, so a 3 x 4 tile on AVX2 pulls 96 bytes of weights per 12 multiply-adds out of
+// L2 and stalls near 45 % of the FMA peak. Here a vector holds one column of 16 weight rows
+// (one panel of PackedMatrix, contiguous) and is multiplied by one token value, broadcast:
+// the 16 lanes are 16 *outputs*, and each output is one chain of multiply-adds over i in
+// increasing order, y[t, o] = fma(w[o, n-1], x[t, n-1], ... fma(w[o, 0], x[t, 0], 0)).
+// A 16 x kPackTokens tile loads one weight vector and kPackTokens broadcasts per column;
+// the weight panel's 16 x kPackDepth block stays in L1 while every token of a block passes.
+//
+// The order depends only on i, never on T, on the tile or on the thread, so v3 is batch
+// invariant too; it is a different order from v1/v2's, so its bits differ from theirs.
+
+// Columns per step of the tile: 16 rows x 256 columns = 16 KB of weights stay in L1.
+constexpr int kPackDepth = 256;
+constexpr std::size_t kPackTokenBlockBytes = std::size_t{256} << 10;
+
+// NT tokens against one panel, over `len` columns starting where `panel` and `x` point. The
+// tokens come packed: column i of token t is x[i * kPackTokens + t] (see pack_tokens), one
+// contiguous stream of broadcasts. `first`: start the chains from zero; otherwise continue the
+// partial sums stored in c (the same float values the registers held, so splitting i into
+// steps changes no bit).
+template <int NT>
+inline void packed_tile(float* c, std::size_t ldc, const float* panel, const float* x, int len,
+                        bool first) {
+  Acc16 acc[NT];
+#pragma GCC unroll 16
+  for (int t = 0; t < NT; ++t) acc[t] = first ? zero16() : load16(c + std::size_t(t) * ldc);
+  for (int i = 0; i < len; ++i) {
+    const Acc16 wv = load16(panel + std::size_t(i) * PackedMatrix::kPanelRows);
+#pragma GCC unroll 16
+    for (int t = 0; t < NT; ++t)
+      acc[t] = mul_add16(wv, broadcast16(x[std::size_t(i) * kPackTokens + t]), acc[t]);
+  }
+#pragma GCC unroll 16
+  for (int t = 0; t < NT; ++t) store16(c + std::size_t(t) * ldc, acc[t]);
+}
+
+// The instantiation for nt <= kPackTokens tokens (the last token group may be partial).
+template <int NT = kPackTokens>
+inline void packed_tile_any(int nt, float* c, std::size_t ldc, const float* panel,
+                            const float* x, int len, bool first) {
+  if (nt == NT) {
+    packed_tile<NT>(c, ldc, panel, x, len, first);
+  } else if constexpr (NT > 1) {
+    packed_tile_any<NT - 1>(nt, c, ldc, panel, x, len, first);
+  }
+}
+
+// Copies tokens [t0, t1) of x (rows of n) into groups of kPackTokens, each stored column by
+// column: group g, column i, token t at out[(g * n + i) * kPackTokens + t]. A partial last
+// group leaves its unused slots alone (no tile reads them).
+inline void pack_tokens(float* out, const float* x, int n, int t0, int t1) {
+  for (int g0 = t0; g0 < t1; g0 += kPackTokens) {
+    float* group = out + std::size_t(g0 - t0) * n;
+    const int nt = std::min(kPackTokens, t1 - g0);
+    for (int t = 0; t < nt; ++t) {
+      const float* row = x + std::size_t(g0 + t) * n;
+      for (int i = 0; i < n; ++i) group[std::size_t(i) * kPackTokens + t] = row[i];
+    }
+  }
+}
+
+// Decode (one token): a matrix-vector product, bound by the weight stream. Two panels at a
+// time give the core several independent chains (each multiply-add waits for the previous one
+// of its chain, 4 cycles); the columns of a panel are contiguous, one stream per panel.
+// Same chains, same order as packed_tile<1>.
+inline void packed_gemv2(float* y0, float* y1, const float* p0, const float* p1, const float* x,
+                         int n) {
+  Acc16 a0 = zero16(), a1 = zero16();
+  for (int i = 0; i < n; ++i) {
+    const Acc16 xv = broadcast16(x[i]);
+    a0 = mul_add16(load16(p0 + std::size_t(i) * PackedMatrix::kPanelRows), xv, a0);
+    a1 = mul_add16(load16(p1 + std::size_t(i) * PackedMatrix::kPanelRows), xv, a1);
+  }
+  store16(y0, a0);
+  store16(y1, a1);
+}
+inline void packed_gemv1(float* y, const float* p, const float* x, int n) {
+  Acc16 a = zero16();
+  for (int i = 0; i < n; ++i)
+    a = mul_add16(load16(p + std::size_t(i) * PackedMatrix::kPanelRows), broadcast16(x[i]), a);
+  store16(y, a);
+}
+
+// The panels [p_begin, p_end) of thread `id`: each thread owns its own slice of the weights.
+void matmul_packed_slice(float* y, const float* x, const PackedMatrix& w, int T, int id,
+                         int threads) {
+  constexpr int R = PackedMatrix::kPanelRows;
+  const int n = w.n(), d = w.d(), panels = w.panels();
+  const int p_begin = int(long(panels) * id / threads),
+            p_end = int(long(panels) * (id + 1) / threads);
+  // A panel past the last full one holds d % 16 real rows (the rest are zeros): its outputs
+  // go through a scratch tile, so y is never written past row d - 1.
+  const int full_panels = d / R;
+  float scratch[kPackTokens * R];
+  if (T == 1) {
+    int p = p_begin;
+    for (; p + 2 <= std::min(p_end, full_panels); p += 2)
+      packed_gemv2(y + std::size_t(p) * R, y + std::size_t(p + 1) * R, w.panel(p), w.panel(p + 1),
+                   x, n);
+    for (; p < p_end; ++p) {
+      packed_gemv1(scratch, w.panel(p), x, n);
+      std::copy_n(scratch, std::min(R, d - p * R), y + std::size_t(p) * R);
+    }
+    return;
+  }
+  // Tokens per block: their packed rows of x stay in L2 while the panels pass (as in v2).
+  // The packed copy is this thread's own and kept between calls: once a call of a given size
+  // has run, the next one allocates nothing.
+  const int tokens_per_block =
+      std::max(kPackTokens, int(kPackTokenBlockBytes / (std::size_t(n) * sizeof(float))) /
+                                kPackTokens * kPackTokens);
+  thread_local std::vector<float> xp;
+  const int block = std::min(T, tokens_per_block);
+  const std::size_t need =
+      std::size_t((block + kPackTokens - 1) / kPackTokens) * kPackTokens * std::size_t(n);
+  if (xp.size() < need) xp.resize(need);
+  for (int tb = 0; tb < T; tb += tokens_per_block) {
+    const int te = std::min(T, tb + tokens_per_block);
+    pack_tokens(xp.data(), x, n, tb, te);
+    for (int p = p_begin; p < p_end; ++p) {
+      const float* panel = w.panel(p);
+      // Token group t0's packed columns from i0 on.
+      auto group = [&](int t0, int i0) {
+        return xp.data() + (std::size_t(t0 - tb) * n + std::size_t(i0) * kPackTokens);
+      };
+      if (p < full_panels) {
+        // One 16 x kPackDepth block of the panel (in L1) meets every token group in turn;
+        // the partial sums wait in y between blocks.
+        for (int i0 = 0; i0 < n; i0 += kPackDepth) {
+          const int len = std::min(kPackDepth, n - i0);
+          for (int t0 = tb; t0 < te; t0 += kPackTokens)
+            packed_tile_any(std::min(kPackTokens, te - t0), y + std::size_t(t0) * d + p * R,
+                            std::size_t(d), panel + std::size_t(i0) * R, group(t0, i0), len,
+                            i0 == 0);
+        }
+        continue;
+      }
+      for (int t0 = tb; t0 < te; t0 += kPackTokens) {  // the partial panel, through scratch
+        const int nt = std::min(kPackTokens, te - t0);
+        for (int i0 = 0; i0 < n; i0 += kPackDepth)
+          packed_tile_any(nt, scratch, R, panel + std::size_t(i0) * R, group(t0, i0),
+                          std::min(kPackDepth, n - i0), i0 == 0);
+        for (int t = 0; t < nt; ++t)
+          std::copy_n(scratch + t * R, d - p * R, y + std::size_t(t0 + t) * d + p * R);
+      }
+    }
+  }
+}
 }  // namespace
 
-int matmul_cpu_versions() { return 2; }
+PackedMatrix::PackedMatrix(const float* w, int n, int d) : n_(n), d_(d) {
+  if (w == nullptr || n < 1 || d < 1) {
+    throw std::invalid_argument("PackedMatrix: need a weight matrix with n >= 1 and d >= 1 (got n " +
+                                std::to_string(n) + ", d " + std::to_string(d) + ")");
+  }
+  panels_ = (d + kPanelRows - 1) / kPanelRows;
+  const std::size_t floats = std::size_t(panels_) * kPanelRows * std::size_t(n);
+  // 64-byte aligned: a panel's column of 16 floats is then one cache line. A matrix of 2 MiB
+  // or more starts on a huge page and asks for huge pages (huge_pages.hpp): decode streams it.
+  const std::size_t align = floats * sizeof(float) >= kHugePageBytes ? kHugePageBytes : 64;
+  data_ = std::unique_ptr<float[], detail::AlignedDelete>(
+      new (std::align_val_t{align}) float[floats], detail::AlignedDelete{align});
+  advise_huge_pages(data_.get(), floats * sizeof(float));
+  // Panel p, column i, lane r = w[16 p + r, i]; the rows past d are zeros.
+#pragma omp parallel for schedule(static) if (floats >= std::size_t{1} << 20)
+  for (int p = 0; p < panels_; ++p) {
+    float* out = data_.get() + std::size_t(p) * kPanelRows * n;
+    for (int r = 0; r < kPanelRows; ++r) {
+      const int o = p * kPanelRows + r;
+      for (int i = 0; i < n; ++i)
+        out[std::size_t(i) * kPanelRows + r] = o < d ? w[std::size_t(o) * n + i] : 0.0f;
+    }
+  }
+}
+
+void detail::AlignedDelete::operator()(float* p) const {
+  ::operator delete[](p, std::align_val_t{align});
+}
+
+void matmul_packed(float* y, const float* x, const PackedMatrix& w, int T) {
+  if (w.panels() == 0) throw std::invalid_argument("matmul_packed: empty PackedMatrix");
+  if (long(T) * w.n() * w.d() < kParallelMacs) {  // see matmul_blocked
+    matmul_packed_slice(y, x, w, T, 0, 1);
+    return;
+  }
+#pragma omp parallel
+  matmul_packed_slice(y, x, w, T, omp_get_thread_num(), omp_get_num_threads());
+}
+
+int matmul_cpu_versions() { return 3; }
 
 void matmul_cpu_version(int version, float* y, const float* x, const float* w, int T, int n,
                         int d) {
@@ -466,6 +701,9 @@ void matmul_cpu_version(int version, float* y, const float* x, const float* w, i
       return;
     case 2:
       matmul_blocked(y, x, w, T, n, d);
+      return;
+    case 3:  // packs w on every call; the forward pass packs its weights once (Model)
+      matmul_packed(y, x, PackedMatrix(w, n, d), T);
       return;
     default:
       throw std::invalid_argument("matmul_cpu_version: version " + std::to_string(version) +

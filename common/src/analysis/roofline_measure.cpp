@@ -53,13 +53,16 @@ int copies_beyond_cache(std::size_t bytes) {
   return int(std::clamp<std::size_t>((want + bytes - 1) / std::max<std::size_t>(bytes, 1), 1, 16));
 }
 
-// The weights (d_out, n_in) of a linear layer, in as many copies as copies_beyond_cache() asks.
-std::vector<std::vector<float>> weight_copies(int n_in, int d_out) {
+// The weights (d_out, n_in) of a linear layer, in as many copies as copies_beyond_cache() asks,
+// packed as the forward pass packs its own (kernels::PackedMatrix).
+std::vector<kernels::PackedMatrix> weight_copies(int n_in, int d_out) {
   const std::size_t w_size = std::size_t(d_out) * n_in;
-  std::vector<std::vector<float>> ws(std::size_t(copies_beyond_cache(w_size * sizeof(float))));
-  for (std::size_t i = 0; i < ws.size(); ++i) {
-    ws[i].resize(w_size);
-    fill(ws[i], unsigned(1 + 10 * i));
+  std::vector<kernels::PackedMatrix> ws;
+  std::vector<float> w(w_size);
+  const int copies = copies_beyond_cache(w_size * sizeof(float));
+  for (int i = 0; i < copies; ++i) {
+    fill(w, unsigned(1 + 10 * i));
+    ws.emplace_back(w.data(), n_in, d_out);
   }
   return ws;
 }
@@ -68,12 +71,11 @@ std::vector<std::vector<float>> weight_copies(int n_in, int d_out) {
 
 MeasuredPoint measure_linear_point(int tokens, int n_in, int d_out, int reps) {
   if (tokens < 1 || n_in < 1 || d_out < 1) throw Error("measure_linear_point: bad shape");
-  const std::vector<std::vector<float>> ws = weight_copies(n_in, d_out);
+  const std::vector<kernels::PackedMatrix> ws = weight_copies(n_in, d_out);
   std::vector<float> x(std::size_t(tokens) * n_in), y(std::size_t(tokens) * d_out);
   fill(x, 2);
   const double t = median_seconds(reps, [&](int call) {
-    kernels::matmul_cpu(y.data(), x.data(), ws[std::size_t(call) % ws.size()].data(), tokens, n_in,
-                        d_out);
+    kernels::matmul_packed(y.data(), x.data(), ws[std::size_t(call) % ws.size()], tokens);
   });
   const OpCost op =
       linear_cost(fmt::format("linear B={}", tokens), tokens, n_in, d_out, DType::f32, DType::f32);
@@ -119,7 +121,7 @@ EmpiricalCriticalBatch measure_critical_batch(
   if (batches.empty() || batches.front() != 1 || !std::is_sorted(batches.begin(), batches.end()))
     throw Error("measure_critical_batch: batches must be ascending and start at 1");
   const int max_batch = batches.back();
-  const std::vector<std::vector<float>> ws = weight_copies(n_in, d_out);
+  const std::vector<kernels::PackedMatrix> ws = weight_copies(n_in, d_out);
   std::vector<float> x(std::size_t(max_batch) * n_in), y(std::size_t(max_batch) * d_out);
   fill(x, 2);
   EmpiricalCriticalBatch r;
@@ -127,8 +129,7 @@ EmpiricalCriticalBatch measure_critical_batch(
     if (progress)
       progress(fmt::format("timing a {} x {} linear layer at batch {}", d_out, n_in, b));
     const double t = median_seconds(reps, [&](int call) {
-      kernels::matmul_cpu(y.data(), x.data(), ws[std::size_t(call) % ws.size()].data(), b, n_in,
-                          d_out);
+      kernels::matmul_packed(y.data(), x.data(), ws[std::size_t(call) % ws.size()], b);
     });
     r.rows.push_back({b, t, b / t});
   }

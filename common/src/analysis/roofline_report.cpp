@@ -127,7 +127,7 @@ MachineRoofline measure_machine_roofline(const ModelConfig& c, const std::string
   m.d_out = quick ? 3072 : 4096;
   const int reps = quick ? 2 : 3;
   for (int b : {1, 8, 64, 512}) {
-    say(fmt::format("timing matmul_cpu as a {} x {} linear layer at batch {}", m.d_out, m.n_in, b));
+    say(fmt::format("timing matmul_packed as a {} x {} linear layer at batch {}", m.d_out, m.n_in, b));
     m.linear.push_back(measure_linear_point(b, m.n_in, m.d_out, reps));
   }
   // Decode attention with this configuration's heads, and the same without GQA (Nkv = Nh).
@@ -144,7 +144,7 @@ MachineRoofline measure_machine_roofline(const ModelConfig& c, const std::string
   m.sweep = measure_critical_batch(m.n_in, m.d_out, batches, reps, progress);
   m.formula_batch =
       linear_critical_batch(m.n_in, m.d_out, m.machine.hardware, DType::f32, DType::f32);
-  // matmul_cpu does not reach the FMA peak: its own compute roof is the best it did in the sweep.
+  // matmul_packed does not reach the FMA peak: its own compute roof is the best it did in the sweep.
   for (const auto& row : m.sweep.rows)
     m.kernel_peak_flops =
         std::max(m.kernel_peak_flops, 2.0 * m.n_in * m.d_out * row.batch / row.seconds);

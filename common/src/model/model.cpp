@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <fstream>
 #include <limits>
+#include <mutex>
 
 #include <fmt/format.h>
 
@@ -154,6 +155,48 @@ struct Model::Storage {
   }
 };
 
+// The packed linear weights of a model (and of its views): built once, on first use.
+struct Model::Packed {
+  ModelConfig config;  // the full model's, whose every layer is packed
+  Weights weights;
+  std::once_flag once;
+  CpuLinears linears;
+};
+
+std::size_t CpuLinears::bytes() const {
+  std::size_t total = wcls.bytes();
+  for (const auto* list : {&wq, &wk, &wv, &wo, &w1, &w2, &w3})
+    for (const kernels::PackedMatrix& m : *list) total += m.bytes();
+  return total;
+}
+
+void Model::make_packed() {
+  packed_ = std::make_shared<Packed>();
+  packed_->config = config_;
+  packed_->weights = weights_;
+}
+
+const CpuLinears& Model::cpu_linears() const {
+  Packed& p = *packed_;
+  std::call_once(p.once, [&p] {
+    const ModelConfig& c = p.config;
+    const Weights& w = p.weights;
+    const std::size_t D = c.dim, H = c.hidden_dim, KV = c.kv_dim();
+    CpuLinears& out = p.linears;
+    for (int l = 0; l < c.n_layers; ++l) {
+      out.wq.emplace_back(w.wq + l * D * D, c.dim, c.dim);
+      out.wk.emplace_back(w.wk + l * KV * D, c.dim, c.kv_dim());
+      out.wv.emplace_back(w.wv + l * KV * D, c.dim, c.kv_dim());
+      out.wo.emplace_back(w.wo + l * D * D, c.dim, c.dim);
+      out.w1.emplace_back(w.w1 + l * H * D, c.dim, c.hidden_dim);
+      out.w2.emplace_back(w.w2 + l * D * H, c.hidden_dim, c.dim);
+      out.w3.emplace_back(w.w3 + l * H * D, c.dim, c.hidden_dim);
+    }
+    out.wcls = kernels::PackedMatrix(w.wcls, c.dim, c.vocab_size);
+  });
+  return p.linears;
+}
+
 Model::Model(Model&&) noexcept = default;
 Model& Model::operator=(Model&&) noexcept = default;
 Model::~Model() = default;
@@ -255,6 +298,7 @@ Model Model::load(const std::string& path) {
   const auto* body = reinterpret_cast<const float*>(static_cast<const char*>(map) + kHeaderBytes);
   check_finite_weights(body, c, path);
   m.bind_weights(body);
+  m.make_packed();
   return m;
 }
 
@@ -271,6 +315,7 @@ Model Model::from_buffer(const ModelConfig& config, std::vector<float> body, std
   m.storage_ = std::make_unique<Storage>();
   m.storage_->owned = std::move(body);
   m.bind_weights(m.storage_->owned.data());
+  m.make_packed();
   return m;
 }
 
@@ -287,6 +332,7 @@ Model Model::first_layers_view(const Model& base, int n_layers) {
   // pointers are base's own.
   m.weights_ = base.weights_;
   m.name_ = fmt::format("{} (first {} of {} layers)", base.name_, n_layers, base.config_.n_layers);
+  m.packed_ = base.packed_;  // its layers are base's first ones: the same packed matrices
   return m;  // no storage: the view owns nothing
 }
 

@@ -57,7 +57,7 @@ void tree_layout(const TreeMask& tree, int start, int n, int* pos, std::vector<i
 
 }  // namespace
 
-ForwardPass::ForwardPass(const Model& model) : model_(&model) {}
+ForwardPass::ForwardPass(const Model& model) : model_(&model), linears_(&model.cpu_linears()) {}
 
 void ForwardPass::reserve(int T) {
   if (T <= capacity_) return;
@@ -125,7 +125,7 @@ void ForwardPass::run(std::span<const BatchEntry> batch, bool all_rows,
   }
   reserve(T);
   const int D = c.dim, H = c.hidden_dim, KV = c.kv_dim(), hs = c.head_size();
-  const std::size_t DD = std::size_t(D) * D, KVD = std::size_t(KV) * D, HD = std::size_t(H) * D;
+  const CpuLinears& pw = *linears_;  // the linear weights, packed for matmul_packed
 
   // x (T, D): the residual stream starts as the token embeddings of every entry, back to back.
   {
@@ -156,9 +156,9 @@ void ForwardPass::run(std::span<const BatchEntry> batch, bool all_rows,
     // The linear layers see all T tokens of the step as one matrix: the weights are read once
     // for the whole batch (the reason batching pays on a memory-bound machine).
     k::rmsnorm_cpu(xb_.data(), x_.data(), w.rms_att + std::size_t(l) * D, T, D, c.norm_eps);
-    k::matmul_cpu(q_.data(), xb_.data(), w.wq + l * DD, T, D, D);
-    k::matmul_cpu(k_.data(), xb_.data(), w.wk + l * KVD, T, D, KV);
-    k::matmul_cpu(v_.data(), xb_.data(), w.wv + l * KVD, T, D, KV);
+    k::matmul_packed(q_.data(), xb_.data(), pw.wq[l], T);
+    k::matmul_packed(k_.data(), xb_.data(), pw.wk[l], T);
+    k::matmul_packed(v_.data(), xb_.data(), pw.wv[l], T);
     k::rope_cpu(q_.data(), k_.data(), pos_.data(), T, c.n_heads, c.n_kv_heads, hs, c.rope_theta);
     // Attention is per sequence: each entry's new keys and values join its own cache (converted
     // to its storage type) before its queries attend over it, itself included.
@@ -178,15 +178,15 @@ void ForwardPass::run(std::span<const BatchEntry> batch, bool all_rows,
       }
       t += n;
     }
-    k::matmul_cpu(out_.data(), att_.data(), w.wo + l * DD, T, D, D);
+    k::matmul_packed(out_.data(), att_.data(), pw.wo[l], T);
     for (std::size_t i = 0; i < std::size_t(T) * D; ++i) x_[i] += out_[i];
 
     // --- feed-forward block: w2( silu(w1 x) * w3 x ) ---
     k::rmsnorm_cpu(xb_.data(), x_.data(), w.rms_ffn + std::size_t(l) * D, T, D, c.norm_eps);
-    k::matmul_cpu(hb_.data(), xb_.data(), w.w1 + l * HD, T, D, H);
-    k::matmul_cpu(hb2_.data(), xb_.data(), w.w3 + l * HD, T, D, H);
+    k::matmul_packed(hb_.data(), xb_.data(), pw.w1[l], T);
+    k::matmul_packed(hb2_.data(), xb_.data(), pw.w3[l], T);
     k::swiglu_cpu(hb_.data(), hb_.data(), hb2_.data(), long(T) * H);
-    k::matmul_cpu(out_.data(), hb_.data(), w.w2 + l * HD, T, H, D);
+    k::matmul_packed(out_.data(), hb_.data(), pw.w2[l], T);
     for (std::size_t i = 0; i < std::size_t(T) * D; ++i) x_[i] += out_[i];
   }
   for (const BatchEntry& e : batch) e.cache->set_length(e.start_pos + int(e.tokens.size()));
@@ -206,7 +206,7 @@ void ForwardPass::run(std::span<const BatchEntry> batch, bool all_rows,
   }
   k::rmsnorm_cpu(xb_.data(), xb_.data(), w.rms_final, rows, D, c.norm_eps);
   logits.resize(std::size_t(rows) * c.vocab_size);
-  k::matmul_cpu(logits.data(), xb_.data(), w.wcls, rows, D, c.vocab_size);
+  k::matmul_packed(logits.data(), xb_.data(), pw.wcls, rows);
 }
 
 std::vector<float> naive_logits(ForwardPass& pass, std::span<const int> tokens, DType kv_type) {

@@ -30,8 +30,9 @@ struct MeasuredPoint {
   double bytes_per_second() const { return seconds > 0.0 ? bytes / seconds : 0.0; }
 };
 
-/// @brief Times kernels::matmul_cpu as a linear layer of @p tokens tokens, n = @p n_in,
-/// d = @p d_out, float32 (the median of @p reps after a warm-up). Each call uses the next of several
+/// @brief Times kernels::matmul_packed (weights packed beforehand, as the forward pass packs
+/// them) as a linear layer of @p tokens tokens, n = @p n_in, d = @p d_out, float32 (the median
+/// of @p reps after a warm-up). Each call uses the next of several
 /// copies of the weights, together 4x the last-level cache, so that the weights come from
 /// memory as in a real forward pass, never from the cache (which would put a memory-bound
 /// point above the memory roof).
@@ -62,7 +63,7 @@ struct EmpiricalCriticalBatch {
   int knee_batch = 0;
 };
 
-/// @brief Times a linear layer (n_in -> d_out, matmul_cpu) at each batch in @p batches
+/// @brief Times a linear layer (n_in -> d_out, matmul_packed) at each batch in @p batches
 /// (ascending, the first 1; weights cycled as in measure_linear_point()) and finds the critical
 /// batch empirically.
 /// @p progress, if set, is called with one line per batch.

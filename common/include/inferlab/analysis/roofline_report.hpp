@@ -79,7 +79,7 @@ struct MachineRoofline {
   std::vector<MeasuredPoint> attention;  ///< decode attention: the config's GQA, then MHA
   EmpiricalCriticalBatch sweep;          ///< the layer's batch sweep
   double formula_batch = 0.0;            ///< linear_critical_batch() on the measured roofs
-  double kernel_peak_flops = 0.0;        ///< matmul_cpu's best FLOP/s in the sweep
+  double kernel_peak_flops = 0.0;        ///< matmul_packed's best FLOP/s in the sweep
   double kernel_formula_batch = 0.0;     ///< the same formula with that as the compute roof
   std::optional<ModelPoints> model;      ///< the whole model, when its weights suit this machine
   std::string model_note;                ///< why the whole model was not measured, when it was not

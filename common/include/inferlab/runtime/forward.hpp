@@ -55,6 +55,8 @@ struct BatchEntry {
 class ForwardPass {
  public:
   /// @brief Binds the pass to @p model (which must outlive it); buffers grow on first use.
+  /// The model's linear weights are packed for the CPU matmul here (Model::cpu_linears(), once
+  /// per model), so no timed step pays for it.
   explicit ForwardPass(const Model& model);
 
   /// @brief Forwards @p tokens at positions start_pos, start_pos+1, ... reading and extending
@@ -90,6 +92,7 @@ class ForwardPass {
 
  private:
   const Model* model_;
+  const CpuLinears* linears_;  // model_->cpu_linears()
   int capacity_ = 0;  // tokens the buffers below can hold
   // Activations, each (T, width):
   std::vector<float> x_, xb_, q_, k_, v_, att_, hb_, hb2_, out_;
