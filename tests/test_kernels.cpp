@@ -153,7 +153,7 @@ TEST_CASE("matmul_packed: every output is one multiply-add chain in increasing i
   // d: below, at and across the 16-row panels (partial last panels); n: shorter than, equal to
   // and longer than one 256-column step; T: partial token groups, several token blocks (n =
   // 2048 holds 30 tokens per block) and the parallel path. 1 and 2 threads.
-  const int shapes[][3] = {{1, 1, 1},   {3, 7, 5},    {6, 300, 16},  {13, 256, 33},
+  const int shapes[][3] = {{1, 1, 1},    {3, 7, 5},    {6, 300, 16},   {13, 256, 33},
                            {7, 600, 70}, {1, 768, 70}, {70, 2048, 37}, {40, 512, 520}};
   const int saved = omp_get_max_threads();
   for (int threads : {1, 2}) {
@@ -171,7 +171,8 @@ TEST_CASE("matmul_packed: every output is one multiply-add chain in increasing i
       REQUIRE(y.back() == 12345.0f);
       for (int t = 0; t < T; ++t) {
         for (int o = 0; o < d; ++o) {
-          const float want = chain_dot(w.data() + std::size_t(o) * n, x.data() + std::size_t(t) * n, n);
+          const float want =
+              chain_dot(w.data() + std::size_t(o) * n, x.data() + std::size_t(t) * n, n);
           const float got = y[std::size_t(t) * d + o];
           INFO("t=" << t << " o=" << o);
           REQUIRE(std::memcmp(&got, &want, sizeof(float)) == 0);

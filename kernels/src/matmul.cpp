@@ -316,8 +316,8 @@ inline __m256 mul_add8(__m256 a, __m256 b, __m256 c) {
 // i = 16 k + 8 half + l in increasing i, exactly the products, and the order, of the same lane
 // in the whole-width kernel. The accumulators live in registers for the whole loop.
 template <int R, int N>
-inline void half_pass(__m256 (&acc)[R][N], const float* w, const float* x, int n, int from,
-                      int to, int half, bool stream) {
+inline void half_pass(__m256 (&acc)[R][N], const float* w, const float* x, int n, int from, int to,
+                      int half, bool stream) {
   __m256 a[R][N];  // a local copy, so the compiler keeps it in registers
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r)
@@ -497,7 +497,6 @@ void matmul_blocked(float* y, const float* x, const float* w, int T, int n, int 
   matmul_blocked_slice(y, x, w, T, n, d, omp_get_thread_num(), omp_get_num_threads());
 }
 
-
 // ---------------------------------------------------------------------------------------------
 // v3: packed weights, outer products (the order BLAS libraries use).
 //
@@ -540,8 +539,8 @@ inline void packed_tile(float* c, std::size_t ldc, const float* panel, const flo
 
 // The instantiation for nt <= kPackTokens tokens (the last token group may be partial).
 template <int NT = kPackTokens>
-inline void packed_tile_any(int nt, float* c, std::size_t ldc, const float* panel,
-                            const float* x, int len, bool first) {
+inline void packed_tile_any(int nt, float* c, std::size_t ldc, const float* panel, const float* x,
+                            int len, bool first) {
   if (nt == NT) {
     packed_tile<NT>(c, ldc, panel, x, len, first);
   } else if constexpr (NT > 1) {
@@ -654,8 +653,9 @@ void matmul_packed_slice(float* y, const float* x, const PackedMatrix& w, int T,
 
 PackedMatrix::PackedMatrix(const float* w, int n, int d) : n_(n), d_(d) {
   if (w == nullptr || n < 1 || d < 1) {
-    throw std::invalid_argument("PackedMatrix: need a weight matrix with n >= 1 and d >= 1 (got n " +
-                                std::to_string(n) + ", d " + std::to_string(d) + ")");
+    throw std::invalid_argument(
+        "PackedMatrix: need a weight matrix with n >= 1 and d >= 1 (got n " + std::to_string(n) +
+        ", d " + std::to_string(d) + ")");
   }
   panels_ = (d + kPanelRows - 1) / kPanelRows;
   const std::size_t floats = std::size_t(panels_) * kPanelRows * std::size_t(n);

@@ -332,8 +332,10 @@ Model Model::first_layers_view(const Model& base, int n_layers) {
   // pointers are base's own.
   m.weights_ = base.weights_;
   m.name_ = fmt::format("{} (first {} of {} layers)", base.name_, n_layers, base.config_.n_layers);
-  m.packed_ = base.packed_;  // its layers are base's first ones: the same packed matrices
-  return m;  // no storage: the view owns nothing
+  // Its layers are base's first ones: the same packed matrices. No storage: the view owns
+  // nothing.
+  m.packed_ = base.packed_;
+  return m;
 }
 
 void Model::save(const std::string& path) const {
