@@ -514,6 +514,8 @@ void matmul_blocked(float* y, const float* x, const float* w, int T, int n, int 
 
 // Columns per step of the tile: 16 rows x 256 columns = 16 KB of weights stay in L1.
 constexpr int kPackDepth = 256;
+// Columns of x packed at a time, and the bytes a packed block of tokens may take (in L2).
+constexpr int kPackChunk = 512;
 constexpr std::size_t kPackTokenBlockBytes = std::size_t{256} << 10;
 
 // NT tokens against one panel, over `len` columns starting where `panel` and `x` point. The
@@ -521,13 +523,16 @@ constexpr std::size_t kPackTokenBlockBytes = std::size_t{256} << 10;
 // contiguous stream of broadcasts. `first`: start the chains from zero; otherwise continue the
 // partial sums stored in c (the same float values the registers held, so splitting i into
 // steps changes no bit).
+// `ahead`, when not null, is the same block of the next panel: one cache line of it (a column)
+// is requested per column here, so it arrives from memory while this tile computes.
 template <int NT>
 inline void packed_tile(float* c, std::size_t ldc, const float* panel, const float* x, int len,
-                        bool first) {
+                        bool first, const float* ahead) {
   Acc16 acc[NT];
 #pragma GCC unroll 16
   for (int t = 0; t < NT; ++t) acc[t] = first ? zero16() : load16(c + std::size_t(t) * ldc);
   for (int i = 0; i < len; ++i) {
+    if (ahead) __builtin_prefetch(ahead + std::size_t(i) * PackedMatrix::kPanelRows);
     const Acc16 wv = load16(panel + std::size_t(i) * PackedMatrix::kPanelRows);
 #pragma GCC unroll 16
     for (int t = 0; t < NT; ++t)
@@ -540,24 +545,26 @@ inline void packed_tile(float* c, std::size_t ldc, const float* panel, const flo
 // The instantiation for nt <= kPackTokens tokens (the last token group may be partial).
 template <int NT = kPackTokens>
 inline void packed_tile_any(int nt, float* c, std::size_t ldc, const float* panel, const float* x,
-                            int len, bool first) {
+                            int len, bool first, const float* ahead) {
   if (nt == NT) {
-    packed_tile<NT>(c, ldc, panel, x, len, first);
+    packed_tile<NT>(c, ldc, panel, x, len, first, ahead);
   } else if constexpr (NT > 1) {
-    packed_tile_any<NT - 1>(nt, c, ldc, panel, x, len, first);
+    packed_tile_any<NT - 1>(nt, c, ldc, panel, x, len, first, ahead);
   }
 }
 
-// Copies tokens [t0, t1) of x (rows of n) into groups of kPackTokens, each stored column by
-// column: group g, column i, token t at out[(g * n + i) * kPackTokens + t]. A partial last
-// group leaves its unused slots alone (no tile reads them).
-inline void pack_tokens(float* out, const float* x, int n, int t0, int t1) {
+// Copies columns [k0, k1) of tokens [t0, t1) of x (rows of n) into groups of kPackTokens
+// tokens, each group stored column by column: group g, column k0 + i, token t at
+// out[(g * (k1 - k0) + i) * kPackTokens + t]. A partial last group leaves its unused slots
+// alone (no tile reads them).
+inline void pack_tokens(float* out, const float* x, int n, int t0, int t1, int k0, int k1) {
+  const int width = k1 - k0;
   for (int g0 = t0; g0 < t1; g0 += kPackTokens) {
-    float* group = out + std::size_t(g0 - t0) * n;
+    float* group = out + std::size_t(g0 - t0) * width;
     const int nt = std::min(kPackTokens, t1 - g0);
     for (int t = 0; t < nt; ++t) {
-      const float* row = x + std::size_t(g0 + t) * n;
-      for (int i = 0; i < n; ++i) group[std::size_t(i) * kPackTokens + t] = row[i];
+      const float* row = x + std::size_t(g0 + t) * n + k0;
+      for (int i = 0; i < width; ++i) group[std::size_t(i) * kPackTokens + t] = row[i];
     }
   }
 }
@@ -592,10 +599,10 @@ void matmul_packed_slice(float* y, const float* x, const PackedMatrix& w, int T,
   const int p_begin = int(long(panels) * id / threads),
             p_end = int(long(panels) * (id + 1) / threads);
   // A panel past the last full one holds d % 16 real rows (the rest are zeros): its outputs
-  // go through a scratch tile, so y is never written past row d - 1.
+  // go through scratch space, so y is never written past row d - 1.
   const int full_panels = d / R;
-  float scratch[kPackTokens * R];
   if (T == 1) {
+    float scratch[R];
     int p = p_begin;
     for (; p + 2 <= std::min(p_end, full_panels); p += 2)
       packed_gemv2(y + std::size_t(p) * R, y + std::size_t(p + 1) * R, w.panel(p), w.panel(p + 1),
@@ -606,46 +613,56 @@ void matmul_packed_slice(float* y, const float* x, const PackedMatrix& w, int T,
     }
     return;
   }
-  // Tokens per block: their packed rows of x stay in L2 while the panels pass (as in v2).
-  // The packed copy is this thread's own and kept between calls: once a call of a given size
-  // has run, the next one allocates nothing.
+  // Blocking, as in BLAS libraries: a block of tokens and a chunk of kPackChunk columns of x
+  // are packed (in L2) while every panel of this thread passes over them, each panel a
+  // kPackDepth-column block at a time (in L1). Chunking the columns keeps a block of tokens
+  // large whatever n is (126 tokens of 512 columns in 256 KB), so W is read from memory once
+  // per 126 tokens; blocks of whole rows held only 16 tokens of a 4096-wide layer. The partial
+  // sums wait in y (and in `edge` for the partial panel) from one chunk to the next.
+  // Both buffers are this thread's own and kept between calls: once a call of a given size has
+  // run, the next one allocates nothing.
+  const int chunk = std::min(n, kPackChunk);
   const int tokens_per_block =
-      std::max(kPackTokens, int(kPackTokenBlockBytes / (std::size_t(n) * sizeof(float))) /
+      std::max(kPackTokens, int(kPackTokenBlockBytes / (std::size_t(chunk) * sizeof(float))) /
                                 kPackTokens * kPackTokens);
-  thread_local std::vector<float> xp;
   const int block = std::min(T, tokens_per_block);
-  const std::size_t need =
-      std::size_t((block + kPackTokens - 1) / kPackTokens) * kPackTokens * std::size_t(n);
-  if (xp.size() < need) xp.resize(need);
+  const std::size_t block_slots =
+      std::size_t((block + kPackTokens - 1) / kPackTokens) * kPackTokens;
+  thread_local std::vector<float> xp, edge;
+  if (xp.size() < block_slots * chunk) xp.resize(block_slots * chunk);
+  const bool has_edge = p_end > full_panels;
+  if (has_edge && edge.size() < block_slots * R) edge.resize(block_slots * R);
   for (int tb = 0; tb < T; tb += tokens_per_block) {
     const int te = std::min(T, tb + tokens_per_block);
-    pack_tokens(xp.data(), x, n, tb, te);
-    for (int p = p_begin; p < p_end; ++p) {
-      const float* panel = w.panel(p);
-      // Token group t0's packed columns from i0 on.
-      auto group = [&](int t0, int i0) {
-        return xp.data() + (std::size_t(t0 - tb) * n + std::size_t(i0) * kPackTokens);
-      };
-      if (p < full_panels) {
-        // One 16 x kPackDepth block of the panel (in L1) meets every token group in turn;
-        // the partial sums wait in y between blocks.
-        for (int i0 = 0; i0 < n; i0 += kPackDepth) {
-          const int len = std::min(kPackDepth, n - i0);
-          for (int t0 = tb; t0 < te; t0 += kPackTokens)
-            packed_tile_any(std::min(kPackTokens, te - t0), y + std::size_t(t0) * d + p * R,
-                            std::size_t(d), panel + std::size_t(i0) * R, group(t0, i0), len,
-                            i0 == 0);
+    for (int k0 = 0; k0 < n; k0 += chunk) {
+      const int k1 = std::min(n, k0 + chunk);
+      pack_tokens(xp.data(), x, n, tb, te, k0, k1);
+      for (int p = p_begin; p < p_end; ++p) {
+        const float* panel = w.panel(p);
+        const bool full = p < full_panels;
+        for (int i0 = k0; i0 < k1; i0 += kPackDepth) {
+          const int len = std::min(kPackDepth, k1 - i0);
+          for (int t0 = tb; t0 < te; t0 += kPackTokens) {
+            float* c = full ? y + std::size_t(t0) * d + std::size_t(p) * R
+                            : edge.data() + std::size_t(t0 - tb) * R;
+            const float* xg =
+                xp.data() + std::size_t(t0 - tb) * (k1 - k0) + std::size_t(i0 - k0) * kPackTokens;
+            // The first token group streams this block from memory: it asks for the next
+            // panel's block as it goes (the next panel is n * 16 floats away, a jump the
+            // hardware prefetcher does not foresee).
+            const float* ahead =
+                t0 == tb && p + 1 < p_end ? w.panel(p + 1) + std::size_t(i0) * R : nullptr;
+            packed_tile_any(std::min(kPackTokens, te - t0), c, full ? std::size_t(d) : R,
+                            panel + std::size_t(i0) * R, xg, len, i0 == 0, ahead);
+          }
         }
-        continue;
       }
-      for (int t0 = tb; t0 < te; t0 += kPackTokens) {  // the partial panel, through scratch
-        const int nt = std::min(kPackTokens, te - t0);
-        for (int i0 = 0; i0 < n; i0 += kPackDepth)
-          packed_tile_any(nt, scratch, R, panel + std::size_t(i0) * R, group(t0, i0),
-                          std::min(kPackDepth, n - i0), i0 == 0);
-        for (int t = 0; t < nt; ++t)
-          std::copy_n(scratch + t * R, d - p * R, y + std::size_t(t0 + t) * d + p * R);
-      }
+    }
+    if (has_edge) {  // the partial panel's real rows, out of `edge`
+      const int p = p_end - 1;
+      for (int t = tb; t < te; ++t)
+        std::copy_n(edge.data() + std::size_t(t - tb) * R, d - p * R,
+                    y + std::size_t(t) * d + std::size_t(p) * R);
     }
   }
 }

@@ -46,10 +46,10 @@ double median_seconds(int reps, F&& run) {
 }
 
 // How many copies of `bytes` of data to cycle through so that every call finds its data in
-// memory, not in the last-level cache: together they span 4x that cache (see the file comment
+// memory, not in the last-level cache: together they span 16x that cache (see the file comment
 // of roofline_measure.hpp).
 int copies_beyond_cache(std::size_t bytes) {
-  const std::size_t want = 4 * last_level_cache_bytes();
+  const std::size_t want = 16 * last_level_cache_bytes();
   return int(std::clamp<std::size_t>((want + bytes - 1) / std::max<std::size_t>(bytes, 1), 1, 16));
 }
 

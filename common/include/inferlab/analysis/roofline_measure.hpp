@@ -4,10 +4,13 @@
 /// attention) timed here in float32, with FLOPs and bytes counted as the cost model of
 /// roofline.hpp counts them, and the critical batch of a linear layer found by a batch sweep.
 ///
-/// Every timed kernel cycles through several copies of its data, together 4x the last-level
+/// Every timed kernel cycles through several copies of its data, together 16x the last-level
 /// cache, so that its operands come from memory as in a real forward pass: timing one copy
 /// again and again would let a 64 MiB layer run partly from a 48 MiB cache and put a
-/// memory-bound point above the memory roof.
+/// memory-bound point above the memory roof. 4x was not enough on a Zen 3 (32 MiB L3, which
+/// keeps part of a cyclic stream that LRU would evict): a batch-1 layer cycling through
+/// 128 MiB or 256 MiB read 10-20 % faster than the bandwidth probe over 512 MiB; through
+/// 512 MiB, like the probe, it read the same.
 
 #include <functional>
 #include <string>
@@ -33,7 +36,7 @@ struct MeasuredPoint {
 /// @brief Times kernels::matmul_packed (weights packed beforehand, as the forward pass packs
 /// them) as a linear layer of @p tokens tokens, n = @p n_in, d = @p d_out, float32 (the median
 /// of @p reps after a warm-up). Each call uses the next of several
-/// copies of the weights, together 4x the last-level cache, so that the weights come from
+/// copies of the weights, together 16x the last-level cache, so that the weights come from
 /// memory as in a real forward pass, never from the cache (which would put a memory-bound
 /// point above the memory roof).
 MeasuredPoint measure_linear_point(int tokens, int n_in, int d_out, int reps);
