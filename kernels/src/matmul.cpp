@@ -666,6 +666,7 @@ void matmul_packed_slice(float* y, const float* x, const PackedMatrix& w, int T,
     }
   }
 }
+
 }  // namespace
 
 PackedMatrix::PackedMatrix(const float* w, int n, int d) : n_(n), d_(d) {

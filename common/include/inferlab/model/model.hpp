@@ -22,9 +22,14 @@ namespace inferlab {
 /// of the ladder): one matrix per layer and tensor, and the classifier. A copy next to the
 /// file's layout, which the embedding lookup and the CUDA backend keep reading.
 struct CpuLinears {
-  std::vector<kernels::PackedMatrix> wq, wk, wv, wo;  ///< attention, one per layer
-  std::vector<kernels::PackedMatrix> w1, w2, w3;      ///< feed-forward, one per layer
-  kernels::PackedMatrix wcls;                         ///< classifier (V, D)
+  std::vector<kernels::PackedMatrix> wq;  ///< query projection, one per layer (D, D)
+  std::vector<kernels::PackedMatrix> wk;  ///< key projection, one per layer (KV, D)
+  std::vector<kernels::PackedMatrix> wv;  ///< value projection, one per layer (KV, D)
+  std::vector<kernels::PackedMatrix> wo;  ///< attention output, one per layer (D, D)
+  std::vector<kernels::PackedMatrix> w1;  ///< gate projection, one per layer (H, D)
+  std::vector<kernels::PackedMatrix> w2;  ///< down projection, one per layer (D, H)
+  std::vector<kernels::PackedMatrix> w3;  ///< up projection, one per layer (H, D)
+  kernels::PackedMatrix wcls;             ///< classifier (V, D)
   /// @brief Bytes of all the packed matrices.
   std::size_t bytes() const;
 };

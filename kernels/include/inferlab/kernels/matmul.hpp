@@ -30,6 +30,7 @@ namespace detail {
 /// @brief Frees an array allocated with an alignment (operator new[] with std::align_val_t).
 struct AlignedDelete {
   std::size_t align = 64;  ///< the alignment the array was allocated with
+  /// @brief Frees @p p with the alignment it was allocated with.
   void operator()(float* p) const;
 };
 }  // namespace detail
@@ -42,6 +43,7 @@ class PackedMatrix {
  public:
   /// @brief Rows per panel: one 16-float vector per column.
   static constexpr int kPanelRows = 16;
+  /// @brief An empty matrix (no panels); matmul_packed refuses it.
   PackedMatrix() = default;
   /// @brief Packs @p w, (d, n) row-major (out, in); the copy owns its memory.
   /// @throws std::invalid_argument if @p w is null, n < 1 or d < 1.
