@@ -357,16 +357,29 @@ bool MaskComputer::utf8_chars_close(int state, std::vector<int>& closed) {
 
 void MaskComputer::walk(std::uint32_t node, int state, TokenMask& out) {
   // Finding a state's loop bytes costs 256 transitions: worth it only above a large subtree.
+  // Once they are known, they serve every subtree: small subtrees add up (below the first
+  // character of a key, each multi-byte character's subtree is small, and there are
+  // thousands of them).
   const bool big = trie_->hi_[node] - trie_->lo_[node] >= kMinLoopSubtree;
-  const TokenTrie::LoopTables* t = big ? loop_tables_for(state, node) : nullptr;
+  const bool known = static_cast<std::size_t>(state) < loop_known_.size() &&
+                     loop_known_[static_cast<std::size_t>(state)];
+  const TokenTrie::LoopTables* t =
+      known ? loop_of_state_[static_cast<std::size_t>(state)]
+            : big ? loop_tables_for(state, node) : nullptr;
   // The shortcut needs the node at a character boundary of the run (phase 0): then a token
   // below whose bytes from here on are loop characters has last_out <= depth.
   if (t && (t->phase[node] & ~TokenTrie::LoopTables::kContinues) == 0) {
     // Every such token ends in `state`: allowed, found by a scan of the node's range instead
     // of a walk.
+    // Branch-free: whether a token qualifies follows no pattern the CPU could predict, and a
+    // mispredicted branch per token cost more than the scan itself.
     const std::uint16_t d = trie_->depth_[node];
+    const std::uint16_t* last_out = t->last_out.data();
+    const int* sorted = trie_->sorted_.data();
+    std::uint64_t* words = out.words.data();
     for (std::uint32_t i = trie_->lo_[node]; i < trie_->hi_[node]; ++i) {
-      if (t->last_out[i] <= d) out.allow(trie_->sorted_[i]);
+      const auto tok = static_cast<std::uint32_t>(sorted[i]);
+      words[tok >> 6] |= static_cast<std::uint64_t>(last_out[i] <= d) << (tok & 63);
     }
     walk_loop(node, state, *t, out);
     return;
