@@ -182,12 +182,18 @@ const TokenTrie::LoopTables& TokenTrie::loop_tables(const ByteSet& loop, bool ut
   }
   // The scan below each ASCII child of the root, done once: by token id, the tokens whose
   // bytes after an ASCII first byte are whole W characters (see MaskComputer::walk_root_into_loop).
-  t->after_first.assign((static_cast<std::size_t>(vocab_size_) + 63) / 64, 0);
-  for (std::uint32_t c = first_child_[0]; c < first_child_[1] && child_byte_[c] < 0x80; ++c) {
+  // With utf8, also the tokens made entirely of W characters whose first one is multi-byte.
+  const std::size_t words = (static_cast<std::size_t>(vocab_size_) + 63) / 64;
+  t->after_first.assign(words, 0);
+  t->multibyte_first.assign(words, 0);
+  for (std::uint32_t c = first_child_[0]; c < first_child_[1]; ++c) {
     const std::uint32_t v = child_node_[c];
+    const bool ascii = child_byte_[c] < 0x80;
+    if (!ascii && !utf8) break;  // children are sorted by byte
+    auto& bits = ascii ? t->after_first : t->multibyte_first;
     for (std::uint32_t i = lo_[v]; i < hi_[v]; ++i) {
       const auto tok = static_cast<std::uint32_t>(sorted_[i]);
-      if (t->last_out[i] <= 1) t->after_first[tok >> 6] |= std::uint64_t{1} << (tok & 63);
+      if (t->last_out[i] <= (ascii ? 1 : 0)) bits[tok >> 6] |= std::uint64_t{1} << (tok & 63);
     }
   }
   slot = std::move(t);
@@ -412,7 +418,11 @@ void MaskComputer::walk(std::uint32_t node, int state, TokenMask& out) {
 // `"`, `\` and the listed names' first letters). walk() would scan the subtree of each of
 // those children, about the whole vocabulary, one token at a time; the tables hold that scan
 // already done (LoopTables::after_first), so it is a copy of a bitset minus the subtrees of
-// the other children, which are walked. The mask is the one walk() computes, bit for bit.
+// the other children, which are walked. When every multi-byte character leads into F too
+// (checked as utf8_chars_close checks a loop), the tokens made of W characters that start
+// with one are a second bitset, and below the lead bytes only what the scan does not cover is
+// walked, as below F itself; else those children are walked. The mask is the one walk()
+// computes, bit for bit.
 bool MaskComputer::walk_root_into_loop(int state, TokenMask& out) {
   const std::uint32_t first = trie_->first_child_[0], end = trie_->first_child_[1];
   // The successor of each ASCII child (children are sorted by byte: ASCII ones come first).
@@ -449,20 +459,27 @@ bool MaskComputer::walk_root_into_loop(int state, TokenMask& out) {
     }
   }
   for (std::size_t w = 0; w < scratch_.size(); ++w) out.words[w] |= scratch_[w];
-  // The rest as walk() would do it: below F's children, what the scan does not cover; the
-  // other children (and every non-ASCII one) walked.
+  root_ends_.clear();
+  const bool multibyte = t->utf8 && utf8_chars_close(state, root_ends_) &&
+                         std::all_of(root_ends_.begin(), root_ends_.end(),
+                                     [&](int e) { return e == into; });
+  if (multibyte) {
+    for (std::size_t w = 0; w < scratch_.size(); ++w) out.words[w] |= t->multibyte_first[w];
+  }
+  // The rest as walk() would do it: below F's children (and the lead bytes, when multi-byte
+  // characters lead into F), what the scan does not cover; the other children walked.
   for (std::uint32_t c = first; c < end; ++c) {
     const std::uint32_t child = trie_->child_node_[c];
-    if (c < ascii_end && root_next_[c - first] == into) {
-      walk_loop(child, into, *t, out);
-      continue;
-    }
     const int next = parser_->step(state, trie_->child_byte_[c]);
     if (next == PushdownParser::kDead) continue;
     for (std::uint32_t k = trie_->first_token_[child]; k < trie_->first_token_[child + 1]; ++k) {
       out.allow(trie_->token_ids_[k]);
     }
-    if (parser_->can_continue(next)) walk(child, next, out);
+    if (!parser_->can_continue(next)) continue;
+    if (c < ascii_end ? next == into : multibyte)
+      walk_loop(child, next, *t, out);
+    else
+      walk(child, next, out);
   }
   return true;
 }
