@@ -181,8 +181,9 @@ const TokenTrie::LoopTables& TokenTrie::loop_tables(const ByteSet& loop, bool ut
     t->must_walk[u] = m;
   }
   // The scan below each ASCII child of the root, done once: by token id, the tokens whose
-  // bytes after an ASCII first byte are whole W characters (see MaskComputer::walk_root_into_loop).
-  // With utf8, also the tokens made entirely of W characters whose first one is multi-byte.
+  // bytes after an ASCII first byte are whole W characters (see
+  // MaskComputer::walk_root_into_loop). With utf8, also the tokens made entirely of W
+  // characters whose first one is multi-byte.
   const std::size_t words = (static_cast<std::size_t>(vocab_size_) + 63) / 64;
   t->after_first.assign(words, 0);
   t->multibyte_first.assign(words, 0);
@@ -379,12 +380,15 @@ void MaskComputer::walk(std::uint32_t node, int state, TokenMask& out) {
   const bool big = trie_->hi_[node] - trie_->lo_[node] >= kMinLoopSubtree;
   const bool known = static_cast<std::size_t>(state) < loop_known_.size() &&
                      loop_known_[static_cast<std::size_t>(state)];
-  const TokenTrie::LoopTables* t =
-      known ? loop_of_state_[static_cast<std::size_t>(state)]
-            : big ? loop_tables_for(state, node) : nullptr;
+  const TokenTrie::LoopTables* t = nullptr;
+  if (known)
+    t = loop_of_state_[static_cast<std::size_t>(state)];
+  else if (big)
+    t = loop_tables_for(state, node);
+  // A root without tables of its own may lead into a state that has them (a key start).
+  if (!t && node == 0 && walk_root_into_loop(state, out)) return;
   // The shortcut needs the node at a character boundary of the run (phase 0): then a token
   // below whose bytes from here on are loop characters has last_out <= depth.
-  if (!t && node == 0 && walk_root_into_loop(state, out)) return;
   if (t && (t->phase[node] & ~TokenTrie::LoopTables::kContinues) == 0) {
     // Every such token ends in `state`: allowed, found by a scan of the node's range instead
     // of a walk.
@@ -460,9 +464,9 @@ bool MaskComputer::walk_root_into_loop(int state, TokenMask& out) {
   }
   for (std::size_t w = 0; w < scratch_.size(); ++w) out.words[w] |= scratch_[w];
   root_ends_.clear();
-  const bool multibyte = t->utf8 && utf8_chars_close(state, root_ends_) &&
-                         std::all_of(root_ends_.begin(), root_ends_.end(),
-                                     [&](int e) { return e == into; });
+  const bool multibyte =
+      t->utf8 && utf8_chars_close(state, root_ends_) &&
+      std::all_of(root_ends_.begin(), root_ends_.end(), [&](int e) { return e == into; });
   if (multibyte) {
     for (std::size_t w = 0; w < scratch_.size(); ++w) out.words[w] |= t->multibyte_first[w];
   }
