@@ -142,6 +142,21 @@ factor ::= [0-9]+ | "(" expr ")" | "-" factor
   CHECK_FALSE(matches(q, "<>"));
 }
 
+TEST_CASE("GBNF: a rule that calls itself last runs in constant stack depth (tail calls)",
+          "[unit][constrain]") {
+  // Without tail calls every "a" would push one more return address: a new state per "a".
+  PushdownParser p(parse_gbnf("root ::= \"a\" root | \"b\"\n"));
+  const int once = p.advance(p.initial_state(), "a");
+  CHECK(p.advance(once, std::string(1000, 'a')) == once);
+  CHECK(p.num_states() < 10);
+  CHECK(matches(p, std::string(1000, 'a') + "b"));
+  CHECK_FALSE(matches(p, std::string(1000, 'a')));
+  // A call that is not last still returns: "(" inner ")" must close what it opened.
+  PushdownParser q(parse_gbnf("root ::= \"(\" root \")\" | \"x\"\n"));
+  CHECK(matches(q, "((x))"));
+  CHECK_FALSE(matches(q, "((x)"));
+}
+
 TEST_CASE("GBNF errors give line:column, unknown rules and left recursion",
           "[unit][constrain][bad-input]") {
   CHECK_THROWS_WITH(parse_gbnf("root ::= a\na ::= \"x\" @\n", "g.gbnf"),

@@ -1366,8 +1366,12 @@ class SchemaCompiler {
       }
       trie[static_cast<std::size_t>(t)].end = true;
     }
+    // One rule for the free tail, called last (a tail call, see parser.cpp): wherever the key
+    // leaves the names' trie, it continues in the same states.
     const int any_char = json_string_chars(g_, {{0, 0x10FFFF}}, true);
-    const int free_tail = g_.seq({g_.repeat(any_char, 0, -1), lit("\"")});
+    const int tail_rule = g_.add_rule(fmt::format("key{}_tail", g_.rules.size()));
+    g_.define(tail_rule, g_.seq({g_.repeat(any_char, 0, -1), lit("\"")}));
+    const int free_tail = ref(tail_rule);
     std::vector<int> rule(trie.size());
     for (std::size_t t = 0; t < trie.size(); ++t)
       rule[t] = g_.add_rule(fmt::format("key{}_{}", g_.rules.size(), t));

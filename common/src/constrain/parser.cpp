@@ -165,10 +165,13 @@ struct PushdownParser::Impl {
           case EdgeKind::eps:
             work.push_back(intern_stack(e.target, parent));
             break;
-          case EdgeKind::call:
-            work.push_back(intern_stack(rule_start[static_cast<std::size_t>(e.arg)],
-                                        intern_stack(e.target, parent)));
+          case EdgeKind::call: {
+            // A tail call (see compute_tail_nodes) returns straight to `parent`.
+            const int ret =
+                tail[static_cast<std::size_t>(e.target)] ? parent : intern_stack(e.target, parent);
+            work.push_back(intern_stack(rule_start[static_cast<std::size_t>(e.arg)], ret));
             break;
+          }
         }
       }
       if (reads) out.stacks.push_back(s);
@@ -284,6 +287,35 @@ struct PushdownParser::Impl {
     }
   }
   void check_left_recursion();
+
+  // tail[n]: node n reads nothing and calls nothing before its rule ends (it is its rule's
+  // end, or has only empty edges into such nodes). A call that returns to such a node is a
+  // tail call: the callee may return straight to the caller's return address, as a compiler
+  // turns a call in tail position into a jump. The language is unchanged (the skipped frame
+  // would only have been popped at once), but states that differ only in such frames become
+  // one state: a key that leaves the trie of listed names at any letter continues in one free
+  // tail (JsonSchema's other_key calls one tail rule last), not one copy per letter, and the
+  // states of that tail and their masks are built once.
+  std::vector<std::uint8_t> tail;
+  void compute_tail_nodes() {
+    tail.assign(edges.size(), 0);
+    for (const int end : rule_end) {
+      if (edges[static_cast<std::size_t>(end)].empty()) tail[static_cast<std::size_t>(end)] = 1;
+    }
+    // Least fixpoint: a node whose edges are all empty edges into tail nodes is a tail node.
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (std::size_t n = 0; n < edges.size(); ++n) {
+        if (tail[n] || edges[n].empty()) continue;
+        if (std::all_of(edges[n].begin(), edges[n].end(), [&](const Edge& e) {
+              return e.kind == EdgeKind::eps && tail[static_cast<std::size_t>(e.target)];
+            })) {
+          tail[n] = 1;
+          changed = true;
+        }
+      }
+    }
+  }
 };
 
 // Removes every node that cannot reach its rule's end (and the edges into it), and every call
@@ -418,6 +450,7 @@ PushdownParser::PushdownParser(const Grammar& g, const ParserLimits& limits)
   m.trim();
   m.check_left_recursion();
   m.compute_byte_classes();
+  m.compute_tail_nodes();
   byte_class_ = m.byte_class;
   num_classes_ = m.num_classes;
   // The stack and state tables grow while the first masks are computed: sized up front, they

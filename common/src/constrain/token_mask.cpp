@@ -180,6 +180,23 @@ const TokenTrie::LoopTables& TokenTrie::loop_tables(const ByteSet& loop, bool ut
     }
     t->must_walk[u] = m;
   }
+  // The scan below each ASCII child of the root, done once: by token id, the tokens whose
+  // bytes after an ASCII first byte are whole W characters (see
+  // MaskComputer::walk_root_into_loop). With utf8, also the tokens made entirely of W
+  // characters whose first one is multi-byte.
+  const std::size_t words = (static_cast<std::size_t>(vocab_size_) + 63) / 64;
+  t->after_first.assign(words, 0);
+  t->multibyte_first.assign(words, 0);
+  for (std::uint32_t c = first_child_[0]; c < first_child_[1]; ++c) {
+    const std::uint32_t v = child_node_[c];
+    const bool ascii = child_byte_[c] < 0x80;
+    if (!ascii && !utf8) break;  // children are sorted by byte
+    auto& bits = ascii ? t->after_first : t->multibyte_first;
+    for (std::uint32_t i = lo_[v]; i < hi_[v]; ++i) {
+      const auto tok = static_cast<std::uint32_t>(sorted_[i]);
+      if (t->last_out[i] <= (ascii ? 1 : 0)) bits[tok >> 6] |= std::uint64_t{1} << (tok & 63);
+    }
+  }
   slot = std::move(t);
   return *slot;
 }
@@ -357,16 +374,33 @@ bool MaskComputer::utf8_chars_close(int state, std::vector<int>& closed) {
 
 void MaskComputer::walk(std::uint32_t node, int state, TokenMask& out) {
   // Finding a state's loop bytes costs 256 transitions: worth it only above a large subtree.
+  // Once they are known, they serve every subtree: small subtrees add up (below the first
+  // character of a key, each multi-byte character's subtree is small, and there are
+  // thousands of them).
   const bool big = trie_->hi_[node] - trie_->lo_[node] >= kMinLoopSubtree;
-  const TokenTrie::LoopTables* t = big ? loop_tables_for(state, node) : nullptr;
+  const bool known = static_cast<std::size_t>(state) < loop_known_.size() &&
+                     loop_known_[static_cast<std::size_t>(state)];
+  const TokenTrie::LoopTables* t = nullptr;
+  if (known)
+    t = loop_of_state_[static_cast<std::size_t>(state)];
+  else if (big)
+    t = loop_tables_for(state, node);
+  // A root without tables of its own may lead into a state that has them (a key start).
+  if (!t && node == 0 && walk_root_into_loop(state, out)) return;
   // The shortcut needs the node at a character boundary of the run (phase 0): then a token
   // below whose bytes from here on are loop characters has last_out <= depth.
   if (t && (t->phase[node] & ~TokenTrie::LoopTables::kContinues) == 0) {
     // Every such token ends in `state`: allowed, found by a scan of the node's range instead
     // of a walk.
+    // Branch-free: whether a token qualifies follows no pattern the CPU could predict, and a
+    // mispredicted branch per token cost more than the scan itself.
     const std::uint16_t d = trie_->depth_[node];
+    const std::uint16_t* last_out = t->last_out.data();
+    const int* sorted = trie_->sorted_.data();
+    std::uint64_t* words = out.words.data();
     for (std::uint32_t i = trie_->lo_[node]; i < trie_->hi_[node]; ++i) {
-      if (t->last_out[i] <= d) out.allow(trie_->sorted_[i]);
+      const auto tok = static_cast<std::uint32_t>(sorted[i]);
+      words[tok >> 6] |= static_cast<std::uint64_t>(last_out[i] <= d) << (tok & 63);
     }
     walk_loop(node, state, *t, out);
     return;
@@ -381,6 +415,77 @@ void MaskComputer::walk(std::uint32_t node, int state, TokenMask& out) {
     }
     if (parser_->can_continue(next)) walk(child, next, out);
   }
+}
+
+// The root of a state that does not loop but whose ASCII bytes mostly lead into one state F
+// that does: the start of a key, whose first character leads into the key's free tail (except
+// `"`, `\` and the listed names' first letters). walk() would scan the subtree of each of
+// those children, about the whole vocabulary, one token at a time; the tables hold that scan
+// already done (LoopTables::after_first), so it is a copy of a bitset minus the subtrees of
+// the other children, which are walked. When every multi-byte character leads into F too
+// (checked as utf8_chars_close checks a loop), the tokens made of W characters that start
+// with one are a second bitset, and below the lead bytes only what the scan does not cover is
+// walked, as below F itself; else those children are walked. The mask is the one walk()
+// computes, bit for bit.
+bool MaskComputer::walk_root_into_loop(int state, TokenMask& out) {
+  const std::uint32_t first = trie_->first_child_[0], end = trie_->first_child_[1];
+  // The successor of each ASCII child (children are sorted by byte: ASCII ones come first).
+  std::uint32_t ascii_end = first;
+  while (ascii_end < end && trie_->child_byte_[ascii_end] < 0x80) ++ascii_end;
+  root_next_.resize(ascii_end - first);
+  for (std::uint32_t c = first; c < ascii_end; ++c)
+    root_next_[c - first] = parser_->step(state, trie_->child_byte_[c]);
+  // F: the successor most ASCII children share.
+  int into = PushdownParser::kDead, votes = 0;
+  for (const int a : root_next_) {
+    if (a == PushdownParser::kDead || a == into) continue;
+    const auto n = std::count(root_next_.begin(), root_next_.end(), a);
+    if (n > votes) {
+      into = a;
+      votes = static_cast<int>(n);
+    }
+    if (2 * votes > static_cast<int>(root_next_.size())) break;
+  }
+  if (into == PushdownParser::kDead || into == state || votes < kMinLoopBytes) return false;
+  const TokenTrie::LoopTables* t = nullptr;
+  for (std::uint32_t c = first; c < ascii_end && !t; ++c) {
+    if (root_next_[c - first] == into) t = loop_tables_for(into, trie_->child_node_[c]);
+  }
+  if (!t) return false;
+  // The scan's result, less the tokens of the children that do not lead into F.
+  scratch_ = t->after_first;
+  for (std::uint32_t c = first; c < ascii_end; ++c) {
+    if (root_next_[c - first] == into) continue;
+    const std::uint32_t v = trie_->child_node_[c];
+    for (std::uint32_t i = trie_->lo_[v]; i < trie_->hi_[v]; ++i) {
+      const auto tok = static_cast<std::uint32_t>(trie_->sorted_[i]);
+      scratch_[tok >> 6] &= ~(std::uint64_t{1} << (tok & 63));
+    }
+  }
+  for (std::size_t w = 0; w < scratch_.size(); ++w) out.words[w] |= scratch_[w];
+  root_ends_.clear();
+  const bool multibyte =
+      t->utf8 && utf8_chars_close(state, root_ends_) &&
+      std::all_of(root_ends_.begin(), root_ends_.end(), [&](int e) { return e == into; });
+  if (multibyte) {
+    for (std::size_t w = 0; w < scratch_.size(); ++w) out.words[w] |= t->multibyte_first[w];
+  }
+  // The rest as walk() would do it: below F's children (and the lead bytes, when multi-byte
+  // characters lead into F), what the scan does not cover; the other children walked.
+  for (std::uint32_t c = first; c < end; ++c) {
+    const std::uint32_t child = trie_->child_node_[c];
+    const int next = parser_->step(state, trie_->child_byte_[c]);
+    if (next == PushdownParser::kDead) continue;
+    for (std::uint32_t k = trie_->first_token_[child]; k < trie_->first_token_[child + 1]; ++k) {
+      out.allow(trie_->token_ids_[k]);
+    }
+    if (!parser_->can_continue(next)) continue;
+    if (c < ascii_end ? next == into : multibyte)
+      walk_loop(child, next, *t, out);
+    else
+      walk(child, next, out);
+  }
+  return true;
 }
 
 // Below a node whose path from the scanning ancestor is whole or partial loop characters

@@ -6,7 +6,8 @@
 ///
 /// Each rule becomes a small NFA (Thompson construction) whose edges read a byte set, call
 /// another rule, or are empty. A parser configuration is a stack of NFA nodes: the top is where
-/// the current rule is, the others are return addresses. Stacks are hash-consed (equal stacks
+/// the current rule is, the others are return addresses (a call in tail position, whose return
+/// node would only end its rule, pushes none). Stacks are hash-consed (equal stacks
 /// share one id), and a parser state is the sorted set of stacks that can read a byte next,
 /// plus whether the input may end here. Because nothing in a state mentions positions, the same
 /// state recurs whenever the text is in the same situation (inside the same string field, say),

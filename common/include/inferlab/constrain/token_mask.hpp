@@ -67,6 +67,13 @@ class TokenTrie {
     /// continues the run of W characters of its parent (else the run restarts there).
     std::vector<std::uint8_t> phase;
     static constexpr std::uint8_t kContinues = 0x80;  ///< flag in phase
+    /// (ceil(V / 64)) bit t set: token t starts with an ASCII byte and the rest of its bytes
+    /// are whole W characters (last_out <= 1): the tokens a state allows wholesale when its
+    /// ASCII bytes lead into a state with these tables (the first character of a key).
+    std::vector<std::uint64_t> after_first;
+    /// (ceil(V / 64)) with utf8: bit t set when token t is entirely W characters and its first
+    /// one is multi-byte (last_out = 0), the same tokens for a first character of 2-4 bytes.
+    std::vector<std::uint64_t> multibyte_first;
   };
   /// @brief The tables of @p loop (and of every multi-byte character when @p utf8), built on
   /// first use (a pass over the trie) and cached.
@@ -137,6 +144,9 @@ class MaskComputer {
   bool utf8_chars_close(int state, std::vector<int>& closed);
   void walk(std::uint32_t node, int state, TokenMask& out);
   void walk_loop(std::uint32_t node, int state, const TokenTrie::LoopTables& t, TokenMask& out);
+  bool walk_root_into_loop(int state, TokenMask& out);
+  std::vector<int> root_next_, root_ends_;  // walk_root_into_loop's buffers, reused
+  std::vector<std::uint64_t> scratch_;
 };
 
 /// @brief Sets the logit of every token @p mask disallows to -inf (in place), so that any
