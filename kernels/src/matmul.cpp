@@ -569,26 +569,20 @@ inline void pack_tokens(float* out, const float* x, int n, int t0, int t1, int k
   }
 }
 
-// Decode (one token): a matrix-vector product, bound by the weight stream. Two panels at a
-// time give the core several independent chains (each multiply-add waits for the previous one
-// of its chain, 4 cycles); the columns of a panel are contiguous, one stream per panel.
-// Same chains, same order as packed_tile<1>.
-inline void packed_gemv2(float* y0, float* y1, const float* p0, const float* p1, const float* x,
-                         int n) {
-  Acc16 a0 = zero16(), a1 = zero16();
+// Decode (one token): a matrix-vector product, bound by the weight stream. NP panels at a time
+// give the core several independent chains (each multiply-add waits for the previous one of its
+// chain, 4 cycles); the columns of a panel are contiguous, one stream per panel. Same chains,
+// same order as packed_tile<1>.
+template <int NP>
+inline void packed_gemv(float* const (&y)[NP], const float* const (&p)[NP], const float* x, int n) {
+  Acc16 a[NP];
+  for (int j = 0; j < NP; ++j) a[j] = zero16();
   for (int i = 0; i < n; ++i) {
     const Acc16 xv = broadcast16(x[i]);
-    a0 = mul_add16(load16(p0 + std::size_t(i) * PackedMatrix::kPanelRows), xv, a0);
-    a1 = mul_add16(load16(p1 + std::size_t(i) * PackedMatrix::kPanelRows), xv, a1);
+    for (int j = 0; j < NP; ++j)
+      a[j] = mul_add16(load16(p[j] + std::size_t(i) * PackedMatrix::kPanelRows), xv, a[j]);
   }
-  store16(y0, a0);
-  store16(y1, a1);
-}
-inline void packed_gemv1(float* y, const float* p, const float* x, int n) {
-  Acc16 a = zero16();
-  for (int i = 0; i < n; ++i)
-    a = mul_add16(load16(p + std::size_t(i) * PackedMatrix::kPanelRows), broadcast16(x[i]), a);
-  store16(y, a);
+  for (int j = 0; j < NP; ++j) store16(y[j], a[j]);
 }
 
 // The panels [p_begin, p_end) of thread `id`: each thread owns its own slice of the weights.
@@ -605,10 +599,10 @@ void matmul_packed_slice(float* y, const float* x, const PackedMatrix& w, int T,
     float scratch[R];
     int p = p_begin;
     for (; p + 2 <= std::min(p_end, full_panels); p += 2)
-      packed_gemv2(y + std::size_t(p) * R, y + std::size_t(p + 1) * R, w.panel(p), w.panel(p + 1),
-                   x, n);
+      packed_gemv<2>({y + std::size_t(p) * R, y + std::size_t(p + 1) * R},
+                     {w.panel(p), w.panel(p + 1)}, x, n);
     for (; p < p_end; ++p) {
-      packed_gemv1(scratch, w.panel(p), x, n);
+      packed_gemv<1>({scratch}, {w.panel(p)}, x, n);
       std::copy_n(scratch, std::min(R, d - p * R), y + std::size_t(p) * R);
     }
     return;
