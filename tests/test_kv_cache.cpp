@@ -78,6 +78,77 @@ TEST_CASE("attention_kv_cpu matches its reference for every storage type", "[uni
   }
 }
 
+TEST_CASE("attention_kv_cpu: tokens attended together have the bits of each token alone",
+          "[unit][kv][kernel][attention]") {
+  // Eight or more causal queries over a float cache first gather each KV head's rows into one
+  // contiguous block (attend.hpp); fewer, other storage types and head sizes that are not a
+  // multiple of 8 read the cache in place. Every token must get exactly the bits it gets alone:
+  // the golden, naive = cached and batch-invariance properties of the forward pass rest on it.
+  // Ascending runs (a prefill), scrambled and repeated positions, every storage type,
+  // contiguous and paged rows (the gather follows the block table), and one size large enough
+  // to run threaded.
+  struct Case {
+    int hs, S;
+    std::vector<int> pos;
+  };
+  std::vector<int> run11(11), run41(41);
+  for (int t = 0; t < 11; ++t) run11[t] = t;
+  for (int t = 0; t < 41; ++t) run41[t] = 150 + t;
+  const std::vector<Case> cases = {
+      {8, 40, run11},
+      {16, 40, {20, 21, 22, 23, 24, 25, 26}},
+      {48, 40, {5, 3, 39, 0, 17, 17, 38, 2, 9}},
+      {64, 40, run11},
+      {64, 200, run41},
+      {128, 40, {0, 1, 2, 3, 4, 5, 6, 7}},
+      {12, 40, run11},  // no lane multiple: one query at a time
+  };
+  const int Nh = 4, Nkv = 2, block = 16;
+  for (const Case& c : cases) {
+    const int KV = Nkv * c.hs, T = int(c.pos.size());
+    const auto k = random_vector(std::size_t(c.S) * KV, 30),
+               v = random_vector(std::size_t(c.S) * KV, 31);
+    const auto q = random_vector(std::size_t(T) * Nh * c.hs, 32);
+    // A block table that reverses the physical blocks (the storage holds them all).
+    const int blocks = (c.S + block - 1) / block;
+    std::vector<int> table(blocks);
+    for (int b = 0; b < blocks; ++b) table[b] = blocks - 1 - b;
+    for (DType t : {DType::f32, DType::f16, DType::int8}) {
+      for (bool paged : {false, true}) {
+        INFO("hs " << c.hs << ", T " << T << ", " << dtype_name(t) << (paged ? ", paged" : ""));
+        const int rows = blocks * block;
+        const std::size_t bytes = std::size_t(rows) * KV * kernels::kv_element_bytes(t);
+        std::vector<std::uint8_t> kd(bytes), vd(bytes);
+        std::vector<float> ks(std::size_t(rows) * Nkv), vs(ks.size());
+        // Position p goes to the row the view maps it to.
+        KVRowsView kv_k{t, kd.data(), ks.data()}, kv_v{t, vd.data(), vs.data()};
+        if (paged) kv_k.block_table = kv_v.block_table = table.data();
+        kv_k.block_size = kv_v.block_size = block;
+        const std::size_t elem = kernels::kv_element_bytes(t);
+        for (int p = 0; p < c.S; ++p) {
+          const std::size_t r = kv_k.row(p);
+          kernels::kv_store_rows(t, kd.data() + r * KV * elem, ks.data() + r * Nkv,
+                                 k.data() + std::size_t(p) * KV, 1, Nkv, c.hs);
+          kernels::kv_store_rows(t, vd.data() + r * KV * elem, vs.data() + r * Nkv,
+                                 v.data() + std::size_t(p) * KV, 1, Nkv, c.hs);
+        }
+        const std::size_t qd = std::size_t(Nh) * c.hs;
+        std::vector<float> together(q.size()), alone(q.size()), ref(q.size());
+        kernels::attention_kv_cpu(together.data(), q.data(), kv_k, kv_v, c.pos.data(), T, Nh, Nkv,
+                                  c.hs);
+        for (int i = 0; i < T; ++i)
+          kernels::attention_kv_cpu(alone.data() + i * qd, q.data() + i * qd, kv_k, kv_v, &c.pos[i],
+                                    1, Nh, Nkv, c.hs);
+        CHECK(std::memcmp(together.data(), alone.data(), together.size() * sizeof(float)) == 0);
+        kernels::attention_kv_ref(ref.data(), q.data(), kv_k, kv_v, c.pos.data(), T, Nh, Nkv, c.hs);
+        const auto rep = test::all_close(together, ref, long(ref.size()), 1e-5, 1e-4);
+        INFO("max abs error against the reference " << rep.max_abs_err);
+        CHECK(rep.ok);
+      }
+    }
+  }
+}
+
 TEST_CASE("KVCache allocates exactly the documented bytes", "[unit][kv]") {
   const ModelConfig c = named_config("stories260K");  // L=5, Nkv=4, hs=8: KV = 32
   CHECK(KVCache(c, 512, DType::f32).bytes_per_token() == 2u * 5 * 32 * 4);
