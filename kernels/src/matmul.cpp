@@ -517,6 +517,8 @@ constexpr int kPackDepth = 256;
 // Columns of x packed at a time, and the bytes a packed block of tokens may take (in L2).
 constexpr int kPackChunk = 512;
 constexpr std::size_t kPackTokenBlockBytes = std::size_t{256} << 10;
+// How many panels ahead a block of weights is requested from memory (see matmul_packed_slice).
+constexpr int kPrefetchPanels = 2;
 
 // NT tokens against one panel, over `len` columns starting where `panel` and `x` point. The
 // tokens come packed: column i of token t is x[i * kPackTokens + t] (see pack_tokens), one
@@ -616,9 +618,14 @@ void matmul_packed_slice(float* y, const float* x, const PackedMatrix& w, int T,
   // Both buffers are this thread's own and kept between calls: once a call of a given size has
   // run, the next one allocates nothing.
   const int chunk = std::min(n, kPackChunk);
-  const int tokens_per_block =
+  const int max_block =
       std::max(kPackTokens, int(kPackTokenBlockBytes / (std::size_t(chunk) * sizeof(float))) /
                                 kPackTokens * kPackTokens);
+  // Blocks of equal size (whole token groups), not full ones and a remainder: 512 tokens go as
+  // 4 x 108 + 80, not 4 x 126 + 8, whose last block would stream every weight for 8 tokens.
+  const int blocks = (T + max_block - 1) / max_block;
+  const int tokens_per_block =
+      ((T + blocks - 1) / blocks + kPackTokens - 1) / kPackTokens * kPackTokens;
   const int block = std::min(T, tokens_per_block);
   const std::size_t block_slots =
       std::size_t((block + kPackTokens - 1) / kPackTokens) * kPackTokens;
@@ -641,11 +648,14 @@ void matmul_packed_slice(float* y, const float* x, const PackedMatrix& w, int T,
                             : edge.data() + std::size_t(t0 - tb) * R;
             const float* xg =
                 xp.data() + std::size_t(t0 - tb) * (k1 - k0) + std::size_t(i0 - k0) * kPackTokens;
-            // The first token group streams this block from memory: it asks for the next
-            // panel's block as it goes (the next panel is n * 16 floats away, a jump the
-            // hardware prefetcher does not foresee).
-            const float* ahead =
-                t0 == tb && p + 1 < p_end ? w.panel(p + 1) + std::size_t(i0) * R : nullptr;
+            // The first token group streams this block from memory: it asks for the same block
+            // of the panel kPrefetchPanels ahead as it goes (panels are n * 16 floats apart, a
+            // jump the hardware prefetcher does not foresee). Two panels ahead rather than one
+            // gives the lines the time of a whole panel more to arrive: a batch of 16 tokens
+            // computes a block in about the time memory takes to deliver one.
+            const float* ahead = t0 == tb && p + kPrefetchPanels < p_end
+                                     ? w.panel(p + kPrefetchPanels) + std::size_t(i0) * R
+                                     : nullptr;
             packed_tile_any(std::min(kPackTokens, te - t0), c, full ? std::size_t(d) : R,
                             panel + std::size_t(i0) * R, xg, len, i0 == 0, ahead);
           }
