@@ -309,6 +309,28 @@ TEST_CASE("swiglu_cpu matches the reference and silu's definition", "[unit][kern
   float out;
   swiglu_cpu(&out, &g, &u, 1);
   CHECK(out == Approx(2.0 / (1.0 + std::exp(-2.0)) * 3.0));
+  // Far into both tails, and zeros of either sign, against silu in double precision.
+  const std::vector<float> gs = {-200.0f, -90.0f, -87.0f, -20.0f, -1e-30f, -0.0f,
+                                 0.0f,    1e-30f, 20.0f,  87.0f,  90.0f,   200.0f};
+  std::vector<float> ones(gs.size(), 1.0f), outs(gs.size());
+  swiglu_cpu(outs.data(), gs.data(), ones.data(), long(gs.size()));
+  for (std::size_t i = 0; i < gs.size(); ++i) {
+    const double want = double(gs[i]) / (1.0 + std::exp(-double(gs[i])));
+    INFO("g = " << gs[i]);
+    CHECK(std::fabs(outs[i] - want) <= 1e-30 + 1e-6 * std::fabs(want));
+  }
+  // An element alone has the bits it has inside a long (vectorised, threaded) call: the
+  // forward pass's batch invariance relies on it.
+  const long big = 100003;
+  const auto g2 = random_vector(big, 16, -30.0f, 30.0f), u2 = random_vector(big, 17);
+  std::vector<float> all(big);
+  swiglu_cpu(all.data(), g2.data(), u2.data(), big);
+  for (long i : {0L, 1L, 7L, 8L, 4095L, 50001L, 99999L, big - 1}) {
+    float alone;
+    swiglu_cpu(&alone, &g2[i], &u2[i], 1);
+    INFO("element " << i);
+    CHECK(std::memcmp(&alone, &all[i], sizeof alone) == 0);
+  }
 }
 
 TEST_CASE("attention_cpu matches the reference (GQA, mixed positions)", "[unit][kernel]") {
