@@ -151,8 +151,9 @@ float chain_dot(const float* w, const float* x, int n) {
 TEST_CASE("matmul_packed: every output is one multiply-add chain in increasing i, bit for bit",
           "[unit][kernel]") {
   // d: below, at and across the 16-row panels (partial last panels); n: shorter than, equal to
-  // and longer than one 256-column step; T: partial token groups, several token blocks (n =
-  // 2048 holds 30 tokens per block) and the parallel path. 1 and 2 threads.
+  // and longer than one 512-column step, and across 1024-column chunks (2048); T: partial token
+  // groups, several token blocks (n = 2048 holds 60 tokens per block: 70 go as 36 + 34) and the
+  // parallel path. 1 and 2 threads.
   const int shapes[][3] = {{1, 1, 1},    {3, 7, 5},    {6, 300, 16},   {13, 256, 33},
                            {7, 600, 70}, {1, 768, 70}, {70, 2048, 37}, {40, 512, 520}};
   const int saved = omp_get_max_threads();
