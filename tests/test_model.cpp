@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <string>
 #include <vector>
 
 #include "inferlab/base/error.hpp"
@@ -41,6 +42,24 @@ std::vector<char> read_all(const std::string& path) {
 
 void set_header_field(std::vector<char>& bytes, int field, std::int32_t value) {
   std::memcpy(bytes.data() + 4 * field, &value, 4);
+}
+
+// Resident kB of the mapping that contains address p, from /proc/self/smaps; -1 if not found.
+long resident_kb_of_mapping(const void* p) {
+  std::ifstream in("/proc/self/smaps");
+  const auto a = reinterpret_cast<unsigned long>(p);
+  std::string line;
+  bool inside = false;
+  while (std::getline(in, line)) {
+    unsigned long lo = 0, hi = 0;
+    long kb = 0;
+    if (std::sscanf(line.c_str(), "%lx-%lx ", &lo, &hi) == 2) {
+      inside = a >= lo && a < hi;
+    } else if (inside && std::sscanf(line.c_str(), "Rss: %ld kB", &kb) == 1) {
+      return kb;
+    }
+  }
+  return -1;
 }
 
 }  // namespace
@@ -160,6 +179,51 @@ TEST_CASE("synthetic models are deterministic and round-trip through the file fo
   CHECK(back.config().dim == 64);
   CHECK(std::equal(a.weights().token_embedding, a.weights().token_embedding + n,
                    back.weights().token_embedding));
+}
+
+TEST_CASE("a model file's linear weights leave resident memory once packed for the CPU",
+          "[unit][model]") {
+  ModelConfig c;
+  c.dim = 256;
+  c.hidden_dim = 768;
+  c.n_layers = 2;
+  c.n_heads = 8;
+  c.n_kv_heads = 4;
+  c.vocab_size = 1024;
+  c.seq_len = 64;
+  c.shared_classifier = false;
+  const Model made = make_synthetic_model(c, SyntheticOptions{}, "release-test");
+  TempFile f("release");
+  made.save(f.path.string());
+  const Model m = Model::load(f.path.string());
+  const long file_kb = long(fs::file_size(f.path) / 1024);
+  const long before = resident_kb_of_mapping(m.weights().wq);
+  if (before < 0) {
+    WARN("/proc/self/smaps does not list the model's mapping here: the resident check is skipped");
+    return;
+  }
+  // Loading reads every weight (the finiteness check), so the whole file is resident.
+  CHECK(before >= file_kb * 9 / 10);
+  const CpuLinears& packed = m.cpu_linears();
+  const std::size_t D = c.dim, H = c.hidden_dim, KV = c.kv_dim(), L = c.n_layers;
+  const std::size_t linear_floats = L * (2 * D * D + 2 * KV * D + 3 * H * D) + c.vocab_size * D;
+  const long linear_kb = long(linear_floats * sizeof(float) / 1024);
+  CHECK(packed.bytes() >= linear_floats * sizeof(float));
+  // What may stay: the embedding table, the norms, and at most two partial pages per matrix.
+  // (Linux may give back more: where the file is mapped with large folios, it unmaps whole
+  // folios, and the pages still in use fault back in from the file, the same bytes.)
+  const long after = resident_kb_of_mapping(m.weights().wq);
+  const long page_kb = ::sysconf(_SC_PAGESIZE) / 1024;
+  INFO("file " << file_kb << " kB, linear " << linear_kb << " kB, resident before " << before
+               << " kB, after " << after << " kB");
+  CHECK(after <= file_kb - linear_kb + 2 * page_kb * long(7 * L + 1));
+  // The file's layout still reads back the same bytes (faulted in from the file again).
+  CHECK(std::equal(m.weights().wq, m.weights().wq + L * D * D, made.weights().wq));
+  CHECK(std::equal(m.weights().wcls, m.weights().wcls + c.vocab_size * D, made.weights().wcls));
+  // An owned model keeps its weights: nothing may be given back from memory the model owns.
+  const Model owned = make_synthetic_model(c, SyntheticOptions{}, "owned");
+  owned.cpu_linears();
+  CHECK(std::equal(owned.weights().w2, owned.weights().w2 + L * D * H, made.weights().w2));
 }
 
 TEST_CASE("named shapes and layer truncation", "[unit][model]") {

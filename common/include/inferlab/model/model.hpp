@@ -19,8 +19,10 @@
 namespace inferlab {
 
 /// @brief The linear layers' weights repacked for the CPU matmul (kernels::PackedMatrix, rung 3
-/// of the ladder): one matrix per layer and tensor, and the classifier. A copy next to the
-/// file's layout, which the embedding lookup and the CUDA backend keep reading.
+/// of the ladder): one matrix per layer and tensor, and the classifier. For a model loaded from
+/// a file, the pages of each matrix in the file's layout are given back to the system once it
+/// is packed, so a CPU run holds the linear weights once; a later reader of the file's layout
+/// (the CUDA upload, a benchmark) faults them in again from the file.
 struct CpuLinears {
   std::vector<kernels::PackedMatrix> wq;  ///< query projection, one per layer (D, D)
   std::vector<kernels::PackedMatrix> wk;  ///< key projection, one per layer (KV, D)
