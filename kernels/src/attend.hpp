@@ -317,8 +317,10 @@ inline float* scores_scratch(std::size_t n) {
 // contiguous block first (see attend_all_hs). A gather reads each row once, as one query does.
 constexpr int kGatherTokens = 8;
 
-// The gathered rows, one buffer per calling thread, reused; it grows like scores_scratch (a
-// prefill allocates it once, decode never needs it).
+// The gathered rows, one buffer per calling thread, reused: one layer's keys and values up to
+// the longest position (stories110M, 512 positions: 3 MB; a Llama-3-8B shape at 8K positions:
+// 64 MB). It grows geometrically like scores_scratch, so a prefill allocates it a few times at
+// most, and decode (one query per sequence) never needs it.
 inline float* gather_scratch(std::size_t n) {
   thread_local std::vector<float> rows;
   if (rows.size() < n) rows.resize(std::max(n, 2 * rows.size()));
@@ -347,8 +349,9 @@ void attend_all_hs(float* out, const float* q, const KLoad& kl, const VLoad& vl,
   int kv_rows = n_kv_heads;
   std::size_t head_rows = 1;
   float* gathered = nullptr;
-  if constexpr (HS > 0 && std::is_same_v<decltype(rows_of(0)), CausalRows> &&
-                std::is_same_v<KLoad, LoadF32> && std::is_same_v<VLoad, LoadF32>) {
+  constexpr bool kCanGather = HS > 0 && std::is_same_v<decltype(rows_of(0)), CausalRows> &&
+                              std::is_same_v<KLoad, LoadF32> && std::is_same_v<VLoad, LoadF32>;
+  if constexpr (kCanGather) {
     if (T >= kGatherTokens) {
       const std::size_t head_floats = stride * HS;
       gathered = gather_scratch(2 * std::size_t(n_kv_heads) * head_floats);
@@ -360,12 +363,13 @@ void attend_all_hs(float* out, const float* q, const KLoad& kl, const VLoad& vl,
     }
   }
   auto gather = [&](int g) {  // KV head g's rows 0 .. max_pos, keys then values
-    for (std::size_t s = 0; s < stride; ++s) {
-      const std::size_t from = (row(int(s)) * n_kv_heads + g) * head_size,
-                        to = (g * stride + s) * head_size;
-      std::memcpy(gathered + to, kl.d + from, head_size * sizeof(float));
-      std::memcpy(gathered + std::size_t(n_kv_heads) * stride * head_size + to, vl.d + from,
-                  head_size * sizeof(float));
+    if constexpr (kCanGather) {
+      for (std::size_t s = 0; s < stride; ++s) {
+        const std::size_t from = (row(int(s)) * n_kv_heads + g) * HS, to = (g * stride + s) * HS;
+        std::memcpy(gathered + to, kl.d + from, HS * sizeof(float));
+        std::memcpy(gathered + std::size_t(n_kv_heads) * stride * HS + to, vl.d + from,
+                    HS * sizeof(float));
+      }
     }
   };
   auto pair = [&](int t, int h, float* scores) {
