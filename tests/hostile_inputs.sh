@@ -101,8 +101,10 @@ ch01="$bin/ch01_naive_loop"; ch02="$bin/ch02_kv_cache"; ch03="$bin/ch03_roofline
 ch04="$bin/ch04_continuous_batching"; tok=("$bin/inferlab_tokenize")
 bf=("$bin/bench_forward"); bk=("$bin/bench_kv_cache")
 # Quick, valid base commands: a flag value the table accepts must run to completion with them.
-q01=("$ch01" --synthetic stories260K --steps 8 --threads 1)
-q02=("$ch02" --synthetic stories260K --steps 12 --reps 1 --threads 1)
+# 24 steps leave room for the default prompt whatever tokenizer a synthetic model gets (14
+# tokens with the byte fallback used when no tokenizer file is found, fewer with tok512).
+q01=("$ch01" --synthetic stories260K --steps 24 --threads 1)
+q02=("$ch02" --synthetic stories260K --steps 24 --reps 1 --threads 1)
 q03=("$ch03" --config llama3-8b --hardware h100-sxm)
 q04=("$ch04" --synthetic stories260K --threads 1 --requests 3 --max-prompt 8 --max-output 4
      --max-seqs 2 --policy continuous)
@@ -245,7 +247,7 @@ check reject 1 "arrival.*outside" "${q04t[@]}" --workload-file arrival_negative.
 check reject 1 "temperature_overflow.jsonl:1: .*(temperature|number overflow)" "${q04t[@]}" --workload-file temperature_overflow.jsonl
 check reject 1 "long_prompt.jsonl.*request 0: the prompt is [0-9]+ tokens but the context is 512" "${q04t[@]}" --workload-file long_prompt.jsonl
 check reject 1 "long_line.jsonl:1: line longer than the limit of 1048576 bytes" "${q04t[@]}" --workload-file long_line.jsonl
-check reject 1 "--prompt is [0-9]+ tokens .* only 8 positions" "${q01[@]}" --prompt "$long_prompt"
+check reject 1 "--prompt is [0-9]+ tokens .* only 24 positions" "${q01[@]}" --prompt "$long_prompt"
 check reject 1 "--prompt is not valid UTF-8 \(byte 1: 0xFF\)" "${q01[@]}" --json --prompt "$(printf 'a\377b')"
 check reject 2 "--model excludes --synthetic" "${q01[@]}" --model x.bin
 check reject 2 "--seed: '-1' is not an integer" "${q01[@]}" --seed -1
