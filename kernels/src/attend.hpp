@@ -215,14 +215,14 @@ void softmax_weights(float* scores, const VLoad& vl, const Rows& rows, int kv_he
   }
 }
 
-// Continues N <= 8 chains of the weighted sum over positions rows[s0 .. s1): acc[j] +=
-// w[s] * (elements c + 8j .. c + 8j + 7 of value row s), in increasing s. The chains run in
+// Continues N <= 8 chains of the weighted sum over the positions of `rows`: acc[j] += w[s] *
+// (elements c + 8j .. c + 8j + 7 of value row s), in increasing s. The chains run in
 // named variables: GCC keeps an array of vector accumulators in registers but also stores it
 // to the stack on every step (8 stores per position, more than the multiply-adds cost), which
 // it does not do for plain variables.
 template <int N, class VLoad, class Rows>
-inline void accumulate_values(V8* acc, const float* w, const VLoad& vl, const Rows& rows, int s0,
-                              int s1, int c, int kv_head, int n_kv_heads, const RowMap& row) {
+inline void accumulate_values(V8* acc, const float* w, const VLoad& vl, const Rows& rows, int c,
+                              int kv_head, int n_kv_heads, const RowMap& row) {
   static_assert(N >= 1 && N <= 8, "at most 8 chains in registers");
   V8 r0 = acc[0], r1 = {}, r2 = {}, r3 = {}, r4 = {}, r5 = {}, r6 = {}, r7 = {};
   if constexpr (N > 1) r1 = acc[1];
@@ -232,7 +232,7 @@ inline void accumulate_values(V8* acc, const float* w, const VLoad& vl, const Ro
   if constexpr (N > 5) r5 = acc[5];
   if constexpr (N > 6) r6 = acc[6];
   if constexpr (N > 7) r7 = acc[7];
-  for (int s = s0; s < s1; ++s) {
+  for (int s = 0; s < rows.size(); ++s) {
     const std::size_t rh = row(rows[s]) * n_kv_heads + kv_head;
     const V8 a = splat8(w[s]);
     V8 v;
@@ -275,7 +275,7 @@ void weigh_values(float* out, const float* weights, const VLoad& vl, const Rows&
     static_assert(HS / 8 % kChains == 0, "whole passes of kChains vectors");
     V8 acc[HS / 8] = {};
     for (int c = 0; c < HS; c += 8 * kChains)
-      accumulate_values<kChains>(acc + c / 8, weights, vl, rows, 0, n, c, kv_head, n_kv_heads, row);
+      accumulate_values<kChains>(acc + c / 8, weights, vl, rows, c, kv_head, n_kv_heads, row);
     std::memcpy(out, acc, sizeof acc);
   } else {
     for (int i = 0; i < head_size; ++i) out[i] = 0.0f;
