@@ -30,25 +30,22 @@ struct LoadF32 {
 // the head size is a compile-time multiple of 8, so the lane loops below are whole vectors.
 typedef float V8 __attribute__((vector_size(8 * sizeof(float))));
 
-// acc + a * b, rounded once where the CPU has FMA. Written out, not left to the compiler's
+// acc += a * b, rounded once where the CPU has FMA. Written out, not left to the compiler's
 // contraction of `acc += a * b`: GCC contracts that expression in one loop and not in another
 // (it did not in a tiled variant of the value loop tried for a head of 8), and every path
-// below must give a score or an output element the same bits, whatever loop computes it. Without FMA (x86-64 before v3) it is a multiply
-// and an add everywhere; other CPUs use fmaf lane by lane, which they vectorise.
-inline V8 mul_add8(V8 a, V8 b, V8 acc) {
+// below must give a score or an output element the same bits, whatever loop computes it.
+// Without FMA (x86-64 before v3) it is a multiply and an add everywhere; other CPUs use fmaf
+// lane by lane, which they vectorise. (acc is updated in place rather than returned: see
+// load8 on returning 32-byte vectors.)
+inline void mul_add8(V8& acc, const V8& a, const V8& b) {
 #if defined(__FMA__)
-  return (V8)_mm256_fmadd_ps((__m256)a, (__m256)b, (__m256)acc);
+  acc = (V8)_mm256_fmadd_ps((__m256)a, (__m256)b, (__m256)acc);
 #elif defined(__x86_64__) || defined(__i386__)
-  return acc + a * b;  // no FMA instruction in this build: nothing to contract into
+  acc = acc + a * b;  // no FMA instruction in this build: nothing to contract into
 #else
-  V8 r;
-  for (int l = 0; l < 8; ++l) r[l] = __builtin_fmaf(a[l], b[l], acc[l]);
-  return r;
+  for (int l = 0; l < 8; ++l) acc[l] = __builtin_fmaf(a[l], b[l], acc[l]);
 #endif
 }
-
-// The scalar w in all eight lanes.
-inline V8 splat8(float w) { return V8{w, w, w, w, w, w, w, w}; }
 
 // Elements i..i+7 of row `rh` as a vector: one load from a float cache, a conversion otherwise.
 // (An output parameter, not a return value: returning a 32-byte vector from a function built
@@ -140,10 +137,10 @@ void score_rows(float* scores, const float* q, const KLoad& kl, const Rows& rows
         load8(kb, kl, rh[1], i);
         load8(kc, kl, rh[2], i);
         load8(kd, kl, rh[3], i);
-        la = mul_add8(qv[i / 8], ka, la);
-        lb = mul_add8(qv[i / 8], kb, lb);
-        lc = mul_add8(qv[i / 8], kc, lc);
-        ld = mul_add8(qv[i / 8], kd, ld);
+        mul_add8(la, qv[i / 8], ka);
+        mul_add8(lb, qv[i / 8], kb);
+        mul_add8(lc, qv[i / 8], kc);
+        mul_add8(ld, qv[i / 8], kd);
       }
       float dots[4];
       reduce4(dots, la, lb, lc, ld);
@@ -164,7 +161,7 @@ void score_rows(float* scores, const float* q, const KLoad& kl, const Rows& rows
         V8 qv1, kv;
         std::memcpy(&qv1, q + i, sizeof qv1);
         load8(kv, kl, rh, i);
-        lanes = mul_add8(qv1, kv, lanes);
+        mul_add8(lanes, qv1, kv);
       }
       dot = ((lanes[0] + lanes[4]) + (lanes[1] + lanes[5])) +
             ((lanes[2] + lanes[6]) + (lanes[3] + lanes[7]));
@@ -234,14 +231,15 @@ inline void accumulate_values(V8* acc, const float* w, const VLoad& vl, const Ro
   if constexpr (N > 7) r7 = acc[7];
   for (int s = 0; s < rows.size(); ++s) {
     const std::size_t rh = row(rows[s]) * n_kv_heads + kv_head;
-    const V8 a = splat8(w[s]);
+    const float ws = w[s];
+    const V8 a = {ws, ws, ws, ws, ws, ws, ws, ws};
     V8 v;
     load8(v, vl, rh, c);
-    r0 = mul_add8(a, v, r0);
+    mul_add8(r0, a, v);
 #define INFERLAB_CHAIN(J)        \
   if constexpr (N > J) {         \
     load8(v, vl, rh, c + 8 * J); \
-    r##J = mul_add8(a, v, r##J); \
+    mul_add8(r##J, a, v);        \
   }
     INFERLAB_CHAIN(1)
     INFERLAB_CHAIN(2)
