@@ -183,15 +183,14 @@ TEST_CASE("synthetic models are deterministic and round-trip through the file fo
 
 TEST_CASE("a model file's linear weights leave resident memory once packed for the CPU",
           "[unit][model]") {
-  ModelConfig c;
-  c.dim = 256;
-  c.hidden_dim = 768;
-  c.n_layers = 2;
-  c.n_heads = 8;
-  c.n_kv_heads = 4;
-  c.vocab_size = 1024;
-  c.seq_len = 64;
-  c.shared_classifier = false;
+  const ModelConfig c{.dim = 256,
+                      .hidden_dim = 768,
+                      .n_layers = 2,
+                      .n_heads = 8,
+                      .n_kv_heads = 4,
+                      .vocab_size = 1024,
+                      .seq_len = 64,
+                      .shared_classifier = false};
   const Model made = make_synthetic_model(c, SyntheticOptions{}, "release-test");
   TempFile f("release");
   made.save(f.path.string());

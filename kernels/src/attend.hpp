@@ -204,12 +204,8 @@ void softmax_weights(float* scores, const VLoad& vl, const Rows& rows, int kv_he
   for (int l = 0; l < 16; ++l) sum += lane_sum[l];
   for (int s = body; s < n; ++s) sum += scores[s];
   const float inv = 1.0f / sum;
-  if constexpr (std::is_same_v<VLoad, LoadF32>) {
-    for (int s = 0; s < n; ++s) scores[s] = scores[s] * inv;  // the row scale is 1
-  } else {
-    for (int s = 0; s < n; ++s)
-      scores[s] = scores[s] * inv * vl.scale(row(rows[s]) * n_kv_heads + kv_head);
-  }
+  for (int s = 0; s < n; ++s)
+    scores[s] = scores[s] * inv * vl.scale(row(rows[s]) * n_kv_heads + kv_head);
 }
 
 // Continues N <= 8 chains of the weighted sum over the positions of `rows`: acc[j] += w[s] *
@@ -346,15 +342,16 @@ void attend_all_hs(float* out, const float* q, const KLoad& kl, const VLoad& vl,
   RowMap row_use = row;
   int kv_rows = n_kv_heads;
   std::size_t head_rows = 1;
-  float* gathered = nullptr;
+  float *gathered_k = nullptr, *gathered_v = nullptr;  // set when the rows are gathered
   constexpr bool kCanGather = HS > 0 && std::is_same_v<decltype(rows_of(0)), CausalRows> &&
                               std::is_same_v<KLoad, LoadF32> && std::is_same_v<VLoad, LoadF32>;
   if constexpr (kCanGather) {
     if (T >= kGatherTokens) {
-      const std::size_t head_floats = stride * HS;
-      gathered = gather_scratch(2 * std::size_t(n_kv_heads) * head_floats);
-      kl_use = LoadF32{gathered, HS};
-      vl_use = LoadF32{gathered + std::size_t(n_kv_heads) * head_floats, HS};
+      const std::size_t floats = std::size_t(n_kv_heads) * stride * HS;  // keys, or values
+      gathered_k = gather_scratch(2 * floats);
+      gathered_v = gathered_k + floats;
+      kl_use = LoadF32{gathered_k, HS};
+      vl_use = LoadF32{gathered_v, HS};
       row_use = RowMap{};
       kv_rows = 1;
       head_rows = stride;
@@ -364,9 +361,8 @@ void attend_all_hs(float* out, const float* q, const KLoad& kl, const VLoad& vl,
     if constexpr (kCanGather) {
       for (std::size_t s = 0; s < stride; ++s) {
         const std::size_t from = (row(int(s)) * n_kv_heads + g) * HS, to = (g * stride + s) * HS;
-        std::memcpy(gathered + to, kl.d + from, HS * sizeof(float));
-        std::memcpy(gathered + std::size_t(n_kv_heads) * stride * HS + to, vl.d + from,
-                    HS * sizeof(float));
+        std::memcpy(gathered_k + to, kl.d + from, HS * sizeof(float));
+        std::memcpy(gathered_v + to, vl.d + from, HS * sizeof(float));
       }
     }
   };
@@ -381,8 +377,8 @@ void attend_all_hs(float* out, const float* q, const KLoad& kl, const VLoad& vl,
   // 1.5 MB per layer, from L3 each time). The order of the pairs changes no result.
   // Small work stays out of the OpenMP runtime altogether: even a region with if(false) costs
   // hundreds of nanoseconds, paid in every layer of every decode step.
-  if (std::size_t(T) * n_heads * (max_pos + 1) * head_size < (1u << 17)) {
-    if (gathered != nullptr)
+  if (std::size_t(T) * n_heads * stride * head_size < (1u << 17)) {
+    if (gathered_k != nullptr)
       for (int g = 0; g < n_kv_heads; ++g) gather(g);
     float* scores = scores_scratch(stride);
     for (int h = 0; h < n_heads; ++h)
@@ -391,7 +387,7 @@ void attend_all_hs(float* out, const float* q, const KLoad& kl, const VLoad& vl,
   }
 #pragma omp parallel
   {
-    if (gathered != nullptr) {
+    if (gathered_k != nullptr) {
 #pragma omp for schedule(static)
       for (int g = 0; g < n_kv_heads; ++g) gather(g);
     }

@@ -14,8 +14,8 @@
 //
 // Batch invariance is part of the definition. For v1 and v2: y[t, o] = reduce16(lane sums over
 // i = l mod 16, each accumulated in increasing i) + (sequential sum of the n % 16 tail), where
-// reduce16 is a fixed halving tree. Nothing in that order depends on T, on the position of the token in the
-// batch, on the tile the output falls in, or on the thread count.
+// reduce16 is a fixed halving tree. Nothing in that order depends on T, on the position of the
+// token in the batch, on the tile the output falls in, or on the thread count.
 #include "inferlab/kernels/matmul.hpp"
 
 #include <omp.h>

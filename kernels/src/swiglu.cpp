@@ -1,9 +1,9 @@
 // SwiGLU gate, reference and fast CPU versions.
 #include "inferlab/kernels/swiglu.hpp"
 
+#include <bit>
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 
 #include "inferlab/kernels/softmax.hpp"
 
@@ -25,13 +25,9 @@ void swiglu_cpu(float* out, const float* gate, const float* up, long n) {
   auto one = [&](long i) {
     const float g = gate[i];
     const float e = softmax_exp(g);
-    std::uint32_t gb, eb;
-    std::memcpy(&gb, &g, sizeof gb);
-    std::memcpy(&eb, &e, sizeof eb);
-    const std::uint32_t negative = 0u - (gb >> 31);  // all ones when g < 0
-    const std::uint32_t num_bits = (eb & negative) | (0x3f800000u /* 1.0f */ & ~negative);
-    float num;
-    std::memcpy(&num, &num_bits, sizeof num);
+    const std::uint32_t negative = 0u - (std::bit_cast<std::uint32_t>(g) >> 31);  // g < 0: ~0
+    const float num = std::bit_cast<float>((std::bit_cast<std::uint32_t>(e) & negative) |
+                                           (std::bit_cast<std::uint32_t>(1.0f) & ~negative));
     out[i] = g * (num / (1.0f + e)) * up[i];
   };
   // Small work stays out of the OpenMP runtime altogether (see rmsnorm_cpu).
