@@ -39,11 +39,23 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--steps", o.decode_steps, "decode steps per repetition")->capture_default_str();
   app.add_option("--reps", o.reps, "repetitions (the median is reported)")->capture_default_str();
+  std::string save_path;
+  app.add_option("--save-model", save_path,
+                 "write the model as a llama2.c .bin file and exit (to run a peer such as "
+                 "llama.cpp on the same weights: see bench/compare_llamacpp.sh)");
   CLI11_PARSE(app, argc, argv);
   try {
     if (threads < 0) throw Error("--threads must be >= 0");
     if (threads > 0) omp_set_num_threads(threads);
     const int nth = omp_get_max_threads();
+    const Model model =
+        model_path.empty() ? make_synthetic_model(synthetic) : Model::load(model_path);
+    if (!save_path.empty()) {
+      model.save(save_path);
+      std::printf("wrote %s (%s, %.1f MB)\n", save_path.c_str(), model.name().c_str(),
+                  double(Model::file_size_for(model.config())) / 1e6);
+      return 0;
+    }
     o.progress = [](const std::string& line) {
       std::fprintf(stderr, "[bench] %s\n", line.c_str());
     };
@@ -58,8 +70,6 @@ int main(int argc, char** argv) {
     }
     const double eigen = measure_gemm_flops(1024, nth, 3);
 
-    const Model model =
-        model_path.empty() ? make_synthetic_model(synthetic) : Model::load(model_path);
     const ModelConfig& c = model.config();
     std::printf("== bench_cpu_roofline: %s, %d threads\n", model.name().c_str(), nth);
     std::printf(

@@ -68,9 +68,11 @@ class Model {
   /// @brief Pointers to every tensor; valid as long as this Model is alive (moves keep them).
   const Weights& weights() const { return weights_; }
   /// @brief The linear weights packed for the CPU forward pass, built on the first call (every
-  /// matrix read once; about 0.3 s and the weights' size again in memory for stories110M,
-  /// nothing worth measuring for stories260K) and kept for the model's life. Thread-safe. A
-  /// first_layers_view() shares its base's packed weights.
+  /// matrix read once; about 0.3 s for stories110M, nothing worth measuring for stories260K)
+  /// and kept for the model's life. Thread-safe. A model loaded from a file then gives the
+  /// mapped pages of each packed matrix back to the kernel, so the weights are not held twice;
+  /// a synthetic (owned) model keeps both copies. A first_layers_view() shares its base's
+  /// packed weights.
   const CpuLinears& cpu_linears() const;
   /// @brief Where the model came from: a file path or "synthetic:NAME(seed=...)".
   const std::string& name() const { return name_; }

@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# InferLab and llama.cpp side by side on the same F32 weights, on this machine, in one run.
+#
+#   bench/compare_llamacpp.sh LLAMA_CPP_BIN [THREADS...]
+#
+# LLAMA_CPP_BIN is the bin/ folder of a llama.cpp CPU build holding llama-batched-bench and
+# llama-convert-llama2c-to-ggml (build them with
+#   cmake -B build -DGGML_NATIVE=ON -DLLAMA_CURL=OFF && cmake --build build -j --target \
+#     llama-batched-bench llama-convert-llama2c-to-ggml
+# from a llama.cpp source tree). THREADS defaults to "1 2".
+#
+# What it does:
+#   1. bench_cpu_roofline --save-model writes the synthetic stories110M-shape model (F32,
+#      438 MB) as a llama2.c .bin; llama.cpp's converter turns it into a GGUF (its output matrix
+#      is a copy of the shared embedding, so both read the same bytes per token);
+#   2. per thread count: llama-batched-bench at llama.cpp's defaults (F16 KV cache, flash
+#      attention when it applies; an F32 cache like InferLab's measured slower there): a prefill
+#      of 512 tokens (the median of 3 runs), then 64 decode steps of 1 and of 16 sequences; then
+#      bench_cpu_roofline on the same .bin (F32 KV cache);
+#   3. prints one table. Each line pairs runs taken minutes apart: run it twice on a shared
+#      machine before believing a difference under ~10 %.
+# Environment: INFERLAB_BUILD (default build), INFERLAB_MODELS or models/ for tokenizer.bin (the
+# converter copies the vocabulary from it), COMPARE_DIR (default /tmp/inferlab-vs-llamacpp).
+# Not run by CI or ctest: it needs a llama.cpp build, which this project never downloads.
+set -euo pipefail
+
+usage() {
+  sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//' >&2
+  exit 2
+}
+[[ $# -ge 1 ]] || usage
+llama=$1
+shift
+threads=("$@")
+[[ ${#threads[@]} -gt 0 ]] || threads=(1 2)
+for t in "${threads[@]}"; do
+  [[ $t =~ ^[1-9][0-9]*$ ]] || { echo "error: thread count '$t' is not a positive integer" >&2; exit 2; }
+done
+for tool in llama-batched-bench llama-convert-llama2c-to-ggml; do
+  [[ -x $llama/$tool ]] || { echo "error: $llama/$tool not found (see the usage: $0)" >&2; exit 2; }
+done
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${INFERLAB_BUILD:-$root/build}
+ours=$build/bin/bench_cpu_roofline
+[[ -x $ours ]] || { echo "error: $ours not found: build InferLab first (README)" >&2; exit 2; }
+models=${INFERLAB_MODELS:-$root/models}
+vocab=$models/tokenizer.bin
+[[ -f $vocab ]] || { echo "error: $vocab not found: set INFERLAB_MODELS (README)" >&2; exit 2; }
+dir=${COMPARE_DIR:-/tmp/inferlab-vs-llamacpp}
+mkdir -p "$dir"
+
+echo "[compare] writing the model" >&2
+"$ours" --synthetic stories110M --save-model "$dir/s110.bin" >&2
+"$llama/llama-convert-llama2c-to-ggml" --copy-vocab-from-model "$vocab" \
+  --llama2c-model "$dir/s110.bin" --llama2c-output-model "$dir/s110.gguf" > "$dir/convert.log" 2>&1 ||
+  { echo "error: the conversion failed, see $dir/convert.log" >&2; exit 1; }
+
+# llama-batched-bench's markdown table: S_PP t/s (prefill, its 6th column) or S_TG t/s (decode,
+# its 8th) of the row with B sequences.
+batched_ts() {  # file, B, column (6 or 8)
+  awk -F'|' -v b="$2" -v c="$3" '$4 + 0 == b && $2 ~ /[0-9]/ {
+    v = $(c + 1); gsub(/ /, "", v); printf "%.1f", v }' "$1"
+}
+median3() { printf '%s\n' "$@" | sort -g | sed -n 2p; }
+# bench_cpu_roofline's output.
+our_decode() { awk '/^decode  B=1:/ { print $3 }' "$1"; }
+our_prefill() { awk '/^prefill / { print $3 }' "$1"; }
+our_batch() { awk -v b="$2" '$1 == b && NF == 7 { print $2 }' "$1"; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }'; }
+
+# The prompt of 512 goes through as one batch.
+common=(-m "$dir/s110.gguf" -c 2048 -b 512 -ub 512)
+rows=()
+for t in "${threads[@]}"; do
+  pp=()
+  for r in 1 2 3; do
+    echo "[compare] $t thread(s): llama-batched-bench, prefill $r of 3" >&2
+    "$llama/llama-batched-bench" "${common[@]}" -t "$t" -npp 512 -ntg 1 -npl 1 \
+      > "$dir/llama_prefill_t${t}_$r.md" 2> "$dir/llama_prefill_t${t}_$r.log"
+    pp+=("$(batched_ts "$dir/llama_prefill_t${t}_$r.md" 1 6)")
+  done
+  echo "[compare] $t thread(s): llama-batched-bench, decode of 1 and 16 sequences" >&2
+  "$llama/llama-batched-bench" "${common[@]}" -t "$t" -npp 16 -ntg 64 -npl 1,16 \
+    > "$dir/llama_decode_t$t.md" 2> "$dir/llama_decode_t$t.log"
+  echo "[compare] $t thread(s): bench_cpu_roofline" >&2
+  "$ours" --model "$dir/s110.bin" --threads "$t" --batches 1 16 --steps 16 \
+    > "$dir/inferlab_t$t.txt" 2> "$dir/inferlab_t$t.log"
+  lp=$(median3 "${pp[@]}")
+  l1=$(batched_ts "$dir/llama_decode_t$t.md" 1 8)
+  l16=$(batched_ts "$dir/llama_decode_t$t.md" 16 8)
+  op=$(our_prefill "$dir/inferlab_t$t.txt")
+  od=$(our_decode "$dir/inferlab_t$t.txt")
+  o1=$(our_batch "$dir/inferlab_t$t.txt" 1)
+  o16=$(our_batch "$dir/inferlab_t$t.txt" 16)
+  rows+=("| prefill 512 (tok/s) | $t | $op | $lp | $(ratio "$op" "$lp") |")
+  rows+=("| decode, 1 sequence (tok/s) | $t | $od | $l1 | $(ratio "$od" "$l1") |")
+  rows+=("| decode, 16 sequences (tok/s) | $t | $o16 | $l16 | $(ratio "$o16" "$l16") |")
+  rows+=("| 16 vs 1 sequence | $t | $(ratio "$o16" "$o1")x | $(ratio "$l16" "$l1")x | |")
+done
+
+echo "== InferLab vs llama.cpp: synthetic stories110M shape, F32 weights, ${threads[*]} thread(s)"
+echo "| workload | threads | InferLab | llama.cpp | ratio |"
+echo "|---|---|---|---|---|"
+printf '%s\n' "${rows[@]}"
+echo "(raw outputs in $dir)"
