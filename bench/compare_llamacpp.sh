@@ -17,7 +17,9 @@
 #      attention when it applies; an F32 cache like InferLab's measured slower there): a prefill
 #      of 512 tokens (the median of 3 runs), then 64 decode steps of 1 and of 16 sequences; then
 #      bench_cpu_roofline on the same .bin (F32 KV cache);
-#   3. prints one table. Each line pairs runs taken minutes apart: run it twice on a shared
+#   3. the same for the real stories260K (prefill of 128 tokens, 256 decode steps; 1 thread),
+#      when it and its tokenizer tok512.bin are found;
+#   4. prints one table. Each line pairs runs taken minutes apart: run it twice on a shared
 #      machine before believing a difference under ~10 %.
 # Environment: INFERLAB_BUILD (default build), INFERLAB_MODELS or models/ for tokenizer.bin (the
 # converter copies the vocabulary from it), COMPARE_DIR (default /tmp/inferlab-vs-llamacpp).
@@ -98,7 +100,36 @@ for t in "${threads[@]}"; do
   rows+=("| 16 vs 1 sequence | $t | $(ratio "$o16" "$o1")x | $(ratio "$l16" "$l1")x | |")
 done
 
-echo "== InferLab vs llama.cpp: synthetic stories110M shape, F32 weights, ${threads[*]} thread(s)"
+# The real stories260K (overhead-bound: 1 MB of weights), one thread, when it is there.
+small=$models/stories260K.bin
+small_vocab=$models/tok512.bin
+if [[ -f $small && -f $small_vocab ]]; then
+  "$llama/llama-convert-llama2c-to-ggml" --copy-vocab-from-model "$small_vocab" \
+    --llama2c-model "$small" --llama2c-output-model "$dir/s260k.gguf" > "$dir/convert_s260k.log" 2>&1 ||
+    { echo "error: the conversion failed, see $dir/convert_s260k.log" >&2; exit 1; }
+  pp=()
+  tg=()
+  for r in 1 2 3; do
+    echo "[compare] stories260K, 1 thread: llama-batched-bench $r of 3" >&2
+    "$llama/llama-batched-bench" -m "$dir/s260k.gguf" -c 512 -b 128 -ub 128 -t 1 -npp 128 \
+      -ntg 256 -npl 1 > "$dir/llama_s260k_$r.md" 2> "$dir/llama_s260k_$r.log"
+    pp+=("$(batched_ts "$dir/llama_s260k_$r.md" 1 6)")
+    tg+=("$(batched_ts "$dir/llama_s260k_$r.md" 1 8)")
+  done
+  echo "[compare] stories260K, 1 thread: bench_cpu_roofline" >&2
+  "$ours" --model "$small" --threads 1 --prompt-tokens 128 --batches 1 --steps 64 \
+    > "$dir/inferlab_s260k.txt" 2> "$dir/inferlab_s260k.log"
+  op=$(our_prefill "$dir/inferlab_s260k.txt")
+  od=$(our_decode "$dir/inferlab_s260k.txt")
+  lp=$(median3 "${pp[@]}")
+  ld=$(median3 "${tg[@]}")
+  rows+=("| stories260K prefill 128 (tok/s) | 1 | $op | $lp | $(ratio "$op" "$lp") |")
+  rows+=("| stories260K decode, 1 sequence (tok/s) | 1 | $od | $ld | $(ratio "$od" "$ld") |")
+else
+  echo "[compare] stories260K skipped: $small or $small_vocab not found" >&2
+fi
+
+echo "== InferLab vs llama.cpp: F32 weights; synthetic stories110M shape, and stories260K"
 echo "| workload | threads | InferLab | llama.cpp | ratio |"
 echo "|---|---|---|---|---|"
 printf '%s\n' "${rows[@]}"
