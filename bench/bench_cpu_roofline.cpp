@@ -48,9 +48,11 @@ int main(int argc, char** argv) {
     if (threads < 0) throw Error("--threads must be >= 0");
     if (threads > 0) omp_set_num_threads(threads);
     const int nth = omp_get_max_threads();
-    const Model model =
-        model_path.empty() ? make_synthetic_model(synthetic) : Model::load(model_path);
+    auto make_model = [&] {
+      return model_path.empty() ? make_synthetic_model(synthetic) : Model::load(model_path);
+    };
     if (!save_path.empty()) {
+      const Model model = make_model();
       model.save(save_path);
       std::printf("wrote %s (%s, %.1f MB)\n", save_path.c_str(), model.name().c_str(),
                   double(Model::file_size_for(model.config())) / 1e6);
@@ -69,6 +71,8 @@ int main(int argc, char** argv) {
       fma = std::max(fma, measure_fma_peak(nth, 3).flops);
     }
     const double eigen = measure_gemm_flops(1024, nth, 3);
+    // The model is built after the probes, so its memory does not change what they measure.
+    const Model model = make_model();
 
     const ModelConfig& c = model.config();
     std::printf("== bench_cpu_roofline: %s, %d threads\n", model.name().c_str(), nth);
