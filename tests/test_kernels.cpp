@@ -153,9 +153,12 @@ TEST_CASE("matmul_packed: every output is one multiply-add chain in increasing i
   // d: below, at and across the 16-row panels (partial last panels); n: shorter than, equal to
   // and longer than one 512-column step, and across 1024-column chunks (2048); T: partial token
   // groups, several token blocks (n = 2048 holds 60 tokens per block: 70 go as 36 + 34) and the
-  // parallel path. 1 and 2 threads.
-  const int shapes[][3] = {{1, 1, 1},    {3, 7, 5},    {6, 300, 16},   {13, 256, 33},
-                           {7, 600, 70}, {1, 768, 70}, {70, 2048, 37}, {40, 512, 520}};
+  // parallel path; one token in parallel too (decode: each thread walks its slice of panels two
+  // at a time, with and without a partial last panel; the shapes above of one token are too
+  // small to go parallel). 1 and 2 threads.
+  const int shapes[][3] = {{1, 1, 1},      {3, 7, 5},      {6, 300, 16},   {13, 256, 33},
+                           {7, 600, 70},   {1, 768, 70},   {70, 2048, 37}, {40, 512, 520},
+                           {1, 2048, 100}, {1, 1024, 1000}, {1, 640, 1024}};
   const int saved = omp_get_max_threads();
   for (int threads : {1, 2}) {
     omp_set_num_threads(threads);
