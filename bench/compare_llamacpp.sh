@@ -22,7 +22,8 @@
 #   4. prints one table. Each line pairs runs taken minutes apart: run it twice on a shared
 #      machine before believing a difference under ~10 %.
 # Environment: INFERLAB_BUILD (default build), INFERLAB_MODELS or models/ for tokenizer.bin (the
-# converter copies the vocabulary from it), COMPARE_DIR (default /tmp/inferlab-vs-llamacpp).
+# converter copies the vocabulary from it), COMPARE_DIR (default /tmp/inferlab-vs-llamacpp),
+# COMPARE_SYNTHETIC (the shape, default stories110M; any name --synthetic takes).
 # Not run by CI or ctest: it needs a llama.cpp build, which this project never downloads.
 set -euo pipefail
 
@@ -36,7 +37,8 @@ shift
 threads=("$@")
 [[ ${#threads[@]} -gt 0 ]] || threads=(1 2)
 for t in "${threads[@]}"; do
-  [[ $t =~ ^[1-9][0-9]*$ ]] || { echo "error: thread count '$t' is not a positive integer" >&2; exit 2; }
+  [[ $t =~ ^[1-9][0-9]*$ ]] ||
+    { echo "error: thread count '$t' is not a positive integer" >&2; exit 2; }
 done
 for tool in llama-batched-bench llama-convert-llama2c-to-ggml; do
   [[ -x $llama/$tool ]] || { echo "error: $llama/$tool not found (see the usage: $0)" >&2; exit 2; }
@@ -51,12 +53,6 @@ vocab=$models/tokenizer.bin
 dir=${COMPARE_DIR:-/tmp/inferlab-vs-llamacpp}
 mkdir -p "$dir"
 
-echo "[compare] writing the model" >&2
-"$ours" --synthetic stories110M --save-model "$dir/s110.bin" >&2
-"$llama/llama-convert-llama2c-to-ggml" --copy-vocab-from-model "$vocab" \
-  --llama2c-model "$dir/s110.bin" --llama2c-output-model "$dir/s110.gguf" > "$dir/convert.log" 2>&1 ||
-  { echo "error: the conversion failed, see $dir/convert.log" >&2; exit 1; }
-
 # llama-batched-bench's markdown table: S_PP t/s (prefill, its 6th column) or S_TG t/s (decode,
 # its 8th) of the row with B sequences.
 batched_ts() {  # file, B, column (6 or 8)
@@ -64,29 +60,42 @@ batched_ts() {  # file, B, column (6 or 8)
     v = $(c + 1); gsub(/ /, "", v); printf "%.1f", v }' "$1"
 }
 median3() { printf '%s\n' "$@" | sort -g | sed -n 2p; }
+# Runs a command with its output in FILE and its messages in FILE's .log; stops on a failure.
+run() {  # FILE, command...
+  local out=$1
+  shift
+  "$@" > "$out" 2> "${out%.*}.log" ||
+    { echo "error: $(basename "$1") failed, see ${out%.*}.log" >&2; exit 1; }
+}
 # bench_cpu_roofline's output.
 our_decode() { awk '/^decode  B=1:/ { print $3 }' "$1"; }
 our_prefill() { awk '/^prefill / { print $3 }' "$1"; }
 our_batch() { awk -v b="$2" '$1 == b && NF == 7 { print $2 }' "$1"; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }'; }
 
+shape=${COMPARE_SYNTHETIC:-stories110M}
+echo "[compare] writing the model ($shape)" >&2
+"$ours" --synthetic "$shape" --save-model "$dir/$shape.bin" >&2
+run "$dir/convert.txt" "$llama/llama-convert-llama2c-to-ggml" --copy-vocab-from-model "$vocab" \
+  --llama2c-model "$dir/$shape.bin" --llama2c-output-model "$dir/$shape.gguf"
+
 # The prompt of 512 goes through as one batch.
-common=(-m "$dir/s110.gguf" -c 2048 -b 512 -ub 512)
+common=(-m "$dir/$shape.gguf" -c 2048 -b 512 -ub 512)
 rows=()
 for t in "${threads[@]}"; do
   pp=()
   for r in 1 2 3; do
     echo "[compare] $t thread(s): llama-batched-bench, prefill $r of 3" >&2
-    "$llama/llama-batched-bench" "${common[@]}" -t "$t" -npp 512 -ntg 1 -npl 1 \
-      > "$dir/llama_prefill_t${t}_$r.md" 2> "$dir/llama_prefill_t${t}_$r.log"
+    run "$dir/llama_prefill_t${t}_$r.md" \
+      "$llama/llama-batched-bench" "${common[@]}" -t "$t" -npp 512 -ntg 1 -npl 1
     pp+=("$(batched_ts "$dir/llama_prefill_t${t}_$r.md" 1 6)")
   done
   echo "[compare] $t thread(s): llama-batched-bench, decode of 1 and 16 sequences" >&2
-  "$llama/llama-batched-bench" "${common[@]}" -t "$t" -npp 16 -ntg 64 -npl 1,16 \
-    > "$dir/llama_decode_t$t.md" 2> "$dir/llama_decode_t$t.log"
+  run "$dir/llama_decode_t$t.md" \
+    "$llama/llama-batched-bench" "${common[@]}" -t "$t" -npp 16 -ntg 64 -npl 1,16
   echo "[compare] $t thread(s): bench_cpu_roofline" >&2
-  "$ours" --model "$dir/s110.bin" --threads "$t" --batches 1 16 --steps 16 \
-    > "$dir/inferlab_t$t.txt" 2> "$dir/inferlab_t$t.log"
+  run "$dir/inferlab_t$t.txt" \
+    "$ours" --model "$dir/$shape.bin" --threads "$t" --batches 1 16 --steps 16
   lp=$(median3 "${pp[@]}")
   l1=$(batched_ts "$dir/llama_decode_t$t.md" 1 8)
   l16=$(batched_ts "$dir/llama_decode_t$t.md" 16 8)
@@ -104,21 +113,21 @@ done
 small=$models/stories260K.bin
 small_vocab=$models/tok512.bin
 if [[ -f $small && -f $small_vocab ]]; then
-  "$llama/llama-convert-llama2c-to-ggml" --copy-vocab-from-model "$small_vocab" \
-    --llama2c-model "$small" --llama2c-output-model "$dir/s260k.gguf" > "$dir/convert_s260k.log" 2>&1 ||
-    { echo "error: the conversion failed, see $dir/convert_s260k.log" >&2; exit 1; }
+  run "$dir/convert_s260k.txt" "$llama/llama-convert-llama2c-to-ggml" \
+    --copy-vocab-from-model "$small_vocab" --llama2c-model "$small" \
+    --llama2c-output-model "$dir/s260k.gguf"
   pp=()
   tg=()
   for r in 1 2 3; do
     echo "[compare] stories260K, 1 thread: llama-batched-bench $r of 3" >&2
-    "$llama/llama-batched-bench" -m "$dir/s260k.gguf" -c 512 -b 128 -ub 128 -t 1 -npp 128 \
-      -ntg 256 -npl 1 > "$dir/llama_s260k_$r.md" 2> "$dir/llama_s260k_$r.log"
+    run "$dir/llama_s260k_$r.md" "$llama/llama-batched-bench" -m "$dir/s260k.gguf" -c 512 \
+      -b 128 -ub 128 -t 1 -npp 128 -ntg 256 -npl 1
     pp+=("$(batched_ts "$dir/llama_s260k_$r.md" 1 6)")
     tg+=("$(batched_ts "$dir/llama_s260k_$r.md" 1 8)")
   done
   echo "[compare] stories260K, 1 thread: bench_cpu_roofline" >&2
-  "$ours" --model "$small" --threads 1 --prompt-tokens 128 --batches 1 --steps 64 \
-    > "$dir/inferlab_s260k.txt" 2> "$dir/inferlab_s260k.log"
+  run "$dir/inferlab_s260k.txt" \
+    "$ours" --model "$small" --threads 1 --prompt-tokens 128 --batches 1 --steps 64
   op=$(our_prefill "$dir/inferlab_s260k.txt")
   od=$(our_decode "$dir/inferlab_s260k.txt")
   lp=$(median3 "${pp[@]}")
@@ -129,7 +138,7 @@ else
   echo "[compare] stories260K skipped: $small or $small_vocab not found" >&2
 fi
 
-echo "== InferLab vs llama.cpp: F32 weights; synthetic stories110M shape, and stories260K"
+echo "== InferLab vs llama.cpp: F32 weights; synthetic $shape shape, and stories260K"
 echo "| workload | threads | InferLab | llama.cpp | ratio |"
 echo "|---|---|---|---|---|"
 printf '%s\n' "${rows[@]}"

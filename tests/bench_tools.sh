@@ -2,7 +2,7 @@
 # The benchmarks' own plumbing (issue 11): bench_cpu_roofline --save-model writes the model it
 # would measure as a llama2.c file that loads back to the same bytes, and refuses a path it
 # cannot write; bench/compare_llamacpp.sh refuses a missing llama.cpp build or a bad thread
-# count with a clear message (exit 2). Plain bash.
+# count with a clear message (exit 2), and stops with the tool's name when one fails. Plain bash.
 set -u
 bin=$1
 root=$2
@@ -16,16 +16,19 @@ check() {  # description, command...
 }
 
 "$bin/bench_cpu_roofline" --synthetic stories260K --save-model "$tmp/a.bin" > "$tmp/out.txt"
-check "--save-model exits 0 and names the file" grep -q "wrote $tmp/a.bin (synthetic:stories260K" "$tmp/out.txt"
+check "--save-model exits 0 and names the file" \
+  grep -q "wrote $tmp/a.bin (synthetic:stories260K" "$tmp/out.txt"
 # stories260K in llama2.c's layout: 7 header ints, the embedding (512 x 64), 5 layers of
 # 64 + 64x64 + 2 x 32x64 + 64x64 + 64 + 3 x 172x64 floats, the final norm (64), and the RoPE
 # tables (512 positions x 4 x 2); the classifier is the embedding.
 floats=$((512 * 64 + 5 * (64 + 4096 + 2 * 2048 + 4096 + 64 + 3 * 11008) + 64 + 512 * 4 * 2))
-check "the file has the legacy format's size" test "$(stat -c %s "$tmp/a.bin")" -eq $((7 * 4 + floats * 4))
+check "the file has the legacy format's size" \
+  test "$(stat -c %s "$tmp/a.bin")" -eq $((7 * 4 + floats * 4))
 "$bin/bench_cpu_roofline" --model "$tmp/a.bin" --save-model "$tmp/b.bin" > /dev/null
 check "loading and saving again gives the same bytes" cmp -s "$tmp/a.bin" "$tmp/b.bin"
 "$bin/bench_cpu_roofline" --synthetic stories15M --save-model "$tmp/c.bin" > /dev/null 2>&1
-check "another shape is another file" test "$(stat -c %s "$tmp/c.bin")" -gt "$(stat -c %s "$tmp/a.bin")"
+check "another shape is another file" \
+  test "$(stat -c %s "$tmp/c.bin")" -gt "$(stat -c %s "$tmp/a.bin")"
 "$bin/bench_cpu_roofline" --synthetic stories260K --save-model "$tmp/no/such/dir/x.bin" \
   > /dev/null 2> "$tmp/err.txt"
 rc=$?
@@ -41,4 +44,17 @@ check "a folder without llama.cpp's tools is refused (exit 2)" test $? -eq 2
 check "... naming the missing tool" grep -q "llama-batched-bench not found" "$tmp/err.txt"
 bash "$cmp_script" "$tmp" 0 > /dev/null 2> "$tmp/err.txt"
 check "a thread count of 0 is refused (exit 2)" test $? -eq 2
+# A llama.cpp tool that fails stops the script with its name and its log, not a silent exit.
+mkdir -p "$tmp/fake" "$tmp/models"
+: > "$tmp/models/tokenizer.bin"
+printf '#!/bin/sh\nexit 0\n' > "$tmp/fake/llama-convert-llama2c-to-ggml"
+printf '#!/bin/sh\necho "fake failure" >&2\nexit 3\n' > "$tmp/fake/llama-batched-bench"
+chmod +x "$tmp/fake/"*
+INFERLAB_BUILD=$(dirname "$bin") INFERLAB_MODELS=$tmp/models COMPARE_DIR=$tmp/cmp \
+  COMPARE_SYNTHETIC=stories260K bash "$cmp_script" "$tmp/fake" 1 > /dev/null 2> "$tmp/err.txt"
+check "a failing llama.cpp tool stops the script (exit 1)" test $? -eq 1
+check "... naming the tool and its log" \
+  grep -q "error: llama-batched-bench failed, see $tmp/cmp/llama_prefill_t1_1.log" "$tmp/err.txt"
+check "... which holds the tool's message" grep -q "fake failure" "$tmp/cmp/llama_prefill_t1_1.log"
+check "... after the model was written in the chosen shape" test -s "$tmp/cmp/stories260K.bin"
 exit $fail
