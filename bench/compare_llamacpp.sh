@@ -15,8 +15,8 @@
 #      is a copy of the shared embedding, so both read the same bytes per token);
 #   2. per thread count: llama-batched-bench at llama.cpp's defaults (F16 KV cache, flash
 #      attention when it applies; an F32 cache like InferLab's measured slower there): a prefill
-#      of 512 tokens (the median of 3 runs), then 64 decode steps of 1 and of 16 sequences; then
-#      bench_cpu_roofline on the same .bin (F32 KV cache);
+#      of 512 tokens, then 64 decode steps of 1 and of 16 sequences, each the median of 3 runs;
+#      then bench_cpu_roofline on the same .bin (F32 KV cache; medians of its repetitions);
 #   3. the same for the real stories260K (prefill of 128 tokens, 256 decode steps; 1 thread),
 #      when it and its tokenizer tok512.bin are found;
 #   4. prints one table. Each line pairs runs taken minutes apart: run it twice on a shared
@@ -67,6 +67,21 @@ run() {  # FILE, command...
   "$@" > "$out" 2> "${out%.*}.log" ||
     { echo "error: $(basename "$1") failed, see ${out%.*}.log" >&2; exit 1; }
 }
+# llama-batched-bench three times, into PREFIX_1.md .. PREFIX_3.md (a single run of it is
+# as noisy as any other on a shared machine).
+llama_runs() {  # PREFIX, llama-batched-bench arguments...
+  local prefix=$1
+  shift
+  for r in 1 2 3; do
+    echo "[compare] llama-batched-bench: $(basename "$prefix"), run $r of 3" >&2
+    run "${prefix}_$r.md" "$llama/llama-batched-bench" "$@"
+  done
+}
+# The median over those three runs of one figure (see batched_ts).
+llama_median() {  # PREFIX, B, column
+  median3 "$(batched_ts "${1}_1.md" "$2" "$3")" "$(batched_ts "${1}_2.md" "$2" "$3")" \
+    "$(batched_ts "${1}_3.md" "$2" "$3")"
+}
 # bench_cpu_roofline's output.
 our_decode() { awk '/^decode  B=1:/ { print $3 }' "$1"; }
 our_prefill() { awk '/^prefill / { print $3 }' "$1"; }
@@ -83,22 +98,14 @@ run "$dir/convert.txt" "$llama/llama-convert-llama2c-to-ggml" --copy-vocab-from-
 common=(-m "$dir/$shape.gguf" -c 2048 -b 512 -ub 512)
 rows=()
 for t in "${threads[@]}"; do
-  pp=()
-  for r in 1 2 3; do
-    echo "[compare] $t thread(s): llama-batched-bench, prefill $r of 3" >&2
-    run "$dir/llama_prefill_t${t}_$r.md" \
-      "$llama/llama-batched-bench" "${common[@]}" -t "$t" -npp 512 -ntg 1 -npl 1
-    pp+=("$(batched_ts "$dir/llama_prefill_t${t}_$r.md" 1 6)")
-  done
-  echo "[compare] $t thread(s): llama-batched-bench, decode of 1 and 16 sequences" >&2
-  run "$dir/llama_decode_t$t.md" \
-    "$llama/llama-batched-bench" "${common[@]}" -t "$t" -npp 16 -ntg 64 -npl 1,16
+  llama_runs "$dir/llama_prefill_t$t" "${common[@]}" -t "$t" -npp 512 -ntg 1 -npl 1
+  llama_runs "$dir/llama_decode_t$t" "${common[@]}" -t "$t" -npp 16 -ntg 64 -npl 1,16
   echo "[compare] $t thread(s): bench_cpu_roofline" >&2
   run "$dir/inferlab_t$t.txt" \
     "$ours" --model "$dir/$shape.bin" --threads "$t" --batches 1 16 --steps 16
-  lp=$(median3 "${pp[@]}")
-  l1=$(batched_ts "$dir/llama_decode_t$t.md" 1 8)
-  l16=$(batched_ts "$dir/llama_decode_t$t.md" 16 8)
+  lp=$(llama_median "$dir/llama_prefill_t$t" 1 6)
+  l1=$(llama_median "$dir/llama_decode_t$t" 1 8)
+  l16=$(llama_median "$dir/llama_decode_t$t" 16 8)
   op=$(our_prefill "$dir/inferlab_t$t.txt")
   od=$(our_decode "$dir/inferlab_t$t.txt")
   o1=$(our_batch "$dir/inferlab_t$t.txt" 1)
@@ -116,22 +123,15 @@ if [[ -f $small && -f $small_vocab ]]; then
   run "$dir/convert_s260k.txt" "$llama/llama-convert-llama2c-to-ggml" \
     --copy-vocab-from-model "$small_vocab" --llama2c-model "$small" \
     --llama2c-output-model "$dir/s260k.gguf"
-  pp=()
-  tg=()
-  for r in 1 2 3; do
-    echo "[compare] stories260K, 1 thread: llama-batched-bench $r of 3" >&2
-    run "$dir/llama_s260k_$r.md" "$llama/llama-batched-bench" -m "$dir/s260k.gguf" -c 512 \
-      -b 128 -ub 128 -t 1 -npp 128 -ntg 256 -npl 1
-    pp+=("$(batched_ts "$dir/llama_s260k_$r.md" 1 6)")
-    tg+=("$(batched_ts "$dir/llama_s260k_$r.md" 1 8)")
-  done
+  llama_runs "$dir/llama_s260k" -m "$dir/s260k.gguf" -c 512 -b 128 -ub 128 -t 1 -npp 128 \
+    -ntg 256 -npl 1
   echo "[compare] stories260K, 1 thread: bench_cpu_roofline" >&2
   run "$dir/inferlab_s260k.txt" \
     "$ours" --model "$small" --threads 1 --prompt-tokens 128 --batches 1 --steps 64
   op=$(our_prefill "$dir/inferlab_s260k.txt")
   od=$(our_decode "$dir/inferlab_s260k.txt")
-  lp=$(median3 "${pp[@]}")
-  ld=$(median3 "${tg[@]}")
+  lp=$(llama_median "$dir/llama_s260k" 1 6)
+  ld=$(llama_median "$dir/llama_s260k" 1 8)
   rows+=("| stories260K prefill 128 (tok/s) | 1 | $op | $lp | $(ratio "$op" "$lp") |")
   rows+=("| stories260K decode, 1 sequence (tok/s) | 1 | $od | $ld | $(ratio "$od" "$ld") |")
 else

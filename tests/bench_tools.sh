@@ -27,13 +27,17 @@ check "the file has the legacy format's size" \
 "$bin/bench_cpu_roofline" --model "$tmp/a.bin" --save-model "$tmp/b.bin" > /dev/null
 check "loading and saving again gives the same bytes" cmp -s "$tmp/a.bin" "$tmp/b.bin"
 "$bin/bench_cpu_roofline" --synthetic stories15M --save-model "$tmp/c.bin" > /dev/null 2>&1
-check "another shape is another file" \
-  test "$(stat -c %s "$tmp/c.bin")" -gt "$(stat -c %s "$tmp/a.bin")"
+# stories15M: embedding 32000 x 288, 6 layers of 288 + 4 x 288x288 + 288 + 3 x 768x288, the
+# final norm, RoPE tables of 256 positions x 24 x 2.
+floats=$((32000 * 288 + 6 * (288 + 4 * 82944 + 288 + 3 * 221184) + 288 + 256 * 24 * 2))
+check "--synthetic picks the shape written (stories15M's size)" \
+  test "$(stat -c %s "$tmp/c.bin")" -eq $((7 * 4 + floats * 4))
 "$bin/bench_cpu_roofline" --synthetic stories260K --save-model "$tmp/no/such/dir/x.bin" \
   > /dev/null 2> "$tmp/err.txt"
 rc=$?
 check "an unwritable path fails (exit 1)" test "$rc" -eq 1
-check "... and says which path" grep -q "cannot write model '$tmp/no/such/dir/x.bin'" "$tmp/err.txt"
+check "... and says which path" \
+  grep -q "cannot write model '$tmp/no/such/dir/x.bin'" "$tmp/err.txt"
 
 cmp_script=$root/bench/compare_llamacpp.sh
 bash "$cmp_script" > /dev/null 2> "$tmp/err.txt"
@@ -44,6 +48,7 @@ check "a folder without llama.cpp's tools is refused (exit 2)" test $? -eq 2
 check "... naming the missing tool" grep -q "llama-batched-bench not found" "$tmp/err.txt"
 bash "$cmp_script" "$tmp" 0 > /dev/null 2> "$tmp/err.txt"
 check "a thread count of 0 is refused (exit 2)" test $? -eq 2
+check "... saying why" grep -q "thread count '0' is not a positive integer" "$tmp/err.txt"
 # A llama.cpp tool that fails stops the script with its name and its log, not a silent exit.
 mkdir -p "$tmp/fake" "$tmp/models"
 : > "$tmp/models/tokenizer.bin"
