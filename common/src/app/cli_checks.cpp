@@ -1,6 +1,8 @@
 // The command-line side of the checks every binary's entry point shares.
 #include "inferlab/app/cli_checks.hpp"
 
+#include "inferlab/base/error.hpp"
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -11,6 +13,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <new>
 
 #include <fmt/format.h>
@@ -98,6 +101,34 @@ CLI::Validator unsigned_64() {
       "UINT64");
 }
 
+namespace {
+std::map<std::string, std::string>& parameter_flags() {
+  static std::map<std::string, std::string> table;
+  return table;
+}
+}  // namespace
+
+void set_parameter_flag(const std::string& parameter, const std::string& flag) {
+  parameter_flags()[parameter] = flag;
+}
+
+std::string flag_for_parameter(const CLI::App* app, const std::string& parameter) {
+  std::string flag = "--" + parameter;
+  std::replace(flag.begin(), flag.end(), '_', '-');
+  const bool declared = app != nullptr && app->get_option_no_throw(flag) != nullptr;
+  if (!declared) {
+    const auto it = parameter_flags().find(parameter);
+    if (it != parameter_flags().end()) return it->second;
+  }
+  return flag;
+}
+
+std::string flag_error_message(const CLI::App* app, const std::exception& e) {
+  if (const auto* p = dynamic_cast<const ParameterError*>(&e))
+    return one_line(flag_for_parameter(app, p->parameter()) + " " + p->problem());
+  return one_line(e.what());
+}
+
 int run_main(CLI::App& app, int argc, char** argv, const std::function<int()>& body) {
   std::signal(SIGXFSZ, SIG_IGN);
   try {
@@ -114,7 +145,7 @@ int run_main(CLI::App& app, int argc, char** argv, const std::function<int()>& b
   } catch (const std::bad_alloc&) {
     failure = "out of memory: an allocation failed (std::bad_alloc)";
   } catch (const std::exception& e) {
-    message = one_line(e.what());
+    message = flag_error_message(&app, e);
   } catch (...) {
     failure = "an unknown exception";
   }

@@ -4,6 +4,7 @@
 /// for numeric flags (NaN and infinity refused, 64-bit seeds read in full, ranges named in the
 /// error) and the guard every `main` runs its body in.
 
+#include <exception>
 #include <functional>
 #include <string>
 
@@ -29,11 +30,25 @@ CLI::Validator finite_in(double lo, double hi, bool lo_open = false, bool hi_ope
 /// refused instead of wrapping to 2^64 - 1, and anything above 18446744073709551615 too.
 CLI::Validator unsigned_64();
 
+/// @brief The flag that sets core parameter @p parameter: `--` and the name with `-` for `_`
+/// (`block_size` is `--block-size`), unless @p app declares no such flag and one of its flags
+/// names the parameter in its `parameter_flags` table (set_parameter_flag()).
+std::string flag_for_parameter(const CLI::App* app, const std::string& parameter);
+
+/// @brief Records that core parameter @p parameter is set by @p flag on this binary, for the
+/// few whose flag is not their kebab-case name (`max_n` set by `--ngram`).
+void set_parameter_flag(const std::string& parameter, const std::string& flag);
+
+/// @brief The one line run_main() prints for @p e: a ParameterError as its flag
+/// (`--block-size 0: must be >= 1`), any other exception as its message.
+std::string flag_error_message(const CLI::App* app, const std::exception& e);
+
 /// @brief The `main` of every binary: parses @p argv with @p app, then runs @p body. A usage
 /// error is one line `error: ...` and exit code 2; any exception @p body throws (the project's,
 /// std::bad_alloc, any std::exception, anything else) is one line `error: ...` on stderr and
 /// exit code 1, never a signal. It also ignores SIGXFSZ, so a write beyond the file-size
-/// limit fails (and is reported) instead of killing the process.
+/// limit fails (and is reported) instead of killing the process. A ParameterError is printed
+/// with the flag that sets the parameter (flag_error_message()).
 /// @return the exit code
 int run_main(CLI::App& app, int argc, char** argv, const std::function<int()>& body);
 
