@@ -3,7 +3,7 @@
 /// @brief A Llama-2-architecture model: its configuration and its weights, loaded from the
 /// llama2.c legacy (version 0) checkpoint format, or generated synthetically.
 ///
-/// ModelConfig and Weights, the model's description, live in inferlab/kernels/model_config.hpp
+/// ModelConfig and Weights, the model's description, live in inferlab/model/model_config.hpp
 /// (with the dimension letters used in shape comments), so that the CUDA forward pass takes the
 /// very same structs as the CPU one.
 
@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "inferlab/kernels/matmul.hpp"
-#include "inferlab/kernels/model_config.hpp"
+#include "inferlab/model/model_config.hpp"
 
 namespace inferlab {
 

@@ -6,12 +6,12 @@
 ///
 /// Plain C++ header (no CUDA types): the implementation lives behind a pointer. It takes the
 /// model's description as the CPU side holds it (inferlab::ModelConfig and inferlab::Weights,
-/// kernels/model_config.hpp), so nothing is copied field by field.
+/// model/model_config.hpp), so nothing is copied field by field.
 
 #include <cstddef>
 #include <memory>
 
-#include "inferlab/kernels/model_config.hpp"
+#include "inferlab/model/model_config.hpp"
 
 namespace inferlab::cuda {
 
