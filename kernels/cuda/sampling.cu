@@ -5,7 +5,7 @@
 //               largest value, then a block-wide (value, index) reduction: warp shuffles, then
 //               one warp over the per-warp winners. Ties go to the lower index at every step.
 //
-// Greedy decoding on the CUDA runner takes its token here (CudaTransformer::
+// Greedy decoding on the CUDA runner takes its token here (CudaForwardPass::
 // forward_batch_greedy). Sampling with a temperature stays on the host, where the Sampler
 // applies penalties, top-k, min-p and top-p in one documented order.
 #include "common.cuh"

@@ -1,17 +1,16 @@
 // The CUDA model runner: weights resident on the GPU, KV pools in device memory, one batched
-// step per call (CudaTransformer::forward_batch), logits copied back for host sampling.
-// Built into the CUDA backend module (libinferlab_cuda_backend.so), which exports only the C
-// functions of runtime/cuda_backend.hpp at the end of this file.
+// step per call (CudaForwardPass::forward_batch, forward_cuda.cu), logits copied back for host
+// sampling. Built into the CUDA backend module (libinferlab_cuda_backend.so), which exports
+// only the C functions of runtime/cuda_backend.hpp at the end of this file.
 #include <cstdio>
 
 #include <fmt/format.h>
 
+#include "forward_cuda.hpp"
+#include "inferlab/base/error.hpp"
 #include "inferlab/kernels/cuda/device.hpp"
 #include "inferlab/runtime/cuda_backend.hpp"
 #include "inferlab/runtime/runner.hpp"
-
-#include "inferlab/base/error.hpp"
-#include "inferlab/kernels/cuda/transformer.hpp"
 
 namespace inferlab {
 
@@ -115,12 +114,28 @@ class CudaRunner final : public ModelRunner {
             "verification runs on the CPU)");
       auto* p = dynamic_cast<DeviceKVPool*>(&e.cache->pool());
       if (p == nullptr) throw Error("forward: the CUDA runner needs KV pools it made itself");
+      if (p->config().n_layers != config().n_layers || p->config().kv_dim() != config().kv_dim())
+        throw Error("forward: the KV pool is for another model");
       if (pool != nullptr && p != pool)
         throw Error("forward: the CUDA runner runs a batch over one KV pool at a time");
       pool = p;
       if (e.cache->length() != e.start_pos) {
         throw Error(fmt::format("forward: cache holds {} positions but start_pos is {}",
                                 e.cache->length(), e.start_pos));
+      }
+      const int n = static_cast<int>(e.tokens.size());
+      if (n == 0) throw Error("forward: no tokens");
+      // The attention workspace is sized for positions below seq_len.
+      const long end = long(e.start_pos) + n;
+      if (end > e.cache->capacity() || end > config().seq_len) {
+        throw Error(fmt::format(
+            "forward: positions {}..{} exceed the entry's {} positions or the context of {} "
+            "tokens",
+            e.start_pos, end - 1, e.cache->capacity(), config().seq_len));
+      }
+      for (int tok : e.tokens) {
+        if (tok < 0 || tok >= config().vocab_size)
+          throw Error(fmt::format("forward: token id {} outside [0, {})", tok, config().vocab_size));
       }
       const auto& blocks = e.cache->blocks();
       entries_.push_back({e.tokens.data(), static_cast<int>(e.tokens.size()), e.start_pos,
@@ -140,7 +155,7 @@ class CudaRunner final : public ModelRunner {
       e.cache->set_length(e.start_pos + static_cast<int>(e.tokens.size()));
   }
 
-  cuda::CudaTransformer gpu_;
+  cuda::CudaForwardPass gpu_;
   std::vector<cuda::CudaBatchEntry> entries_;
   std::size_t rows_ = 0;  // logits rows of the step being run
 };

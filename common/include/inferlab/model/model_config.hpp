@@ -2,8 +2,8 @@
 /// @file model_config.hpp
 /// @brief The description of a Llama-2-architecture model that both forward passes take: its
 /// hyper-parameters (ModelConfig) and pointers to its weights (Weights). The CPU pass
-/// (inferlab::ForwardPass) and the CUDA one (inferlab::cuda::CudaTransformer) read the same
-/// structs, so a new field is added once. Plain C++ (no Eigen, no fmt): nvcc compiles it too.
+/// (inferlab::ForwardPass) and the CUDA one (inferlab::cuda::CudaForwardPass) read the same
+/// structs, so a new field is added once. Plain C++17 (no Eigen, no fmt): nvcc compiles it too.
 ///
 /// Dimension letters used in shape comments throughout InferLab:
 ///  - `L` layers, `D` model dim, `H` hidden (FFN) dim, `V` vocabulary size,
@@ -33,7 +33,7 @@ struct ModelConfig {
   int kv_dim() const { return n_kv_heads * head_size(); }  ///< KV
   int kv_group() const { return n_heads / n_kv_heads; }    ///< query heads per KV head
   // The three functions below are defined in common/src/model/model.cpp, next to the checkpoint
-  // layout they count; the kernels only read the fields.
+  // layout they count.
   /// @brief Number of float32 parameters the model holds (embedding counted once if shared).
   std::size_t n_params() const;
   /// @brief Bytes of weights one token's forward pass reads (every matrix once, the embedding

@@ -1,13 +1,15 @@
-// The forward pass on the GPU against the CPU one, on the golden greedy prompts.
+// The forward pass on the GPU (the CUDA runner over one contiguous cache per sequence) against
+// the CPU one, on the golden greedy prompts.
 #include <algorithm>
 #include <fstream>
 
 #include <nlohmann/json.hpp>
 
 #include "gpu_test_support.hpp"
-#include "inferlab/runtime/forward.hpp"
-#include "inferlab/kernels/cuda/transformer.hpp"
+#include "inferlab/base/error.hpp"
 #include "inferlab/model/model.hpp"
+#include "inferlab/runtime/forward.hpp"
+#include "inferlab/runtime/runner.hpp"
 
 using namespace inferlab;
 
@@ -44,9 +46,9 @@ TEST_CASE("CUDA forward matches the CPU logits and greedy tokens on the golden p
   const auto golden = nlohmann::json::parse(in);
   REQUIRE(golden["cases"].size() >= 6);
   const int V = model.config().vocab_size;
-  cuda::CudaTransformer gpu(model.config(), model.weights());
+  const auto gpu = make_runner(model, Device::cuda);
   ForwardPass cpu(model);
-  std::vector<float> cpu_logits, gpu_logits(V);
+  std::vector<float> cpu_logits, gpu_logits;
   int near_ties = 0, compared = 0;
 
   for (const auto& c : golden["cases"]) {
@@ -58,12 +60,13 @@ TEST_CASE("CUDA forward matches the CPU logits and greedy tokens on the golden p
     // 1. Token by token (the decode shape), teacher-forced with the golden sequence so that
     //    both devices see the same inputs. Record where the CPU's choice is a near-tie.
     KVCache cache(model.config());
-    gpu.reset();
+    KVCache gpu_cache = make_cache(*gpu);
     std::vector<bool> near_tie(tokens.size(), false);
     for (std::size_t pos = 0; pos + 1 < tokens.size(); ++pos) {
       cpu.forward(std::span<const int>(&tokens[pos], 1), int(pos), cache, LogitsMode::last,
                   cpu_logits);
-      gpu.forward(&tokens[pos], 1, int(pos), false, gpu_logits.data());
+      run_sequence(*gpu, std::span<const int>(&tokens[pos], 1), int(pos), gpu_cache,
+                   LogitsMode::last, gpu_logits);
       const auto rep = test::all_close(gpu_logits, cpu_logits, V, kLogitTol, 0.0);
       INFO("position " << pos << ": max abs logit error " << rep.max_abs_err);
       REQUIRE(rep.ok);
@@ -75,16 +78,17 @@ TEST_CASE("CUDA forward matches the CPU logits and greedy tokens on the golden p
         ++near_ties;
       }
     }
-    CHECK(gpu.length() == int(tokens.size()) - 1);
+    CHECK(gpu_cache.length() == int(tokens.size()) - 1);
 
     // 2. One prefill call over the whole sequence with every row of logits (the T > 1 path:
     //    matrix-matrix products, causal attention inside the call).
     const int T = int(tokens.size()) - 1;
     KVCache cache_all(model.config());
     cpu.forward(std::span<const int>(tokens.data(), T), 0, cache_all, LogitsMode::all, cpu_logits);
-    std::vector<float> all(std::size_t(T) * V);
-    gpu.reset();
-    gpu.forward(tokens.data(), T, 0, true, all.data());
+    std::vector<float> all;
+    KVCache gpu_cache_all = make_cache(*gpu);
+    run_sequence(*gpu, std::span<const int>(tokens.data(), T), 0, gpu_cache_all, LogitsMode::all,
+                 all);
     const auto rep = test::all_close(all, cpu_logits, long(all.size()), kLogitTol, 0.0);
     INFO("prefill of " << T << " tokens: max abs logit error " << rep.max_abs_err);
     REQUIRE(rep.ok);
@@ -92,52 +96,60 @@ TEST_CASE("CUDA forward matches the CPU logits and greedy tokens on the golden p
     // 3. Greedy generation with the argmax on the device: prefill the prompt in one call, then
     //    decode. It must reproduce the golden tokens up to the first near-tie (after which
     //    a different but equally valid continuation is allowed).
-    gpu.reset();
-    std::vector<int> seq = prompt;
-    int next = gpu.forward_greedy(seq.data(), int(seq.size()), 0);
+    KVCache gpu_cache_greedy = make_cache(*gpu);
+    std::vector<int> seq = prompt, next;
+    auto greedy_step = [&](std::span<const int> chunk, int start_pos) {
+      const BatchEntry entry{chunk, start_pos, &gpu_cache_greedy};
+      gpu->step_greedy(std::span<const BatchEntry>(&entry, 1), next);
+    };
+    greedy_step(seq, 0);
     while (seq.size() < tokens.size()) {
       const std::size_t pos = seq.size() - 1;  // the position whose logits chose `next`
       if (near_tie[pos]) break;
       INFO("generated position " << seq.size());
-      REQUIRE(next == tokens[seq.size()]);
-      seq.push_back(next);
+      REQUIRE(next[0] == tokens[seq.size()]);
+      seq.push_back(next[0]);
       if (seq.size() == tokens.size()) break;
-      next = gpu.forward_greedy(&seq.back(), 1, int(seq.size()) - 1);
+      greedy_step(std::span<const int>(&seq.back(), 1), int(seq.size()) - 1);
     }
   }
   INFO(compared << " positions compared, " << near_ties << " near-ties");
   CHECK(near_ties * 10 <= compared);
 }
 
-TEST_CASE("CudaTransformer rejects bad calls and leaves its cache unchanged",
-          "[gpu][transformer]") {
+TEST_CASE("CUDA runner rejects bad steps and leaves the cache unchanged", "[gpu][runner]") {
   test::require_gpu();
   SyntheticOptions opt;
   opt.seq_len = 16;
   const Model model = make_synthetic_model("stories260K", opt);
-  cuda::CudaTransformer gpu(model.config(), model.weights());
-  std::vector<float> logits(std::size_t(17) * model.config().vocab_size);
+  const auto gpu = make_runner(model, Device::cuda);
+  KVCache cache = make_cache(*gpu);
+  std::vector<float> logits;
   const std::vector<int> bad = {1, 512}, neg = {-1}, one = {1}, long_seq(17, 5);
-  REQUIRE_THROWS_AS(gpu.forward(one.data(), 0, 0, false, logits.data()), std::invalid_argument);
-  REQUIRE_THROWS_WITH(gpu.forward(bad.data(), 2, 0, false, logits.data()),
-                      Catch::Contains("token id 512"));
-  REQUIRE_THROWS_WITH(gpu.forward(neg.data(), 1, 0, false, logits.data()),
-                      Catch::Contains("token id -1"));
-  REQUIRE_THROWS_WITH(gpu.forward(one.data(), 1, 3, false, logits.data()),
-                      Catch::Contains("start_pos is 3"));
-  REQUIRE_THROWS_WITH(gpu.forward(long_seq.data(), 17, 0, false, logits.data()),
-                      Catch::Contains("exceed the context of 16"));
-  CHECK(gpu.length() == 0);
-  gpu.forward(one.data(), 1, 0, false, logits.data());
-  CHECK(gpu.length() == 1);
-  gpu.reset();
-  CHECK(gpu.length() == 0);
-  CHECK(gpu.weight_bytes() > 0);
+  auto forward = [&](const std::vector<int>& tokens, std::size_t count, int start_pos) {
+    run_sequence(*gpu, std::span<const int>(tokens.data(), count), start_pos, cache,
+                 LogitsMode::last, logits);
+  };
+  REQUIRE_THROWS_AS(forward(one, 0, 0), Error);
+  REQUIRE_THROWS_WITH(forward(bad, 2, 0), Catch::Contains("token id 512"));
+  REQUIRE_THROWS_WITH(forward(neg, 1, 0), Catch::Contains("token id -1"));
+  REQUIRE_THROWS_WITH(forward(one, 1, 3), Catch::Contains("start_pos is 3"));
+  REQUIRE_THROWS_WITH(forward(long_seq, 17, 0), Catch::Contains("exceed the context of 16"));
+  CHECK(cache.length() == 0);
+  forward(one, 1, 0);
+  CHECK(cache.length() == 1);
+  cache.clear();
+  CHECK(cache.length() == 0);
 
-  Weights no_wq = model.weights();
-  no_wq.wq = nullptr;
-  REQUIRE_THROWS_WITH(cuda::CudaTransformer(model.config(), no_wq), Catch::Contains("wq"));
-  ModelConfig odd = model.config();
-  odd.n_kv_heads = 3;
-  REQUIRE_THROWS_AS(cuda::CudaTransformer(odd, model.weights()), std::invalid_argument);
+  // The CUDA attention kernels are causal only, and read device pools only.
+  const int parents[] = {-1};
+  const TreeMask tree{0, parents};
+  const BatchEntry tree_entry{one, 0, &cache, &tree};
+  REQUIRE_THROWS_WITH(gpu->step(std::span<const BatchEntry>(&tree_entry, 1), LogitsMode::last,
+                                logits),
+                      Catch::Contains("no tree attention"));
+  KVCache host_cache(model.config());
+  REQUIRE_THROWS_WITH(run_sequence(*gpu, one, 0, host_cache, LogitsMode::last, logits),
+                      Catch::Contains("KV pools it made itself"));
+  CHECK(cache.length() == 0);
 }

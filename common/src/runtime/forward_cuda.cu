@@ -1,10 +1,11 @@
-// The transformer forward pass on the GPU, mirroring common/src/runtime/forward.cpp step for step:
-// embedding; per layer rmsnorm -> q, k, v (k, v written straight into the cache rows) -> rope ->
-// attention -> wo -> residual -> rmsnorm -> w1, w3 -> swiglu -> w2 -> residual; final rmsnorm on
-// the rows asked for; classifier. Every op runs its best version (k<Op>BestVersion), all on one
-// stream; the host waits only when a result is copied back.
+// The transformer forward pass on the GPU, mirroring forward.cpp step for step: embedding; per
+// layer rmsnorm -> q, k, v (k, v written straight into the pool rows) -> rope -> attention -> wo
+// -> residual -> rmsnorm -> w1, w3 -> swiglu -> w2 -> residual; final rmsnorm on the rows asked
+// for; classifier. Every op runs its best version (k<Op>BestVersion), all on one stream; the
+// host waits only when a result is copied back.
+#include "forward_cuda.hpp"
+
 #include <algorithm>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -17,7 +18,7 @@
 #include "inferlab/kernels/cuda/rope_cuda.hpp"
 #include "inferlab/kernels/cuda/sampling_cuda.hpp"
 #include "inferlab/kernels/cuda/swiglu_cuda.hpp"
-#include "inferlab/kernels/cuda/transformer.hpp"
+#include "inferlab/kernels/error.hpp"
 
 namespace inferlab::cuda {
 
@@ -65,8 +66,7 @@ __global__ void gather_rows_kernel(float* dst, const float* src, const int* inde
 
 template <class T>
 DeviceBuffer<T> upload_tensor(const T* host, std::size_t count, const char* name) {
-  if (!host)
-    throw std::invalid_argument(std::string("CudaTransformer: weight ") + name + " missing");
+  if (!host) throw Error(std::string("CUDA forward pass: weight ") + name + " missing");
   DeviceBuffer<T> buffer(count);
   buffer.upload(host, count);
   return buffer;
@@ -74,8 +74,7 @@ DeviceBuffer<T> upload_tensor(const T* host, std::size_t count, const char* name
 
 }  // namespace
 
-/// @brief The device state behind CudaTransformer: weights, KV cache, activation buffers and
-/// the stream. C below is `capacity`, the most tokens one forward call has needed so far.
+// The pool's device memory and shape.
 struct CudaKVPool::Impl {
   int n_layers = 0;            ///< L
   int kv_dim = 0;              ///< KV floats per row
@@ -87,18 +86,10 @@ struct CudaKVPool::Impl {
   std::size_t layer_floats() const { return std::size_t(num_blocks) * block_size * kv_dim; }
   /// @brief Floats of one block in one layer's keys (or values).
   std::size_t block_layer_floats() const { return std::size_t(block_size) * kv_dim; }
-  /// @brief Throws std::invalid_argument unless 0 <= id < num_blocks.
-  void check(int id) const {
-    if (id < 0 || id >= num_blocks)
-      throw std::invalid_argument("CudaKVPool: block " + std::to_string(id) + " outside [0, " +
-                                  std::to_string(num_blocks) + ")");
-  }
 };
 
 CudaKVPool::CudaKVPool(int n_layers, int kv_dim, int num_blocks, int block_size)
     : impl_(std::make_unique<Impl>()) {
-  if (n_layers < 1 || kv_dim < 1 || num_blocks < 1 || block_size < 1)
-    throw std::invalid_argument("CudaKVPool: every size must be >= 1");
   require_cuda_device();
   Impl& m = *impl_;
   m.n_layers = n_layers, m.kv_dim = kv_dim, m.num_blocks = num_blocks, m.block_size = block_size;
@@ -108,8 +99,6 @@ CudaKVPool::CudaKVPool(int n_layers, int kv_dim, int num_blocks, int block_size)
   m.values.zero();
 }
 CudaKVPool::~CudaKVPool() = default;
-CudaKVPool::CudaKVPool(CudaKVPool&&) noexcept = default;
-CudaKVPool& CudaKVPool::operator=(CudaKVPool&&) noexcept = default;
 int CudaKVPool::n_layers() const { return impl_->n_layers; }
 int CudaKVPool::kv_dim() const { return impl_->kv_dim; }
 int CudaKVPool::num_blocks() const { return impl_->num_blocks; }
@@ -124,8 +113,6 @@ std::size_t CudaKVPool::block_floats() const {
 
 void CudaKVPool::copy_block(int src, int dst) {
   Impl& m = *impl_;
-  m.check(src);
-  m.check(dst);
   const std::size_t n = m.block_layer_floats();
   for (int l = 0; l < m.n_layers; ++l) {
     const std::size_t base = l * m.layer_floats();
@@ -138,7 +125,6 @@ void CudaKVPool::copy_block(int src, int dst) {
 
 void CudaKVPool::read_block(int id, float* host) const {
   const Impl& m = *impl_;
-  m.check(id);
   const std::size_t n = m.block_layer_floats();
   for (int l = 0; l < m.n_layers; ++l) {
     const std::size_t base = l * m.layer_floats() + id * n;
@@ -149,7 +135,6 @@ void CudaKVPool::read_block(int id, float* host) const {
 
 void CudaKVPool::write_block(int id, const float* host) {
   Impl& m = *impl_;
-  m.check(id);
   const std::size_t n = m.block_layer_floats();
   for (int l = 0; l < m.n_layers; ++l) {
     const std::size_t base = l * m.layer_floats() + id * n;
@@ -158,98 +143,62 @@ void CudaKVPool::write_block(int id, const float* host) {
   }
 }
 
-struct CudaTransformer::Impl {
+// The device state behind CudaForwardPass: weights, activation buffers and the stream. C below
+// is `capacity`, the most tokens one step has needed so far.
+struct CudaForwardPass::Impl {
   ModelConfig d;  ///< the model's dimensions (its weights are uploaded, the host pointers not kept)
-  /// hs = D / Nh, floats per head.
-  int head_size = 0, kv_dim = 0;  ///< KV = Nkv * hs, floats of one token's keys in one layer
-  Stream stream;                  ///< every kernel and copy is enqueued here, in order
+  int head_size = 0;  ///< hs = D / Nh, floats per head
+  int kv_dim = 0;     ///< KV = Nkv * hs, floats of one token's keys in one layer
+  Stream stream;      ///< every kernel and copy is enqueued here, in order
   // Weights, shapes as in inferlab::Weights.
-  /// (V, D) embedding table; also the classifier when shared
-  DeviceBuffer<float> token_embedding, rms_att, wq, wk, wv, wo, rms_ffn, w1, w2, w3, rms_final,
-      wcls_separate;  ///< (V, D) a classifier of its own; empty when shared with the embedding
-  /// @var rms_att
-  /// (L, D) attention RMSNorm weights
-  /// @var wq
-  /// (L, D, D) query projections
-  /// @var wk
-  /// (L, KV, D) key projections
-  /// @var wv
-  /// (L, KV, D) value projections
-  /// @var wo
-  /// (L, D, D) attention output projections
-  /// @var rms_ffn
-  /// (L, D) feed-forward RMSNorm weights
-  /// @var w1
-  /// (L, H, D) gate projections
-  /// @var w2
-  /// (L, D, H) down projections
-  /// @var w3
-  /// (L, H, D) up projections
-  /// @var rms_final
-  /// (D) final RMSNorm weights
-  const float* wcls = nullptr;  ///< (V, D) wcls_separate, or token_embedding when shared
-  /// (L, S, KV) keys; layer l, position p is row l * S + p
-  std::unique_ptr<CudaKVPool> own_pool;  ///< one block of S positions: forward()'s sequence
-  int length = 0;                        ///< positions held by own_pool's sequence (0..S)
-  // Activations for up to `capacity` tokens, each (T, width).
-  int capacity = 0;  ///< C: tokens the activation buffers hold (grown by reserve())
-  /// (C, D) the residual stream
-  DeviceBuffer<float> x, xb, q, att, out, hb, hb2, logits, attention_workspace;
-  DeviceBuffer<float> k_rows;  ///< (C, KV) the step's new keys before they go into the pool
-  DeviceBuffer<float> v_rows;  ///< (C, KV) the step's new values
-  /// @var xb
-  /// (C, D) normalised input of the current block
-  /// @var q
-  /// (C, Nh*hs) queries
-  /// @var att
-  /// (C, Nh*hs) attention output
-  /// @var out
-  /// (C, D) output of wo or w2, added to x
-  /// @var hb
-  /// (C, H) w1 x, then silu(w1 x) * w3 x
-  /// @var hb2
-  /// (C, H) w3 x
-  /// @var logits
-  /// (C, V) logits of the rows asked for
-  /// @var attention_workspace
-  /// attention_cuda scratch for any call of up to C tokens
+  DeviceBuffer<float> token_embedding;  ///< (V, D) embedding table; also the classifier when shared
+  DeviceBuffer<float> rms_att;          ///< (L, D) attention RMSNorm weights
+  DeviceBuffer<float> wq;               ///< (L, D, D) query projections
+  DeviceBuffer<float> wk;               ///< (L, KV, D) key projections
+  DeviceBuffer<float> wv;               ///< (L, KV, D) value projections
+  DeviceBuffer<float> wo;               ///< (L, D, D) attention output projections
+  DeviceBuffer<float> rms_ffn;          ///< (L, D) feed-forward RMSNorm weights
+  DeviceBuffer<float> w1;               ///< (L, H, D) gate projections
+  DeviceBuffer<float> w2;               ///< (L, D, H) down projections
+  DeviceBuffer<float> w3;               ///< (L, H, D) up projections
+  DeviceBuffer<float> rms_final;        ///< (D) final RMSNorm weights
+  DeviceBuffer<float> wcls_separate;    ///< (V, D) a classifier of its own; empty when shared
+  const float* wcls = nullptr;          ///< (V, D) wcls_separate, or token_embedding when shared
+  // Activations for up to `capacity` tokens, each (C, width).
+  int capacity = 0;                         ///< C: tokens the buffers hold (grown by reserve())
+  DeviceBuffer<float> x;                    ///< (C, D) the residual stream
+  DeviceBuffer<float> xb;                   ///< (C, D) normalised input of the current block
+  DeviceBuffer<float> q;                    ///< (C, Nh*hs) queries
+  DeviceBuffer<float> k_rows;               ///< (C, KV) the step's new keys before the pool
+  DeviceBuffer<float> v_rows;               ///< (C, KV) the step's new values
+  DeviceBuffer<float> att;                  ///< (C, Nh*hs) attention output
+  DeviceBuffer<float> out;                  ///< (C, D) output of wo or w2, added to x
+  DeviceBuffer<float> hb;                   ///< (C, H) w1 x, then silu(w1 x) * w3 x
+  DeviceBuffer<float> hb2;                  ///< (C, H) w3 x
+  DeviceBuffer<float> logits;               ///< (C, V) logits of the rows asked for
+  DeviceBuffer<float> attention_workspace;  ///< attention scratch for any step of up to C tokens
+  DeviceBuffer<int> tokens;                 ///< (C) token ids of the step
+  DeviceBuffer<int> pos;                    ///< (C) position of each token of the step
+  DeviceBuffer<int> slot;                   ///< (C) pool row each token's key and value go to
+  DeviceBuffer<int> token_seq;              ///< (C) the batch entry of each token
+  DeviceBuffer<int> logit_rows;             ///< (rows) the tokens whose logits are computed
+  DeviceBuffer<int> table_offsets;          ///< (entries) where each entry's block table starts
+  DeviceBuffer<int> tables;                 ///< every entry's block table, back to back
+  DeviceBuffer<int> next_token;             ///< (rows) argmax tokens chosen on the device
 
-  /// (C) token ids of the call
-  DeviceBuffer<int> tokens, pos,
-      next_token;                   ///< next_token: (rows) argmax tokens chosen on the device
-  DeviceBuffer<int> slot;           ///< (C) pool row each token's key and value go to
-  DeviceBuffer<int> token_seq;      ///< (C) the batch entry of each token
-  DeviceBuffer<int> table_offsets;  ///< (entries) where each entry's block table starts
-  DeviceBuffer<int> tables;         ///< every entry's block table, back to back
-  DeviceBuffer<int> logit_rows;     ///< (rows) the tokens whose logits are computed
-  /// @var pos
-  /// (C) position of each token of the call
-
-  /// @brief Validates @p config, uploads @p weights and allocates the KV cache (see the
-  /// CudaTransformer constructor).
+  /// @brief Validates @p config and uploads @p weights (see the CudaForwardPass constructor).
   Impl(const ModelConfig& config, const Weights& weights);
   /// @brief Grows the activation buffers to hold @p T tokens (no-op when capacity >= T).
   void reserve(int T);
-  /// @brief Runs the layers over @p T tokens from @p host_tokens at positions start_pos..;
-  /// leaves the requested rows of logits in `logits` (T rows, or the last one unless
-  /// @p all_logits) and returns their count.
-  int forward_device(const int* host_tokens, int T, int start_pos, bool all_logits);
-  /// @brief The ragged batched step of CudaTransformer::forward_batch, logits left in `logits`.
-  int forward_batch_device(const CudaBatchEntry* entries, int n, CudaKVPool& pool, bool all_logits);
+  /// @brief The ragged batched step of CudaForwardPass::forward_batch, logits left in `logits`;
+  /// returns their rows.
+  int run(const CudaBatchEntry* entries, int n, CudaKVPool& pool, bool all_logits);
 };
 
-CudaTransformer::Impl::Impl(const ModelConfig& config, const Weights& w) : d(config) {
-  auto bad = [](const std::string& what) {
-    throw std::invalid_argument("CudaTransformer: " + what);
-  };
-  if (d.dim < 1 || d.hidden_dim < 1 || d.n_layers < 1 || d.n_heads < 1 || d.n_kv_heads < 1 ||
-      d.vocab_size < 1 || d.seq_len < 1)
-    bad("every dimension must be >= 1");
-  if (d.dim % d.n_heads != 0) bad("dim must be a multiple of n_heads");
-  if (d.n_heads % d.n_kv_heads != 0) bad("n_heads must be a multiple of n_kv_heads");
-  head_size = d.dim / d.n_heads;
-  kv_dim = d.n_kv_heads * head_size;
-  if (head_size % 2 != 0) bad("head_size must be even (RoPE rotates pairs)");
+CudaForwardPass::Impl::Impl(const ModelConfig& config, const Weights& w) : d(config) {
+  d.validate("CUDA forward pass");
+  head_size = d.head_size();
+  kv_dim = d.kv_dim();
   require_cuda_device();
 
   const std::size_t D = d.dim, H = d.hidden_dim, L = d.n_layers, V = d.vocab_size, KV = kv_dim;
@@ -271,13 +220,10 @@ CudaTransformer::Impl::Impl(const ModelConfig& config, const Weights& w) : d(con
     wcls = wcls_separate.data();
   }
   // The host pointers are not kept: the caller may free its weights after construction.
-
-  own_pool = std::make_unique<CudaKVPool>(d.n_layers, kv_dim, 1, d.seq_len);
-  next_token = DeviceBuffer<int>(1);
   stream.synchronize();
 }
 
-void CudaTransformer::Impl::reserve(int T) {
+void CudaForwardPass::Impl::reserve(int T) {
   if (T <= capacity) return;
   const std::size_t t = T, D = d.dim, H = d.hidden_dim, V = d.vocab_size;
   x = DeviceBuffer<float>(t * D);
@@ -295,8 +241,8 @@ void CudaTransformer::Impl::reserve(int T) {
   logits = DeviceBuffer<float>(t * V);
   tokens = DeviceBuffer<int>(t);
   pos = DeviceBuffer<int>(t);
-  // Enough for any call of up to T tokens: max_pos never exceeds seq_len - 1.
-  // Enough for either attention: the contiguous one (one sequence) or the paged one (a batch).
+  // Enough for either attention, the contiguous one (one sequence) or the paged one (a batch),
+  // over any step of up to T tokens: max_pos never exceeds seq_len - 1.
   attention_workspace = DeviceBuffer<float>(
       std::max(k::attention_cuda_workspace_floats(k::kAttentionBestVersion, T, d.n_heads, head_size,
                                                   d.seq_len - 1),
@@ -305,51 +251,14 @@ void CudaTransformer::Impl::reserve(int T) {
   capacity = T;
 }
 
-int CudaTransformer::Impl::forward_device(const int* host_tokens, int T, int start_pos,
-                                          bool all_logits) {
-  if (start_pos != length) {
-    throw std::invalid_argument("CudaTransformer::forward: cache holds " + std::to_string(length) +
-                                " positions but start_pos is " + std::to_string(start_pos));
-  }
-  const int block = 0;
-  const CudaBatchEntry entry{host_tokens, T, start_pos, &block, 1};
-  const int rows = forward_batch_device(&entry, 1, *own_pool, all_logits);
-  length = start_pos + T;
-  return rows;
-}
-
-int CudaTransformer::Impl::forward_batch_device(const CudaBatchEntry* entries, int n,
-                                                CudaKVPool& kv, bool all_logits) {
-  auto bad = [](const std::string& what) {
-    throw std::invalid_argument("CudaTransformer::forward: " + what);
-  };
-  if (n < 1 || !entries) bad("empty batch");
-  if (kv.n_layers() != d.n_layers || kv.kv_dim() != kv_dim) bad("the KV pool is for another model");
-  // Validate everything before any device work, so a bad entry changes nothing.
+int CudaForwardPass::Impl::run(const CudaBatchEntry* entries, int n, CudaKVPool& kv,
+                               bool all_logits) {
   int T = 0, max_pos = 0;
-  const int B = kv.block_size();
   for (int e = 0; e < n; ++e) {
-    const CudaBatchEntry& en = entries[e];
-    if (en.count < 1 || !en.tokens) bad("an entry without tokens");
-    if (en.start_pos < 0 || !en.block_table) bad("an entry without a block table");
-    const long end = long(en.start_pos) + en.count;
-    if (end > long(en.num_blocks) * B || end > d.seq_len) {
-      bad("positions " + std::to_string(en.start_pos) + ".." + std::to_string(end - 1) +
-          " exceed the entry's " + std::to_string(long(en.num_blocks) * B) +
-          " positions or the context of " + std::to_string(d.seq_len) + " tokens");
-    }
-    for (int b = 0; b < en.num_blocks; ++b)
-      if (en.block_table[b] < 0 || en.block_table[b] >= kv.num_blocks())
-        bad("block " + std::to_string(en.block_table[b]) + " outside the pool");
-    for (int t = 0; t < en.count; ++t) {
-      if (en.tokens[t] < 0 || en.tokens[t] >= d.vocab_size) {
-        bad("token id " + std::to_string(en.tokens[t]) + " outside [0, " +
-            std::to_string(d.vocab_size) + ")");
-      }
-    }
-    T += en.count;
-    max_pos = std::max(max_pos, int(end - 1));
+    T += entries[e].count;
+    max_pos = std::max(max_pos, entries[e].start_pos + entries[e].count - 1);
   }
+  const int B = kv.block_size();
   reserve(T);
   // Host-side addressing of the step: per token its id, position, pool row and sequence; per
   // sequence where its table starts; the rows whose logits are wanted.
@@ -442,20 +351,22 @@ int CudaTransformer::Impl::forward_batch_device(const CudaBatchEntry* entries, i
   return rows;
 }
 
-int CudaTransformer::forward_batch(const CudaBatchEntry* entries, int n, CudaKVPool& pool,
+CudaForwardPass::CudaForwardPass(const ModelConfig& config, const Weights& weights)
+    : impl_(std::make_unique<Impl>(config, weights)) {}
+CudaForwardPass::~CudaForwardPass() = default;
+
+int CudaForwardPass::forward_batch(const CudaBatchEntry* entries, int n, CudaKVPool& pool,
                                    bool all_logits, float* host_logits) {
-  if (!host_logits) throw std::invalid_argument("CudaTransformer::forward_batch: no logits buffer");
-  const int rows = impl_->forward_batch_device(entries, n, pool, all_logits);
+  const int rows = impl_->run(entries, n, pool, all_logits);
   impl_->logits.download(host_logits, std::size_t(rows) * impl_->d.vocab_size, 0,
                          impl_->stream.get());
   return rows;
 }
 
-void CudaTransformer::forward_batch_greedy(const CudaBatchEntry* entries, int n, CudaKVPool& pool,
+void CudaForwardPass::forward_batch_greedy(const CudaBatchEntry* entries, int n, CudaKVPool& pool,
                                            int* next_tokens) {
-  if (!next_tokens) throw std::invalid_argument("CudaTransformer::forward_batch_greedy: no output");
   Impl& m = *impl_;
-  const int rows = m.forward_batch_device(entries, n, pool, false);
+  const int rows = m.run(entries, n, pool, false);
   // Grows with the largest batch seen, then is reused: no allocation per step.
   if (m.next_token.size() < std::size_t(rows)) m.next_token = DeviceBuffer<int>(std::size_t(rows));
   for (int r = 0; r < rows; ++r) {
@@ -464,40 +375,6 @@ void CudaTransformer::forward_batch_greedy(const CudaBatchEntry* entries, int n,
                    m.stream.get());
   }
   m.next_token.download(next_tokens, std::size_t(rows), 0, m.stream.get());
-}
-
-CudaTransformer::CudaTransformer(const ModelConfig& config, const Weights& weights)
-    : impl_(std::make_unique<Impl>(config, weights)) {}
-CudaTransformer::~CudaTransformer() = default;
-CudaTransformer::CudaTransformer(CudaTransformer&&) noexcept = default;
-CudaTransformer& CudaTransformer::operator=(CudaTransformer&&) noexcept = default;
-
-void CudaTransformer::forward(const int* tokens, int T, int start_pos, bool all_logits,
-                              float* host_logits) {
-  if (!host_logits) throw std::invalid_argument("CudaTransformer::forward: host_logits is null");
-  const int rows = impl_->forward_device(tokens, T, start_pos, all_logits);
-  impl_->logits.download(host_logits, std::size_t(rows) * impl_->d.vocab_size, 0,
-                         impl_->stream.get());
-}
-
-int CudaTransformer::forward_greedy(const int* tokens, int T, int start_pos) {
-  impl_->forward_device(tokens, T, start_pos, false);
-  k::argmax_cuda(k::kArgmaxBestVersion, impl_->next_token.data(), impl_->logits.data(),
-                 impl_->d.vocab_size, impl_->stream.get());
-  int token = 0;
-  impl_->next_token.download(&token, 1, 0, impl_->stream.get());
-  return token;
-}
-
-void CudaTransformer::reset() { impl_->length = 0; }
-int CudaTransformer::length() const { return impl_->length; }
-const ModelConfig& CudaTransformer::config() const { return impl_->d; }
-
-std::size_t CudaTransformer::weight_bytes() const {
-  const Impl& m = *impl_;
-  return m.token_embedding.bytes() + m.rms_att.bytes() + m.wq.bytes() + m.wk.bytes() +
-         m.wv.bytes() + m.wo.bytes() + m.rms_ffn.bytes() + m.w1.bytes() + m.w2.bytes() +
-         m.w3.bytes() + m.rms_final.bytes() + m.wcls_separate.bytes();
 }
 
 }  // namespace inferlab::cuda
