@@ -27,6 +27,7 @@
 #include "inferlab/serving/prefix_report.hpp"
 #include "inferlab/analysis/roofline.hpp"
 #include "inferlab/app/svg.hpp"
+#include "inferlab/app/svg_read.hpp"
 #include "inferlab/app/trace.hpp"
 #include "inferlab/serving/workload.hpp"
 
@@ -179,17 +180,11 @@ namespace {
 
 using inferlab::TextBox;
 
-// Width and height attributes of the <svg> element.
-std::pair<int, int> picture_size(const std::string& svg) {
-  const auto w = svg.find("width=\""), h = svg.find("height=\"");
-  return {std::stoi(svg.substr(w + 7)), std::stoi(svg.substr(h + 8))};
-}
-
 void check_readable(const SvgPlot& plot, const std::string& what, std::size_t min_texts) {
   INFO(what);
   const std::string svg = plot.render();
   const std::vector<TextBox> boxes = plot.text_boxes();
-  const auto [width, height] = picture_size(svg);
+  const auto [width, height] = inferlab::svg_picture_size(svg);
   CHECK(width <= 1200);
   // Every <text> element has its box, and nothing else does.
   CHECK(count(svg, "<text ") == boxes.size());

@@ -4,10 +4,8 @@
 // picture. Prints one line per fault and exits 1 if there is any.
 //
 //   inferlab_svg_check FILE.svg [FILE.svg ...]
-#include <cmath>
 #include <cstdio>
 #include <fstream>
-#include <numbers>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -15,26 +13,10 @@
 #include <CLI/CLI.hpp>
 
 #include "inferlab/base/error.hpp"
-#include "inferlab/app/svg.hpp"
+#include "inferlab/app/svg_labels.hpp"
+#include "inferlab/app/svg_read.hpp"
 
 namespace {
-
-// Each picture of a file: from one "<svg" to the next (a stacked file is an outer <svg> holding
-// one complete <svg> per plot; the outer one holds no text of its own).
-std::vector<std::string> pictures(const std::string& file) {
-  std::vector<std::string> out;
-  for (std::size_t at = file.find("<svg"); at != std::string::npos;) {
-    const std::size_t next = file.find("<svg", at + 4);
-    out.push_back(file.substr(at, next == std::string::npos ? std::string::npos : next - at));
-    at = next;
-  }
-  return out;
-}
-
-int attribute_int(const std::string& svg, const std::string& name) {
-  const std::size_t at = svg.find(" " + name + "=\"");
-  return at == std::string::npos ? 0 : std::stoi(svg.substr(at + name.size() + 3));
-}
 
 int check(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -42,20 +24,16 @@ int check(const std::string& path) {
   std::stringstream text;
   text << in.rdbuf();
   int faults = 0;
-  for (const std::string& svg : pictures(text.str())) {
+  for (const std::string& svg : inferlab::svg_pictures(text.str())) {
     const std::vector<inferlab::TextBox> boxes = inferlab::read_text_boxes(svg);
     if (boxes.empty()) continue;
-    const int width = attribute_int(svg, "width"), height = attribute_int(svg, "height");
+    const auto [width, height] = inferlab::svg_picture_size(svg);
     if (width > 1200) {
       std::printf("%s: the picture is %d px wide (at most 1200)\n", path.c_str(), width);
       ++faults;
     }
     for (const inferlab::TextBox& b : boxes) {
-      const double a = b.angle * std::numbers::pi / 180;
-      const double ex = std::abs(std::cos(a)) * b.half_w + std::abs(std::sin(a)) * b.half_h;
-      const double ey = std::abs(std::sin(a)) * b.half_w + std::abs(std::cos(a)) * b.half_h;
-      if (b.cx - ex < -0.5 || b.cx + ex > width + 0.5 || b.cy - ey < -0.5 ||
-          b.cy + ey > height + 0.5) {
+      if (!inferlab::box_inside(b, width, height, 0.5)) {
         std::printf("%s: '%s' runs off the %d x %d picture\n", path.c_str(), b.text.c_str(), width,
                     height);
         ++faults;

@@ -3,11 +3,8 @@
 #include "inferlab/app/svg.hpp"
 
 #include <algorithm>
-#include <array>
 #include <cmath>
-#include <fstream>
 #include <numbers>
-#include <sstream>
 #include <tuple>
 #include <utility>
 
@@ -27,20 +24,6 @@ constexpr const char* kPalette[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", 
 // Picture margins around the plot area, in pixels: room for tick labels, axis labels, title.
 constexpr double kMarginLeft = 78, kMarginRight = 28, kMarginTop = 44, kMarginBottom = 58;
 
-const char* anchor_name(TextAnchor a) {
-  switch (a) {
-    case TextAnchor::middle:
-      return "middle";
-    case TextAnchor::end:
-      return "end";
-    default:
-      return "start";
-  }
-}
-
-// Pixel coordinates are written with two decimals: sub-pixel precision, short files.
-std::string px(double v) { return fmt::format("{:.2f}", v); }
-
 // One axis with its range resolved: maps data values to [0, 1] along the axis.
 struct ResolvedAxis {
   AxisScale scale;
@@ -53,35 +36,6 @@ struct ResolvedAxis {
     return (v - lo) / (hi - lo);
   }
 };
-
-// Where a text goes, as its <text> element says it: the anchor point, the alignment, the
-// baseline, the rotation and the font size.
-struct Spec {
-  double x, y;  // SVG anchor point
-  TextAnchor anchor = TextAnchor::start;
-  bool central = false;  // dominant-baseline central (else alphabetic)
-  double angle = 0;      // rotate(angle rx ry)
-  double rx = 0, ry = 0;
-  double font_size = 12;
-};
-
-// The box a text occupies: its estimated width, 0.8 em of ascent above the baseline and 0.25 em
-// of descent below (0.55 em either side for a central baseline), turned about (rx, ry).
-TextBox box_of(const Spec& s, const std::string& text) {
-  const double w = text_width_px(text, s.font_size);
-  const double x0 = s.anchor == TextAnchor::start    ? s.x
-                    : s.anchor == TextAnchor::middle ? s.x - w / 2
-                                                     : s.x - w;
-  const double y0 = s.central ? s.y - 0.55 * s.font_size : s.y - 0.8 * s.font_size;
-  const double y1 = s.central ? s.y + 0.55 * s.font_size : s.y + 0.25 * s.font_size;
-  TextBox b{text, x0 + w / 2, (y0 + y1) / 2, w / 2, (y1 - y0) / 2, s.angle};
-  if (s.angle != 0) {
-    const double a = s.angle * std::numbers::pi / 180, dx = b.cx - s.rx, dy = b.cy - s.ry;
-    b.cx = s.rx + std::cos(a) * dx - std::sin(a) * dy;
-    b.cy = s.ry + std::sin(a) * dx + std::cos(a) * dy;
-  }
-  return b;
-}
 
 }  // namespace
 
@@ -123,33 +77,6 @@ std::string format_tick(double value) {
   const double a = std::abs(value);
   if (a >= 1e-3 && a < 1e5) return fmt::format("{:g}", value);
   return fmt::format("{:.0e}", value);  // "1e+06": short, unambiguous
-}
-
-std::string xml_escape(const std::string& text) {
-  std::string out;
-  out.reserve(text.size());
-  for (char c : text) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&apos;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
 }
 
 SvgPlot::SvgPlot(std::string title, int width, int height)
@@ -254,16 +181,6 @@ std::string dash(const SvgStyle& s) {
 
 std::string fill(const std::string& colour) { return fmt::format(" fill=\"{}\"", colour); }
 
-// The <text> element of a text placed at s.
-void emit_text(std::string& out, const Spec& s, const std::string& text, const std::string& attrs) {
-  out += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"{}\"{}", px(s.x), px(s.y),
-                     anchor_name(s.anchor), s.central ? " dominant-baseline=\"central\"" : "");
-  if (s.font_size != 12) out += fmt::format(" font-size=\"{}\"", s.font_size);
-  if (s.angle != 0)
-    out += fmt::format(" transform=\"rotate({:.2f} {} {})\"", s.angle, px(s.rx), px(s.ry));
-  out += fmt::format("{}>{}</text>\n", attrs, xml_escape(text));
-}
-
 // Light grid lines at 2..9 x each decade of a log axis with few decades (none on a linear one).
 std::vector<double> minor_ticks(const ResolvedAxis& a) {
   std::vector<double> m;
@@ -286,7 +203,10 @@ std::vector<double> minor_ticks(const ResolvedAxis& a) {
 class SvgPlot::Renderer {
  public:
   explicit Renderer(const SvgPlot& plot)
-      : plot_(plot), ax_(resolve_axis(plot.x_axis_, true)), ay_(resolve_axis(plot.y_axis_, false)) {
+      : plot_(plot),
+        ax_(resolve_axis(plot.x_axis_, true)),
+        ay_(resolve_axis(plot.y_axis_, false)),
+        labels_(plot.width_, plot.height_) {
     lay_out();
   }
 
@@ -299,18 +219,13 @@ class SvgPlot::Renderer {
   std::string data();
   std::string labels();
   std::string frame() const;
-  std::vector<TextBox> take_placed() { return std::move(placed_); }
+  std::vector<TextBox> take_placed() { return labels_.take_placed(); }
 
  private:
   ResolvedAxis resolve_axis(const Axis& axis, bool horizontal) const;
   void lay_out();
   double X(double v) const { return left_ + ax_.unit(v) * (right_ - left_); }
   double Y(double v) const { return bottom_ - ay_.unit(v) * (bottom_ - top_); }
-  bool inside_picture(const TextBox& b) const;
-  bool is_free(const TextBox& b, int owner) const;
-  bool place(std::string& out, const std::vector<Spec>& candidates, const std::string& text,
-             const std::string& attrs, int owner = -1, bool force = false);
-  void add_segment_obstacle(double x0, double y0, double x1, double y1, int owner, double halfw);
   void swatch(std::string& out, const Item& e, double x, double cy) const;
   void text_labels(std::string& out);
   void line_labels(std::string& out);
@@ -327,10 +242,7 @@ class SvgPlot::Renderer {
   bool legend_shown_ = false;
   bool right_scale_ = false;
   double left_ = 0, right_ = 0, top_ = 0, bottom_ = 0;  // the plot area, in pixels
-  std::vector<TextBox> placed_;                         // texts
-  std::vector<TextBox>
-      obstacles_;  // drawn marks labels must not cover: legend frame, roofs, points
-  std::vector<int> obstacle_owner_;  // the item that drew it (its own label may touch it)
+  LabelPlacer labels_;  // the texts placed, and the drawn marks they must not cover
 };
 
 // Every value an item places on the axis counts toward its range.
@@ -426,43 +338,6 @@ void SvgPlot::Renderer::lay_out() {
     throw Error(fmt::format("SvgPlot '{}': no room left for the plot area", p.title_));
 }
 
-bool SvgPlot::Renderer::inside_picture(const TextBox& b) const {
-  const double a = b.angle * std::numbers::pi / 180;
-  const double ex = std::abs(std::cos(a)) * b.half_w + std::abs(std::sin(a)) * b.half_h;
-  const double ey = std::abs(std::sin(a)) * b.half_w + std::abs(std::cos(a)) * b.half_h;
-  return b.cx - ex >= 0 && b.cx + ex <= plot_.width_ && b.cy - ey >= 0 &&
-         b.cy + ey <= plot_.height_;
-}
-
-bool SvgPlot::Renderer::is_free(const TextBox& b, int owner) const {
-  if (!inside_picture(b)) return false;
-  for (const TextBox& p : placed_)
-    if (boxes_overlap(b, p)) return false;
-  for (std::size_t i = 0; i < obstacles_.size(); ++i)
-    if (obstacle_owner_[i] != owner && boxes_overlap(b, obstacles_[i])) return false;
-  return true;
-}
-
-// Places the text at the first free candidate; returns false (and draws nothing) if none is.
-bool SvgPlot::Renderer::place(std::string& out, const std::vector<Spec>& candidates,
-                              const std::string& text, const std::string& attrs, int owner,
-                              bool force) {
-  for (const Spec& s : candidates) {
-    const TextBox b = box_of(s, text);
-    if (is_free(b, owner)) {
-      placed_.push_back(b);
-      emit_text(out, s, text, attrs);
-      return true;
-    }
-  }
-  if (force && !candidates.empty()) {  // a text the plot cannot do without: drawn regardless
-    placed_.push_back(box_of(candidates.front(), text));
-    emit_text(out, candidates.front(), text, attrs);
-    return true;
-  }
-  return false;
-}
-
 std::string SvgPlot::Renderer::header() const {
   const int w = plot_.width_, h = plot_.height_;
   std::string o = fmt::format(
@@ -473,7 +348,7 @@ std::string SvgPlot::Renderer::header() const {
   o += fmt::format(
       "<defs><clipPath id=\"plot-area\"><rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\"/>"
       "</clipPath></defs>\n",
-      px(left_), px(top_), px(right_ - left_), px(bottom_ - top_));
+      format_px(left_), format_px(top_), format_px(right_ - left_), format_px(bottom_ - top_));
   return o;
 }
 
@@ -482,16 +357,16 @@ std::string SvgPlot::Renderer::grid() const {
   std::string o = "<g stroke=\"#e6e6e6\" stroke-width=\"1\">\n";
   for (double v : minor_ticks(ax_))
     o += fmt::format("<line x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\" stroke=\"#f3f3f3\"/>\n",
-                     px(X(v)), px(top_), px(bottom_));
+                     format_px(X(v)), format_px(top_), format_px(bottom_));
   for (double v : minor_ticks(ay_))
     o += fmt::format("<line x1=\"{1}\" y1=\"{0}\" x2=\"{2}\" y2=\"{0}\" stroke=\"#f3f3f3\"/>\n",
-                     px(Y(v)), px(left_), px(right_));
+                     format_px(Y(v)), format_px(left_), format_px(right_));
   for (double v : ax_.ticks)
-    o += fmt::format("<line x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\"/>\n", px(X(v)), px(top_),
-                     px(bottom_));
+    o += fmt::format("<line x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\"/>\n", format_px(X(v)),
+                     format_px(top_), format_px(bottom_));
   for (double v : ay_.ticks)
-    o += fmt::format("<line x1=\"{1}\" y1=\"{0}\" x2=\"{2}\" y2=\"{0}\"/>\n", px(Y(v)), px(left_),
-                     px(right_));
+    o += fmt::format("<line x1=\"{1}\" y1=\"{0}\" x2=\"{2}\" y2=\"{0}\"/>\n", format_px(Y(v)),
+                     format_px(left_), format_px(right_));
   o += "</g>\n";
   return o;
 }
@@ -504,19 +379,19 @@ std::string SvgPlot::Renderer::title_and_axis_labels() {
     // A long title shrinks to fit the picture rather than running off it.
     const double fs =
         std::min(16.0, (p.width_ - 16.0) / std::max(1.0, text_width_px(p.title_, 1.0)));
-    Spec s{p.width_ / 2.0, 26, TextAnchor::middle};
+    TextSpec s{p.width_ / 2.0, 26, TextAnchor::middle};
     s.font_size = std::floor(fs * 10) / 10;
-    place(texts, {s}, p.title_, " font-weight=\"bold\"", -1, true);
+    labels_.place(texts, {s}, p.title_, " font-weight=\"bold\"", -1, true);
   }
   if (!p.x_axis_.label.empty()) {
-    Spec s{(left_ + right_) / 2, p.height_ - 16.0, TextAnchor::middle};
+    TextSpec s{(left_ + right_) / 2, p.height_ - 16.0, TextAnchor::middle};
     s.font_size = 13;
-    place(texts, {s}, p.x_axis_.label, "", -1, true);
+    labels_.place(texts, {s}, p.x_axis_.label, "", -1, true);
   }
   if (!p.y_axis_.label.empty()) {
-    Spec s{18, (top_ + bottom_) / 2, TextAnchor::middle};
+    TextSpec s{18, (top_ + bottom_) / 2, TextAnchor::middle};
     s.font_size = 13, s.angle = -90, s.rx = 18, s.ry = (top_ + bottom_) / 2;
-    place(texts, {s}, p.y_axis_.label, "", -1, true);
+    labels_.place(texts, {s}, p.y_axis_.label, "", -1, true);
   }
   return texts;
 }
@@ -529,28 +404,28 @@ std::string SvgPlot::Renderer::ticks() {
     const double x = X(ax_.ticks[i]);
     if (x < left_ - 0.5 || x > right_ + 0.5) continue;
     out += fmt::format("<line x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\" stroke=\"#333333\"/>\n",
-                       px(x), px(bottom_), px(bottom_ + 5));
-    Spec s{x, bottom_ + 18, TextAnchor::middle};
-    place(out, {s}, ax_.labels[i], fill("#333333"));
+                       format_px(x), format_px(bottom_), format_px(bottom_ + 5));
+    TextSpec s{x, bottom_ + 18, TextAnchor::middle};
+    labels_.place(out, {s}, ax_.labels[i], fill("#333333"));
   }
   for (std::size_t i = 0; i < ay_.ticks.size(); ++i) {
     const double y = Y(ay_.ticks[i]);
     if (y < top_ - 0.5 || y > bottom_ + 0.5) continue;
     out += fmt::format("<line x1=\"{1}\" y1=\"{0}\" x2=\"{2}\" y2=\"{0}\" stroke=\"#333333\"/>\n",
-                       px(y), px(left_ - 5), px(left_));
-    Spec s{left_ - 8, y, TextAnchor::end};
+                       format_px(y), format_px(left_ - 5), format_px(left_));
+    TextSpec s{left_ - 8, y, TextAnchor::end};
     s.central = true;
-    place(out, {s}, ay_.labels[i], fill("#333333"));
+    labels_.place(out, {s}, ay_.labels[i], fill("#333333"));
   }
   if (!right_scale_) return out;
   for (std::size_t i = 0; i < plot_.right_tick_values_.size(); ++i) {
     const double y = Y(plot_.right_tick_values_[i]);
     if (y < top_ - 0.5 || y > bottom_ + 0.5) continue;
     out += fmt::format("<line x1=\"{1}\" y1=\"{0}\" x2=\"{2}\" y2=\"{0}\" stroke=\"#d62728\"/>\n",
-                       px(y), px(right_), px(right_ + 5));
-    Spec s{right_ + 8, y, TextAnchor::start};
+                       format_px(y), format_px(right_), format_px(right_ + 5));
+    TextSpec s{right_ + 8, y, TextAnchor::start};
     s.central = true;
-    place(out, {s}, plot_.right_tick_labels_[i], fill("#d62728"));
+    labels_.place(out, {s}, plot_.right_tick_labels_[i], fill("#d62728"));
   }
   return out;
 }
@@ -559,9 +434,9 @@ std::string SvgPlot::Renderer::right_scale_label() {
   std::string out;
   if (!right_scale_ || plot_.right_label_.empty()) return out;
   const double rx = plot_.width_ - 14.0, ry = (top_ + bottom_) / 2;
-  Spec s{rx, ry, TextAnchor::middle};
+  TextSpec s{rx, ry, TextAnchor::middle};
   s.font_size = 13, s.angle = 90, s.rx = rx, s.ry = ry;
-  place(out, {s}, plot_.right_label_, fill("#d62728"), -1, true);
+  labels_.place(out, {s}, plot_.right_label_, fill("#d62728"), -1, true);
   return out;
 }
 
@@ -570,14 +445,15 @@ void SvgPlot::Renderer::swatch(std::string& out, const Item& e, double x, double
   if (e.kind == Kind::line)
     out += fmt::format(
         "<line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"{}\" stroke-width=\"{}\"{}/>\n",
-        px(x), px(cy), px(x + 22), px(cy), e.style.color, e.style.width, dash(e.style));
+        format_px(x), format_px(cy), format_px(x + 22), format_px(cy), e.style.color, e.style.width,
+        dash(e.style));
   else if (e.kind == Kind::points)
-    out += fmt::format("<circle cx=\"{}\" cy=\"{}\" r=\"4.5\" fill=\"{}\"/>\n", px(x + 11), px(cy),
-                       e.style.color);
+    out += fmt::format("<circle cx=\"{}\" cy=\"{}\" r=\"4.5\" fill=\"{}\"/>\n", format_px(x + 11),
+                       format_px(cy), e.style.color);
   else
     out += fmt::format(
         "<rect x=\"{}\" y=\"{}\" width=\"22\" height=\"10\" fill=\"{}\" fill-opacity=\"{}\"/>\n",
-        px(x), px(cy - 5), e.style.color, e.style.opacity);
+        format_px(x), format_px(cy - 5), e.style.color, e.style.opacity);
 }
 
 // A frame in a corner of the plot area, or rows above it.
@@ -592,9 +468,9 @@ std::string SvgPlot::Renderer::legend() {
       const double cy = kMarginTop - 6 + 18.0 * above_row_[i];
       double& x = row_x[above_row_[i]];
       swatch(out, *entries_[i], x, cy);
-      Spec s{x + 28, cy, TextAnchor::start};
+      TextSpec s{x + 28, cy, TextAnchor::start};
       s.central = true;
-      place(out, {s}, entries_[i]->label, "", -1, true);
+      labels_.place(out, {s}, entries_[i]->label, "", -1, true);
       x += entry_w_[i];
     }
   } else {
@@ -610,29 +486,19 @@ std::string SvgPlot::Renderer::legend() {
     out += fmt::format(
         "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"white\" fill-opacity=\"0.9\" "
         "stroke=\"#bbbbbb\"/>\n",
-        px(bx), px(by), px(w), px(h));
+        format_px(bx), format_px(by), format_px(w), format_px(h));
     for (std::size_t i = 0; i < entries_.size(); ++i) {
       const double cy = by + 4 + 18.0 * double(i) + 9;
       swatch(out, *entries_[i], bx + 6, cy);
-      Spec s{bx + 34, cy, TextAnchor::start};
+      TextSpec s{bx + 34, cy, TextAnchor::start};
       s.central = true;
-      place(out, {s}, entries_[i]->label, "", -1, true);
+      labels_.place(out, {s}, entries_[i]->label, "", -1, true);
     }
     // The frame is an obstacle: no label of the data goes under it.
-    obstacles_.push_back({"", bx + w / 2, by + h / 2, w / 2, h / 2, 0});
-    obstacle_owner_.push_back(-1);
+    labels_.add_obstacle({"", bx + w / 2, by + h / 2, w / 2, h / 2, 0});
   }
   out += "</g>\n";
   return out;
-}
-
-void SvgPlot::Renderer::add_segment_obstacle(double x0, double y0, double x1, double y1, int owner,
-                                             double halfw) {
-  const double len = std::hypot(x1 - x0, y1 - y0);
-  if (len < 1e-9) return;
-  obstacles_.push_back({"", (x0 + x1) / 2, (y0 + y1) / 2, len / 2, halfw,
-                        std::atan2(y1 - y0, x1 - x0) * 180.0 / std::numbers::pi});
-  obstacle_owner_.push_back(owner);
 }
 
 // The items, clipped to the plot area; marks that labels must avoid become obstacles.
@@ -648,14 +514,15 @@ std::string SvgPlot::Renderer::data() {
         o += fmt::format(
             "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\" fill-opacity=\"{}\" "
             "stroke=\"{}\" stroke-width=\"1\"{}/>\n",
-            px(x0), px(y0), px(x1 - x0), px(y1 - y0), s.color, s.opacity, s.color, dash(s));
+            format_px(x0), format_px(y0), format_px(x1 - x0), format_px(y1 - y0), s.color,
+            s.opacity, s.color, dash(s));
         break;
       }
       case Kind::line: {
         std::string points;
         for (std::size_t i = 0; i < it.x.size(); ++i) {
           if (!std::isfinite(it.x[i]) || !std::isfinite(it.y[i])) continue;
-          points += fmt::format("{},{} ", px(X(it.x[i])), px(Y(it.y[i])));
+          points += fmt::format("{},{} ", format_px(X(it.x[i])), format_px(Y(it.y[i])));
         }
         o += fmt::format(
             "<polyline points=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"{}\" "
@@ -677,16 +544,18 @@ std::string SvgPlot::Renderer::data() {
         o += fmt::format(
             "<line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"{}\" stroke-width=\"{}\" "
             "stroke-opacity=\"{}\"{}/>\n",
-            px(x0), px(y0), px(x1), px(y1), s.color, s.width, s.opacity, dash(s));
+            format_px(x0), format_px(y0), format_px(x1), format_px(y1), s.color, s.width, s.opacity,
+            dash(s));
         if (it.kind == Kind::segment) {
           // The visible part only: a roof running off the frame is no obstacle out there.
           const double cx0 = std::clamp(x0, left_, right_), cx1 = std::clamp(x1, left_, right_);
           const double t0 = x1 != x0 ? (cx0 - x0) / (x1 - x0) : 0.0,
                        t1 = x1 != x0 ? (cx1 - x0) / (x1 - x0) : 1.0;
-          add_segment_obstacle(x0 + t0 * (x1 - x0), y0 + t0 * (y1 - y0), x0 + t1 * (x1 - x0),
-                               y0 + t1 * (y1 - y0), int(k), s.width / 2 + 1);
+          labels_.add_segment_obstacle(x0 + t0 * (x1 - x0), y0 + t0 * (y1 - y0),
+                                       x0 + t1 * (x1 - x0), y0 + t1 * (y1 - y0), int(k),
+                                       s.width / 2 + 1);
         } else if (it.kind == Kind::hline) {
-          add_segment_obstacle(x0, y0, x1, y1, int(k), s.width / 2 + 1);
+          labels_.add_segment_obstacle(x0, y0, x1, y1, int(k), s.width / 2 + 1);
         }
         break;
       }
@@ -697,10 +566,10 @@ std::string SvgPlot::Renderer::data() {
           o += fmt::format(
               "<circle cx=\"{}\" cy=\"{}\" r=\"{}\" fill=\"{}\" fill-opacity=\"{}\" "
               "stroke=\"white\" stroke-width=\"1\"/>\n",
-              px(cx), px(cy), s.width, s.color, s.opacity);
+              format_px(cx), format_px(cy), s.width, s.color, s.opacity);
           if (cx >= left_ && cx <= right_ && cy >= top_ && cy <= bottom_) {
-            obstacles_.push_back({"", cx, cy, s.width + 1, s.width + 1, 0});
-            obstacle_owner_.push_back(-1);  // no label may cover a point, not even its own
+            // No label may cover a point, not even its own.
+            labels_.add_obstacle({"", cx, cy, s.width + 1, s.width + 1, 0});
           }
         }
         break;
@@ -719,11 +588,11 @@ void SvgPlot::Renderer::text_labels(std::string& out) {
   for (std::size_t k = 0; k < plot_.items_.size(); ++k) {
     const Item& it = plot_.items_[k];
     if (it.kind != Kind::text || it.label.empty()) continue;
-    Spec s{X(it.x[0]), Y(it.y[0]), it.anchor};
+    TextSpec s{X(it.x[0]), Y(it.y[0]), it.anchor};
     s.font_size = it.font_size;
-    std::vector<Spec> c{s};
+    std::vector<TextSpec> c{s};
     for (double dy : {-8.0, 8.0, -16.0, 16.0}) c.push_back(s), c.back().y += dy;
-    place(out, c, it.label, fill(it.style.color), int(k), true);
+    labels_.place(out, c, it.label, fill(it.style.color), int(k), true);
   }
 }
 
@@ -736,23 +605,23 @@ void SvgPlot::Renderer::line_labels(std::string& out) {
     const std::string attrs = fill(it.style.color);
     if (it.kind == Kind::hline) {
       const double y = Y(it.y[0]);
-      std::vector<Spec> c{{right_ - 4, y - 5, TextAnchor::end},
-                          {right_ - 4, y + 14, TextAnchor::end},
-                          {left_ + 4, y - 5, TextAnchor::start},
-                          {left_ + 4, y + 14, TextAnchor::start}};
-      place(out, c, it.label, attrs, int(k));
+      std::vector<TextSpec> c{{right_ - 4, y - 5, TextAnchor::end},
+                              {right_ - 4, y + 14, TextAnchor::end},
+                              {left_ + 4, y - 5, TextAnchor::start},
+                              {left_ + 4, y + 14, TextAnchor::start}};
+      labels_.place(out, c, it.label, attrs, int(k));
     } else if (it.kind == Kind::vline) {
       const double x = X(it.x[0]);
       // Left of the line at the top, right of it, then at the bottom.
-      std::vector<Spec> c;
+      std::vector<TextSpec> c;
       for (double dx : {-5.0, 14.0})
         for (bool at_top : {true, false}) {
-          Spec s{x + dx, at_top ? top_ + 4 : bottom_ - 4,
-                 at_top ? TextAnchor::end : TextAnchor::start};
+          TextSpec s{x + dx, at_top ? top_ + 4 : bottom_ - 4,
+                     at_top ? TextAnchor::end : TextAnchor::start};
           s.angle = -90, s.rx = s.x, s.ry = s.y;
           c.push_back(s);
         }
-      place(out, c, it.label, attrs, int(k));
+      labels_.place(out, c, it.label, attrs, int(k));
     } else if (it.kind == Kind::segment) {
       const double x0 = X(it.x[0]), y0 = Y(it.y[0]), x1 = X(it.x[1]), y1 = Y(it.y[1]);
       const double cx0 = std::clamp(x0, left_, right_), cx1 = std::clamp(x1, left_, right_);
@@ -761,17 +630,17 @@ void SvgPlot::Renderer::line_labels(std::string& out) {
       const double angle = std::atan2(y1 - y0, x1 - x0) * 180.0 / std::numbers::pi;
       const double a = angle * std::numbers::pi / 180;
       // Above the segment (then below), at the middle of its visible part first.
-      std::vector<Spec> c;
+      std::vector<TextSpec> c;
       for (double f : {0.5, 0.35, 0.65, 0.2, 0.8, 0.1, 0.9})
         for (double off : {-6.0, 14.0, -18.0, 26.0}) {
           const double t = t0 + f * (t1 - t0);
           const double mx = x0 + t * (x1 - x0), my = y0 + t * (y1 - y0);
           // The offset is perpendicular to the segment (in the text's own "up" direction).
-          Spec s{mx - std::sin(a) * off, my + std::cos(a) * off, TextAnchor::middle};
+          TextSpec s{mx - std::sin(a) * off, my + std::cos(a) * off, TextAnchor::middle};
           s.angle = angle, s.rx = s.x, s.ry = s.y;
           c.push_back(s);
         }
-      place(out, c, it.label, attrs, int(k));
+      labels_.place(out, c, it.label, attrs, int(k));
     }
   }
 }
@@ -785,20 +654,20 @@ void SvgPlot::Renderer::point_labels(std::string& out) {
     for (std::size_t i = 0; i < it.x.size(); ++i) {
       if (!std::isfinite(it.x[i]) || !std::isfinite(it.y[i]) || it.texts[i].empty()) continue;
       const double cx = X(it.x[i]), cy = Y(it.y[i]);
-      Spec base{0, 0, TextAnchor::start};
+      TextSpec base{0, 0, TextAnchor::start};
       base.font_size = 11;
-      std::vector<Spec> c;
+      std::vector<TextSpec> c;
       for (auto [dx, dy, an] : {std::tuple{r + 3, -r - 2, TextAnchor::start},
                                 {r + 3, r + 11, TextAnchor::start},
                                 {-r - 3, -r - 2, TextAnchor::end},
                                 {-r - 3, r + 11, TextAnchor::end},
                                 {0.0, -r - 4, TextAnchor::middle},
                                 {0.0, r + 13, TextAnchor::middle}}) {
-        Spec s = base;
+        TextSpec s = base;
         s.x = cx + dx, s.y = cy + dy, s.anchor = an;
         c.push_back(s);
       }
-      place(out, c, it.texts[i], fill(it.style.color));
+      labels_.place(out, c, it.texts[i], fill(it.style.color));
     }
   }
 }
@@ -813,9 +682,9 @@ void SvgPlot::Renderer::bar_labels(std::string& out) {
     const double fs = std::min(11.0, std::floor((y1 - y0 + 1) / 1.1));
     if (fs < 8 || text_width_px(it.label, fs) > x1 - x0 - 2) continue;
     if (x0 < left_ || x1 > right_ || y0 < top_ - 0.5 || y1 > bottom_ + 0.5) continue;
-    Spec s{(x0 + x1) / 2, (y0 + y1) / 2, TextAnchor::middle};
+    TextSpec s{(x0 + x1) / 2, (y0 + y1) / 2, TextAnchor::middle};
     s.central = true, s.font_size = fs;
-    place(out, {s}, it.label, " fill=\"#111111\"");
+    labels_.place(out, {s}, it.label, " fill=\"#111111\"");
   }
 }
 
@@ -832,7 +701,7 @@ std::string SvgPlot::Renderer::labels() {
 std::string SvgPlot::Renderer::frame() const {
   return fmt::format(
       "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#333333\"/>\n",
-      px(left_), px(top_), px(right_ - left_), px(bottom_ - top_));
+      format_px(left_), format_px(top_), format_px(right_ - left_), format_px(bottom_ - top_));
 }
 
 std::string SvgPlot::render_impl(std::vector<TextBox>* boxes) const {
@@ -881,83 +750,6 @@ std::string title_model_name(const std::string& model_name) {
   if (model_name.rfind("synthetic:", 0) == 0) return model_name;  // its parentheses may hold a /
   const std::size_t slash = model_name.find_last_of('/');
   return slash == std::string::npos ? model_name : model_name.substr(slash + 1);
-}
-
-double text_width_px(const std::string& text, double font_size) {
-  std::size_t chars = 0;
-  for (unsigned char c : text)
-    if ((c & 0xC0) != 0x80) ++chars;  // count UTF-8 lead bytes only
-  return 0.62 * font_size * double(chars);
-}
-
-bool boxes_overlap(const TextBox& a, const TextBox& b) {
-  // Separating axes: the two edge directions of each rectangle.
-  auto corners = [](const TextBox& t) {
-    const double r = t.angle * std::numbers::pi / 180, c = std::cos(r), s = std::sin(r);
-    std::array<std::pair<double, double>, 4> p;
-    const double sx[4] = {-1, 1, 1, -1}, sy[4] = {-1, -1, 1, 1};
-    for (int i = 0; i < 4; ++i) {
-      const double dx = sx[i] * t.half_w, dy = sy[i] * t.half_h;
-      p[i] = {t.cx + c * dx - s * dy, t.cy + s * dx + c * dy};
-    }
-    return p;
-  };
-  const auto pa = corners(a), pb = corners(b);
-  for (const TextBox* t : {&a, &b}) {
-    const double r = t->angle * std::numbers::pi / 180;
-    for (auto [ux, uy] :
-         {std::pair{std::cos(r), std::sin(r)}, std::pair{-std::sin(r), std::cos(r)}}) {
-      double amin = 1e300, amax = -1e300, bmin = 1e300, bmax = -1e300;
-      for (auto [x, y] : pa)
-        amin = std::min(amin, x * ux + y * uy), amax = std::max(amax, x * ux + y * uy);
-      for (auto [x, y] : pb)
-        bmin = std::min(bmin, x * ux + y * uy), bmax = std::max(bmax, x * ux + y * uy);
-      if (amax <= bmin + 1e-9 || bmax <= amin + 1e-9) return false;
-    }
-  }
-  return true;
-}
-
-}  // namespace inferlab
-
-namespace inferlab {
-
-std::vector<TextBox> read_text_boxes(const std::string& svg) {
-  auto attribute = [](const std::string& tag, const std::string& name) -> std::string {
-    const std::size_t at = tag.find(" " + name + "=\"");
-    if (at == std::string::npos) return {};
-    const std::size_t begin = at + name.size() + 3;
-    return tag.substr(begin, tag.find('"', begin) - begin);
-  };
-  auto unescape = [](std::string t) {
-    for (auto [from, to] :
-         {std::pair{"&lt;", "<"}, {"&gt;", ">"}, {"&quot;", "\""}, {"&apos;", "'"}, {"&amp;", "&"}})
-      for (std::size_t at = t.find(from); at != std::string::npos; at = t.find(from, at + 1))
-        t.replace(at, std::string(from).size(), to);
-    return t;
-  };
-  std::vector<TextBox> boxes;
-  for (std::size_t at = svg.find("<text "); at != std::string::npos;
-       at = svg.find("<text ", at + 1)) {
-    const std::size_t tag_end = svg.find('>', at), close = svg.find("</text>", at);
-    if (tag_end == std::string::npos || close == std::string::npos)
-      throw Error("read_text_boxes: a <text> element is not closed");
-    const std::string tag = svg.substr(at, tag_end - at);
-    Spec s{std::stod(attribute(tag, "x")), std::stod(attribute(tag, "y"))};
-    const std::string anchor = attribute(tag, "text-anchor");
-    s.anchor = anchor == "middle" ? TextAnchor::middle
-               : anchor == "end"  ? TextAnchor::end
-                                  : TextAnchor::start;
-    s.central = attribute(tag, "dominant-baseline") == "central";
-    if (const std::string fs = attribute(tag, "font-size"); !fs.empty())
-      s.font_size = std::stod(fs);
-    if (const std::string tr = attribute(tag, "transform"); tr.rfind("rotate(", 0) == 0) {
-      std::istringstream in(tr.substr(7));
-      in >> s.angle >> s.rx >> s.ry;
-    }
-    boxes.push_back(box_of(s, unescape(svg.substr(tag_end + 1, close - tag_end - 1))));
-  }
-  return boxes;
 }
 
 }  // namespace inferlab

@@ -24,10 +24,15 @@
 /// All coordinates given to the add_* functions are data coordinates; the writer clips
 /// everything to the plot area. On a log axis every value must be > 0 (render() throws
 /// inferlab::Error otherwise, rather than silently dropping a point).
+///
+/// Where each text goes is decided by the label placer (svg_labels.hpp); a saved picture is read
+/// back by svg_read.hpp.
 
 #include <limits>
 #include <string>
 #include <vector>
+
+#include "inferlab/app/svg_labels.hpp"
 
 namespace inferlab {
 
@@ -48,37 +53,6 @@ struct SvgStyle {
   bool dashed = false;   ///< draw the stroke dashed (reference lines, predictions)
   double opacity = 1.0;  ///< 0..1, fill opacity for rectangles, stroke opacity for lines
 };
-
-/// @brief Text alignment relative to its anchor point.
-enum class TextAnchor { start, middle, end };
-
-/// @brief The box one text of a rendered plot occupies, in pixels: a rectangle of half-sizes
-/// @p half_w x @p half_h centred at (@p cx, @p cy), turned by @p angle degrees (clockwise, as
-/// SVG rotates). The width is estimated from the font size and the number of characters
-/// (text_width_px()): a plot has no font metrics without a renderer.
-struct TextBox {
-  std::string text;   ///< the text as drawn (unescaped)
-  double cx = 0;      ///< centre, pixels from the left edge of the picture
-  double cy = 0;      ///< centre, pixels from the top edge of the picture
-  double half_w = 0;  ///< half the width, along the text
-  double half_h = 0;  ///< half the height
-  double angle = 0;   ///< rotation about the centre, degrees, clockwise
-};
-
-/// @brief An upper estimate of the width of @p text at @p font_size px in the plots' sans-serif
-/// font: 0.62 em per character (DejaVu Sans averages about 0.55 em), UTF-8 sequences counted as
-/// one character. @return pixels
-double text_width_px(const std::string& text, double font_size);
-
-/// @brief The boxes of the &lt;text&gt; elements of an SVG document written by SvgPlot (one picture:
-/// split a stacked file first), computed as render() computes them, from the elements'
-/// position, alignment, baseline, font size and rotation. For checking a saved plot.
-/// @throws inferlab::Error if a &lt;text&gt; element is not closed
-std::vector<TextBox> read_text_boxes(const std::string& svg);
-
-/// @brief Whether two text boxes overlap (separating-axis test on the two turned rectangles;
-/// touching edges do not count). @return true if they share any area
-bool boxes_overlap(const TextBox& a, const TextBox& b);
 
 /// @brief A plot being built; render() or save() turns it into an SVG document.
 class SvgPlot {
@@ -174,7 +148,7 @@ class SvgPlot {
   };
   std::string next_colour();
   std::string render_impl(std::vector<TextBox>* boxes) const;
-  class Renderer;  // render()'s steps: axes, layout, grid, ticks, legend, data, labels (svg.cpp)
+  class Renderer;  // render()'s steps: axes, layout, grid, ticks, legend, data, labels
 
   std::string title_;
   int width_, height_;
@@ -195,8 +169,6 @@ std::vector<double> linear_ticks(double lo, double hi, int target = 6);
 std::vector<double> log_ticks(double lo, double hi, int max_ticks = 10);
 /// @brief A short tick label: "0.5", "20", "1000", "1e+06" style only beyond 1e5 or below 1e-3.
 std::string format_tick(double value);
-/// @brief Escapes &, <, >, " and ' for use in SVG text and attributes.
-std::string xml_escape(const std::string& text);
 /// @brief A model's name as a plot title shows it: Model::name() is the file path for a model
 /// read from a file, and a title need not carry the folders of the machine it ran on, so a path
 /// is cut to its file name ("stories260K.bin"); any other name is returned unchanged.
