@@ -60,25 +60,14 @@ class CudaRunner final : public ModelRunner {
                       "(asked for {})",
                       dtype_name(type)));
     }
-    try {
-      return std::make_unique<DeviceKVPool>(config(), num_blocks, block_size);
-    } catch (const Error&) {
-      throw;
-    } catch (const std::exception& e) {
-      throw Error(fmt::format("CUDA KV pool of {} blocks x {} positions: {}", num_blocks,
-                              block_size, e.what()));
-    }
+    return std::make_unique<DeviceKVPool>(config(), num_blocks, block_size);
   }
   void step(std::span<const BatchEntry> batch, LogitsMode mode,
             std::vector<float>& logits) override {
     DeviceKVPool& pool = check_batch(batch, mode);
     logits.resize(rows_ * std::size_t(config().vocab_size));
-    try {
-      gpu_.forward_batch(entries_.data(), static_cast<int>(entries_.size()), pool.device_pool(),
-                         mode == LogitsMode::all, logits.data());
-    } catch (const std::exception& e) {
-      throw Error(fmt::format("CUDA forward: {}", e.what()));
-    }
+    gpu_.forward_batch(entries_.data(), static_cast<int>(entries_.size()), pool.device_pool(),
+                       mode == LogitsMode::all, logits.data());
     logits_bytes_copied_ += logits.size() * sizeof(float);
     advance(batch);
   }
@@ -87,12 +76,8 @@ class CudaRunner final : public ModelRunner {
   void step_greedy(std::span<const BatchEntry> batch, std::vector<int>& next) override {
     DeviceKVPool& pool = check_batch(batch, LogitsMode::last);
     next.resize(batch.size());
-    try {
-      gpu_.forward_batch_greedy(entries_.data(), static_cast<int>(entries_.size()),
-                                pool.device_pool(), next.data());
-    } catch (const std::exception& e) {
-      throw Error(fmt::format("CUDA forward: {}", e.what()));
-    }
+    gpu_.forward_batch_greedy(entries_.data(), static_cast<int>(entries_.size()),
+                              pool.device_pool(), next.data());
     logits_bytes_copied_ += next.size() * sizeof(int);
     advance(batch);
   }
