@@ -6,17 +6,17 @@
 
 #include <cmath>
 #include <cstddef>
-#include <stdexcept>
 #include <string>
 
 #include "inferlab/kernels/cuda/device.hpp"
+#include "inferlab/kernels/error.hpp"
 
 /// Checks that the last kernel launch was accepted (bad grid, too much shared memory, ...).
 /// Errors inside the kernel surface at the next synchronising call, also checked.
 #define INFERLAB_CUDA_CHECK_LAUNCH() INFERLAB_CUDA_CHECK(cudaGetLastError())
 
 namespace inferlab::cuda {
-/// Throws std::runtime_error for a failed cuBLAS call (file, line, status string).
+/// Throws inferlab::Error for a failed cuBLAS call (file, line, status string).
 [[noreturn]] void throw_cublas_error(int status, const char* expr, const char* file, int line);
 }  // namespace inferlab::cuda
 
@@ -34,14 +34,14 @@ constexpr int kWarpSize = 32;
 
 inline unsigned ceil_div(std::size_t a, std::size_t b) { return unsigned((a + b - 1) / b); }
 
-/// Throws std::invalid_argument naming the op when a kernel argument is out of range.
+/// Throws inferlab::Error naming the op when a kernel argument is out of range.
 inline void require(bool ok, const char* op, const char* what) {
-  if (!ok) throw std::invalid_argument(std::string(op) + ": " + what);
+  if (!ok) throw Error(std::string(op) + ": " + what);
 }
 
 /// Throws for a version number that the op does not have.
 [[noreturn]] inline void bad_version(const char* op, int version, int n_versions) {
-  throw std::invalid_argument(std::string(op) + ": no version " + std::to_string(version) +
+  throw Error(std::string(op) + ": no version " + std::to_string(version) +
                               " (versions are 1.." + std::to_string(n_versions) + ")");
 }
 

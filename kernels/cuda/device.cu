@@ -2,7 +2,6 @@
 #include <cuda_runtime.h>
 
 #include <cstdio>
-#include <stdexcept>
 #include <string>
 
 #include "common.cuh"
@@ -12,13 +11,13 @@ namespace inferlab::cuda {
 
 void throw_cuda_error(int code, const char* expr, const char* file, int line) {
   const auto err = static_cast<cudaError_t>(code);
-  throw std::runtime_error(std::string("CUDA error at ") + file + ":" + std::to_string(line) +
+  throw Error(std::string("CUDA error at ") + file + ":" + std::to_string(line) +
                            ": " + expr + ": " + cudaGetErrorName(err) + " (" +
                            cudaGetErrorString(err) + ")");
 }
 
 void throw_cublas_error(int status, const char* expr, const char* file, int line) {
-  throw std::runtime_error(std::string("cuBLAS error at ") + file + ":" + std::to_string(line) +
+  throw Error(std::string("cuBLAS error at ") + file + ":" + std::to_string(line) +
                            ": " + expr + ": " +
                            cublasGetStatusString(static_cast<cublasStatus_t>(status)));
 }
@@ -42,7 +41,7 @@ bool cuda_device_available(std::string* why) {
 void require_cuda_device() {
   std::string why;
   if (!cuda_device_available(&why))
-    throw std::runtime_error("--device cuda requested, but no CUDA device can be used: " + why);
+    throw Error("--device cuda requested, but no CUDA device can be used: " + why);
 }
 
 namespace {

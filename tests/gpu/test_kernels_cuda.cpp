@@ -67,9 +67,9 @@ TEST_CASE("matmul: every CUDA version equals the reference", "[gpu][kernel][matm
     CHECK(test::check_close(label("matmul real", v, T, n, d), dy.to_host(), want, 1e-3, 1e-3));
   }
   REQUIRE_THROWS_AS(k::matmul_cuda(0, dy.data(), dx.data(), dw.data(), T, n, d),
-                    std::invalid_argument);
+                    Error);
   REQUIRE_THROWS_AS(k::matmul_cuda(1, dy.data(), dx.data(), dw.data(), 0, n, d),
-                    std::invalid_argument);
+                    Error);
 }
 
 TEST_CASE("rmsnorm: every CUDA version matches the reference", "[gpu][kernel][rmsnorm]") {
@@ -217,5 +217,5 @@ TEST_CASE("attention: a position beyond max_pos gives NaN, not an out-of-bounds 
   // Version 2 refuses a missing workspace.
   REQUIRE_THROWS_AS(k::attention_cuda(2, dout.data(), dq.data(), dk.data(), dv.data(), dpos.data(),
                                       T, Nh, Nh, hs, 7, nullptr, 0),
-                    std::invalid_argument);
+                    Error);
 }

@@ -19,22 +19,6 @@ namespace k = kernels;
 
 namespace {
 
-// A tree must name, for every row from base to the entry's last one, a parent row before it.
-void validate_tree(const TreeMask& tree, int end_row) {
-  if (tree.base < 0) throw Error(fmt::format("forward: tree base {} is negative", tree.base));
-  if (end_row > tree.base && tree.parents.size() < std::size_t(end_row - tree.base)) {
-    throw Error(fmt::format("forward: the tree names {} parents but rows {}..{} need them",
-                            tree.parents.size(), tree.base, end_row - 1));
-  }
-  for (int r = tree.base; r < end_row; ++r) {
-    const int parent = tree.parents[std::size_t(r - tree.base)];
-    if (parent != -1 && (parent < tree.base || parent >= r)) {
-      throw Error(fmt::format("forward: tree row {} has parent {} (must be -1 or in [{}, {}))", r,
-                              parent, tree.base, r));
-    }
-  }
-}
-
 // For the n rows from start of one entry: RoPE positions into pos (n), and the visible rows of
 // each, appended as n + 1 offsets to begin and the lists to rows. Rows below base are causal;
 // a tree row sees the prefix, then its ancestors and itself in ascending row order.
@@ -91,37 +75,17 @@ void ForwardPass::run(std::span<const BatchEntry> batch, bool all_rows,
                       std::vector<float>& logits) {
   const ModelConfig& c = model_->config();
   const Weights& w = model_->weights();
-  if (batch.empty()) throw Error("forward: empty batch");
   // Validate every entry before touching any cache, so a bad request changes nothing.
+  validate_batch(batch, c);
   int T = 0;
-  for (std::size_t b = 0; b < batch.size(); ++b) {
-    const BatchEntry& e = batch[b];
-    const int n = static_cast<int>(e.tokens.size());
-    if (n == 0) throw Error("forward: no tokens");
-    if (e.cache == nullptr) throw Error("forward: batch entry without a cache");
-    for (std::size_t o = 0; o < b; ++o) {
-      if (batch[o].cache == e.cache) throw Error("forward: two batch entries share one cache");
-    }
+  for (const BatchEntry& e : batch) {
     if (e.cache->pool().device() != Device::cpu) {
       throw Error(
           fmt::format("forward: the CPU forward pass needs a host KV pool, not one on "
                       "the {}",
                       device_name(e.cache->pool().device())));
     }
-    if (e.cache->length() != e.start_pos) {
-      throw Error(fmt::format("forward: cache holds {} positions but start_pos is {}",
-                              e.cache->length(), e.start_pos));
-    }
-    if (e.start_pos + n > e.cache->capacity()) {
-      throw Error(fmt::format("forward: positions {}..{} exceed the context of {} tokens",
-                              e.start_pos, e.start_pos + n - 1, e.cache->capacity()));
-    }
-    for (int tok : e.tokens) {
-      if (tok < 0 || tok >= c.vocab_size)
-        throw Error(fmt::format("forward: token id {} outside [0, {})", tok, c.vocab_size));
-    }
-    if (e.tree) validate_tree(*e.tree, e.start_pos + n);
-    T += n;
+    T += static_cast<int>(e.tokens.size());
   }
   reserve(T);
   const int D = c.dim, H = c.hidden_dim, KV = c.kv_dim(), hs = c.head_size();

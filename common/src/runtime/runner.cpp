@@ -9,11 +9,28 @@
 #include "inferlab/base/cuda_module.hpp"
 #include "inferlab/base/error.hpp"
 #include "inferlab/runtime/cuda_backend.hpp"
+#include "inferlab/runtime/forward.hpp"
 #include "inferlab/runtime/sampler.hpp"
 
 namespace inferlab {
 
 namespace {
+
+// A tree must name, for every row from base to the entry's last one, a parent row before it.
+void validate_tree(const TreeMask& tree, int end_row) {
+  if (tree.base < 0) throw Error(fmt::format("forward: tree base {} is negative", tree.base));
+  if (end_row > tree.base && tree.parents.size() < std::size_t(end_row - tree.base)) {
+    throw Error(fmt::format("forward: the tree names {} parents but rows {}..{} need them",
+                            tree.parents.size(), tree.base, end_row - 1));
+  }
+  for (int r = tree.base; r < end_row; ++r) {
+    const int parent = tree.parents[std::size_t(r - tree.base)];
+    if (parent != -1 && (parent < tree.base || parent >= r)) {
+      throw Error(fmt::format("forward: tree row {} has parent {} (must be -1 or in [{}, {}))", r,
+                              parent, tree.base, r));
+    }
+  }
+}
 
 // The CUDA runner, made by the module (require_device() has loaded it and found a GPU).
 std::unique_ptr<ModelRunner> make_cuda_runner(const Model& model) {
@@ -44,6 +61,35 @@ class CpuRunner final : public ModelRunner {
 };
 
 }  // namespace
+
+void validate_batch(std::span<const BatchEntry> batch, const ModelConfig& config) {
+  if (batch.empty()) throw Error("forward: empty batch");
+  for (std::size_t b = 0; b < batch.size(); ++b) {
+    const BatchEntry& e = batch[b];
+    const int n = static_cast<int>(e.tokens.size());
+    if (n == 0) throw Error("forward: no tokens");
+    if (e.cache == nullptr) throw Error("forward: batch entry without a cache");
+    for (std::size_t o = 0; o < b; ++o) {
+      if (batch[o].cache == e.cache) throw Error("forward: two batch entries share one cache");
+    }
+    const ModelConfig& kv = e.cache->pool().config();
+    if (kv.n_layers != config.n_layers || kv.kv_dim() != config.kv_dim())
+      throw Error("forward: the KV pool is for another model");
+    if (e.cache->length() != e.start_pos) {
+      throw Error(fmt::format("forward: cache holds {} positions but start_pos is {}",
+                              e.cache->length(), e.start_pos));
+    }
+    if (e.start_pos + n > e.cache->capacity()) {
+      throw Error(fmt::format("forward: positions {}..{} exceed the context of {} tokens",
+                              e.start_pos, e.start_pos + n - 1, e.cache->capacity()));
+    }
+    for (int tok : e.tokens) {
+      if (tok < 0 || tok >= config.vocab_size)
+        throw Error(fmt::format("forward: token id {} outside [0, {})", tok, config.vocab_size));
+    }
+    if (e.tree) validate_tree(*e.tree, e.start_pos + n);
+  }
+}
 
 std::unique_ptr<ModelRunner> make_runner(const Model& model, Device device) {
   require_device(device);

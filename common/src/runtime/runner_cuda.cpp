@@ -60,25 +60,14 @@ class CudaRunner final : public ModelRunner {
                       "(asked for {})",
                       dtype_name(type)));
     }
-    try {
-      return std::make_unique<DeviceKVPool>(config(), num_blocks, block_size);
-    } catch (const Error&) {
-      throw;
-    } catch (const std::exception& e) {
-      throw Error(fmt::format("CUDA KV pool of {} blocks x {} positions: {}", num_blocks,
-                              block_size, e.what()));
-    }
+    return std::make_unique<DeviceKVPool>(config(), num_blocks, block_size);
   }
   void step(std::span<const BatchEntry> batch, LogitsMode mode,
             std::vector<float>& logits) override {
     DeviceKVPool& pool = check_batch(batch, mode);
     logits.resize(rows_ * std::size_t(config().vocab_size));
-    try {
-      gpu_.forward_batch(entries_.data(), static_cast<int>(entries_.size()), pool.device_pool(),
-                         mode == LogitsMode::all, logits.data());
-    } catch (const std::exception& e) {
-      throw Error(fmt::format("CUDA forward: {}", e.what()));
-    }
+    gpu_.forward_batch(entries_.data(), static_cast<int>(entries_.size()), pool.device_pool(),
+                       mode == LogitsMode::all, logits.data());
     logits_bytes_copied_ += logits.size() * sizeof(float);
     advance(batch);
   }
@@ -87,26 +76,21 @@ class CudaRunner final : public ModelRunner {
   void step_greedy(std::span<const BatchEntry> batch, std::vector<int>& next) override {
     DeviceKVPool& pool = check_batch(batch, LogitsMode::last);
     next.resize(batch.size());
-    try {
-      gpu_.forward_batch_greedy(entries_.data(), static_cast<int>(entries_.size()),
-                                pool.device_pool(), next.data());
-    } catch (const std::exception& e) {
-      throw Error(fmt::format("CUDA forward: {}", e.what()));
-    }
+    gpu_.forward_batch_greedy(entries_.data(), static_cast<int>(entries_.size()),
+                              pool.device_pool(), next.data());
     logits_bytes_copied_ += next.size() * sizeof(int);
     advance(batch);
   }
 
  private:
-  // Checks every entry (nothing is changed on an error), fills entries_ and rows_, and returns
-  // the one device pool the batch's caches live in.
+  // Checks every entry (nothing is changed on an error): validate_batch(), then what the GPU
+  // pass adds. Fills entries_ and rows_, and returns the one device pool the caches live in.
   DeviceKVPool& check_batch(std::span<const BatchEntry> batch, LogitsMode mode) {
-    if (batch.empty()) throw Error("forward: empty batch");
+    validate_batch(batch, config());
     DeviceKVPool* pool = nullptr;
     entries_.clear();
     rows_ = 0;
     for (const BatchEntry& e : batch) {
-      if (e.cache == nullptr) throw Error("forward: batch entry without a cache");
       // The CUDA attention kernels are causal only: a tree entry would be attended wrongly.
       if (e.tree != nullptr)
         throw Error(
@@ -114,38 +98,20 @@ class CudaRunner final : public ModelRunner {
             "verification runs on the CPU)");
       auto* p = dynamic_cast<DeviceKVPool*>(&e.cache->pool());
       if (p == nullptr) throw Error("forward: the CUDA runner needs KV pools it made itself");
-      if (p->config().n_layers != config().n_layers || p->config().kv_dim() != config().kv_dim())
-        throw Error("forward: the KV pool is for another model");
       if (pool != nullptr && p != pool)
         throw Error("forward: the CUDA runner runs a batch over one KV pool at a time");
       pool = p;
-      if (e.cache->length() != e.start_pos) {
-        throw Error(fmt::format("forward: cache holds {} positions but start_pos is {}",
-                                e.cache->length(), e.start_pos));
-      }
-      const int n = static_cast<int>(e.tokens.size());
-      if (n == 0) throw Error("forward: no tokens");
       // The attention workspace is sized for positions below seq_len.
-      const long end = long(e.start_pos) + n;
-      if (end > e.cache->capacity() || end > config().seq_len) {
-        throw Error(fmt::format(
-            "forward: positions {}..{} exceed the entry's {} positions or the context of {} "
-            "tokens",
-            e.start_pos, end - 1, e.cache->capacity(), config().seq_len));
-      }
-      for (int tok : e.tokens) {
-        if (tok < 0 || tok >= config().vocab_size)
-          throw Error(fmt::format("forward: token id {} outside [0, {})", tok, config().vocab_size));
+      const int end = e.start_pos + static_cast<int>(e.tokens.size());
+      if (end > config().seq_len) {
+        throw Error(fmt::format("forward: positions {}..{} exceed the context of {} tokens",
+                                e.start_pos, end - 1, config().seq_len));
       }
       const auto& blocks = e.cache->blocks();
       entries_.push_back({e.tokens.data(), static_cast<int>(e.tokens.size()), e.start_pos,
                           blocks.data(), static_cast<int>(blocks.size())});
       rows_ += mode == LogitsMode::all ? e.tokens.size() : 1;
     }
-    for (std::size_t i = 0; i < batch.size(); ++i)
-      for (std::size_t j = 0; j < i; ++j)
-        if (batch[i].cache == batch[j].cache)
-          throw Error("forward: two batch entries share one cache");
     return *pool;
   }
 

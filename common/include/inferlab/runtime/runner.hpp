@@ -19,12 +19,54 @@
 #include <vector>
 
 #include "inferlab/base/device.hpp"
-#include "inferlab/runtime/forward.hpp"
+#include "inferlab/model/model.hpp"
 #include "inferlab/runtime/kv_cache.hpp"
 #include "inferlab/runtime/kv_pool.hpp"
-#include "inferlab/model/model.hpp"
+#include "inferlab/runtime/kv_sequence.hpp"
 
 namespace inferlab {
+
+/// @brief Which rows of logits a forward call produces.
+enum class LogitsMode {
+  last,  ///< only the last token's (the one generation samples from)
+  all,   ///< one row per input token (for checks and --dump-logits)
+};
+
+/// @brief Tree attention for speculative verification (chapter 07): several candidate
+/// continuations share one forward call without seeing each other.
+///
+/// Cache rows [0, base) are the sequence's accepted prefix and stay causal. Every row r >= base
+/// is a node of a token tree whose parent is row parents[r - base] (a row in [base, r)), or -1
+/// for a root, whose parent is the prefix's last token. A node attends to the prefix, its
+/// ancestors and itself, in row order, and its RoPE position is base + (its depth), where a
+/// root has depth 0: the position it would have if its path were the whole continuation.
+/// A chain (parents[i] = base + i - 1) is ordinary causal attention, bit for bit.
+struct TreeMask {
+  int base = 0;                  ///< first tree row; rows before it are the causal prefix
+  std::span<const int> parents;  ///< (rows - base) parent row of each tree row, -1 for a root
+};
+
+/// @brief One sequence's part of a batched forward step: a chunk of its tokens (one decode
+/// token, or a chunk of its prompt) at consecutive positions from start_pos, and its cache.
+struct BatchEntry {
+  std::span<const int> tokens;  ///< (n) token ids, n >= 1
+  int start_pos = 0;            ///< position of tokens[0]; must equal cache->length()
+  /// This sequence's KV (distinct for every entry): a contiguous KVCache or a paged sequence,
+  /// in a pool made by the runner that runs the step.
+  KVSequence* cache = nullptr;
+  /// Optional tree attention for the rows this entry writes (nullptr: causal). Its parents
+  /// must cover every row from tree->base to start_pos + n - 1.
+  const TreeMask* tree = nullptr;
+};
+
+/// @brief Checks a batch as every runner needs it, before any cache is touched: at least one
+/// entry; every entry with tokens, each in [0, V), a cache of its own in a pool for this model,
+/// of length start_pos, with room for the new positions; a tree, when given, naming a parent
+/// before it for every row it covers (TreeMask).
+/// @param batch the step's entries
+/// @param config the model the step runs
+/// @throws inferlab::Error naming the first problem found.
+void validate_batch(std::span<const BatchEntry> batch, const ModelConfig& config);
 
 /// @brief Runs a model's forward pass on one device.
 class ModelRunner {

@@ -8,10 +8,11 @@
 /// declaration `struct CUstream_st` (cudaStream_t is a typedef for `CUstream_st*`).
 
 #include <cstddef>
-#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "inferlab/kernels/error.hpp"
 
 struct CUstream_st;
 
@@ -20,7 +21,7 @@ namespace inferlab::cuda {
 /// @brief A CUDA stream handle (== cudaStream_t). nullptr is the default stream.
 using StreamHandle = CUstream_st*;
 
-/// @brief Throws std::runtime_error "CUDA error at FILE:LINE: EXPR: cudaErrorName (message)".
+/// @brief Throws inferlab::Error "CUDA error at FILE:LINE: EXPR: cudaErrorName (message)".
 /// @param code a cudaError_t as int (non-zero)
 /// @param expr the failed call as source text (`#expr` of INFERLAB_CUDA_CHECK)
 /// @param file source file of the call (`__FILE__`)
@@ -28,7 +29,7 @@ using StreamHandle = CUstream_st*;
 [[noreturn]] void throw_cuda_error(int code, const char* expr, const char* file, int line);
 
 /// @brief Evaluates @p expr (a CUDA runtime call returning cudaError_t) and throws
-/// std::runtime_error naming the file, the line, the call and cudaGetErrorString when it fails.
+/// inferlab::Error naming the file, the line, the call and cudaGetErrorString when it fails.
 #define INFERLAB_CUDA_CHECK(expr)                                                           \
   do {                                                                                      \
     const int inferlab_cuda_status_ = static_cast<int>(expr);                               \
@@ -40,7 +41,7 @@ using StreamHandle = CUstream_st*;
 /// with the reason (no driver, no device, ...) in @p why when it is not null. Never throws.
 bool cuda_device_available(std::string* why = nullptr);
 
-/// @brief Throws std::runtime_error with a clear message ("--device cuda requested, but ...")
+/// @brief Throws inferlab::Error with a clear message ("--device cuda requested, but ...")
 /// when no CUDA device can be used. Chapters call it when the user asks for `--device cuda`.
 void require_cuda_device();
 
@@ -62,8 +63,8 @@ DeviceInfo device_info();
 /// @name Raw device memory (used by DeviceBuffer; chapters use DeviceBuffer, never these)
 /// @{
 
-/// @brief Allocates @p bytes of device memory (uninitialised); throws std::runtime_error when
-/// the allocation fails.
+/// @brief Allocates @p bytes of device memory (uninitialised); throws inferlab::Error when the
+/// allocation fails.
 void* device_alloc(std::size_t bytes);
 void device_free(void* ptr) noexcept;  ///< errors (e.g. at process exit) are ignored
 /// @brief Host -> device copy. With a stream it is enqueued there and waited for, so the host
@@ -114,14 +115,14 @@ class DeviceBuffer {
   bool empty() const { return size_ == 0; }                ///< true when no memory is held
 
   /// @brief Copies @p count host elements into elements [offset, offset + count).
-  /// @throws std::out_of_range if that range exceeds size().
+  /// @throws inferlab::Error if that range exceeds size().
   void upload(const T* host, std::size_t count, std::size_t offset = 0,
               StreamHandle stream = nullptr) {
     check_range(count, offset, "upload");
     if (count) copy_to_device(data_ + offset, host, count * sizeof(T), stream);
   }
   /// @brief Copies all of @p host into elements [0, host.size()).
-  /// @throws std::out_of_range if the buffer is smaller than @p host.
+  /// @throws inferlab::Error if the buffer is smaller than @p host.
   void upload(const std::vector<T>& host, StreamHandle stream = nullptr) {
     upload(host.data(), host.size(), 0, stream);
   }
@@ -145,7 +146,7 @@ class DeviceBuffer {
  private:
   void check_range(std::size_t count, std::size_t offset, const char* what) const {
     if (offset > size_ || count > size_ - offset) {
-      throw std::out_of_range(std::string("DeviceBuffer::") + what + ": elements [" +
+      throw Error(std::string("DeviceBuffer::") + what + ": elements [" +
                               std::to_string(offset) + ", " + std::to_string(offset + count) +
                               ") outside a buffer of " + std::to_string(size_));
     }
