@@ -82,6 +82,10 @@ class LabelPlacer {
   LabelPlacer(double width, double height) : width_(width), height_(height) {}
 
   /// @brief Appends to @p out the &lt;text&gt; element of @p text at the first free candidate.
+  /// @param out  the SVG being written
+  /// @param candidates  the places to try, in order of preference
+  /// @param text  the label (escaped here)
+  /// @param attrs  extra attributes of the element (e.g. ` fill="#333333"`)
   /// @param owner  the item the text labels: obstacles of the same owner do not block it
   /// @param force  a text the plot cannot do without: drawn at the first candidate if none is
   ///               free
