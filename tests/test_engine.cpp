@@ -1,6 +1,7 @@
 // The serving engine: batch invariance (every request's greedy tokens under continuous batching
 // with chunked prefill equal the single-request tokens: llama2.c's golden ones when here), the
 // simulator's clock, and the trace / plot outputs.
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -187,6 +188,30 @@ TEST_CASE("sim: continuous batching beats static on variable output lengths", "[
   // An SLO every request meets counts them all; an impossible one counts none.
   CHECK(run_serving_metrics(co, {1e9, 1e9}).slo_attainment == 1.0);
   CHECK(run_serving_metrics(co, {1e-9, 1e9}).goodput == 0.0);
+}
+
+TEST_CASE("paged runs keep the block tables of the step that reserved the most", "[engine]") {
+  SimEngine engine = h100_llama();
+  engine.memory.allocator = Allocator::paged;
+  engine.memory.block_size = 16;
+  engine.memory.budget_bytes = 4096 * kv_storage_bytes_per_token(engine.config, engine.kv_type);
+  WorkloadSpec spec;
+  spec.requests = 24;
+  spec.rate = 20.0;
+  const EngineRun run = run_sim(generate_workload(spec), {Policy::continuous, 8, 256}, engine);
+  REQUIRE(run.block_size == 16);
+  // The first of the steps that reserved the most: memory grows as requests arrive, so it is
+  // not the first step.
+  const auto peak = std::max_element(
+      run.steps.begin(), run.steps.end(),
+      [](const EngineStep& a, const EngineStep& b) { return a.kv_reserved < b.kv_reserved; });
+  REQUIRE(peak != run.steps.begin());
+  CHECK(run.peak_tables.time == peak->start);
+  CHECK(run.peak_tables.requests.size() == static_cast<std::size_t>(peak->running));
+  REQUIRE(run.peak_tables.tables.size() == run.peak_tables.requests.size());
+  std::size_t blocks = 0;
+  for (const std::vector<int>& table : run.peak_tables.tables) blocks += table.size();
+  CHECK(blocks * 16 == peak->kv_reserved);
 }
 
 TEST_CASE("engine rejects requests it cannot serve", "[engine]") {

@@ -137,6 +137,16 @@ EngineRun serve(std::vector<Sequence>& seqs, const SchedulerConfig& config, KVMa
     step.running = static_cast<int>(scheduler.running().size());
     step.active = static_cast<int>(plan.chunks.size());
     step.waiting = static_cast<int>(scheduler.waiting().size() + scheduler.swapped().size());
+    for (const ScheduledChunk& c : plan.chunks) {
+      if (c.seq->admitted_at < 0) c.seq->admitted_at = now;
+    }
+    step.end = run_step(plan);
+    // Memory during the step: what was reserved for it, and what it had written by its end.
+    step.kv_used = kv.used_tokens();
+    step.kv_reserved = kv.reserved_tokens();
+    step.kv_logical = kv.logical_tokens();
+    // The tables at the step that reserved the most (the first such), before postprocess
+    // frees the sequences that finished in it.
     if (paged && (run.steps.empty() || step.kv_reserved > peak_reserved)) {
       peak_reserved = step.kv_reserved;
       run.peak_tables = {now, {}, {}};
@@ -146,14 +156,6 @@ EngineRun serve(std::vector<Sequence>& seqs, const SchedulerConfig& config, KVMa
         run.peak_tables.tables.push_back(s->kv->blocks());
       }
     }
-    for (const ScheduledChunk& c : plan.chunks) {
-      if (c.seq->admitted_at < 0) c.seq->admitted_at = now;
-    }
-    step.end = run_step(plan);
-    // Memory during the step: what was reserved for it, and what it had written by its end.
-    step.kv_used = kv.used_tokens();
-    step.kv_reserved = kv.reserved_tokens();
-    step.kv_logical = kv.logical_tokens();
     for (const ScheduledChunk& c : plan.chunks) {
       Sequence& s = *c.seq;
       step.chunks.push_back({s.request.id, s.slot, c.start, c.count, c.prefill, c.samples});
