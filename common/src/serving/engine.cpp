@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <map>
-#include <numeric>
+#include <optional>
 #include <thread>
 
 #include <fmt/format.h>
@@ -54,138 +54,196 @@ std::string streamed_text(const Tokenizer& tokenizer, const std::vector<int>& to
   return text + printer.flush();
 }
 
-// The loop both engines share. `run_step(plan)` executes the step (appending one token to every
-// chunk that samples) and returns the time it ended on `clock`.
 // Every request must fit the memory on its own, or it could never run: said before the run.
-void check_fits(const std::vector<Sequence>& seqs, const KVManager& kv, int block_size) {
+void check_fits(const std::vector<Sequence>& seqs, const KVManager& kv) {
+  const int block_size = kv.block_size();
   for (const Sequence& s : seqs) {
     long positions = s.prompt_tokens + s.max_new_tokens;  // + the next token's room
     // Without paging, parallel branches each hold a whole reservation from the start.
     if (block_size == 0) positions *= long(1 + s.forks.size());
     if (kv.capacity_tokens() == 0 || std::size_t(positions) <= kv.capacity_tokens()) continue;
     if (block_size > 0) {
-      throw Error(
-          fmt::format("request {} needs {} blocks of {} positions ({} tokens); the pool "
-                      "has {}: raise --kv-memory or lower max_tokens",
-                      s.request.id, (positions + block_size - 1) / block_size, block_size,
-                      positions, kv.capacity_tokens() / block_size));
+      throw ParameterError("kv_memory",
+                           fmt::format("too small: request {} needs {} blocks of {} positions ({} "
+                                       "tokens); the pool has {} (raise it or lower max_tokens)",
+                                       s.request.id, (positions + block_size - 1) / block_size,
+                                       block_size, positions, kv.capacity_tokens() / block_size));
     }
-    throw Error(
-        fmt::format("request {} needs {} KV positions; the budget holds {}: raise "
-                    "--kv-memory or lower max_tokens",
-                    s.request.id, positions, kv.capacity_tokens()));
+    throw ParameterError("kv_memory",
+                         fmt::format("too small: request {} needs {} KV positions; the budget "
+                                     "holds {} (raise it or lower max_tokens)",
+                                     s.request.id, positions, kv.capacity_tokens()));
   }
 }
 
-// The loop both engines share: schedule, run, postprocess. `run_step(plan)` executes the step
-// (appending one token to every chunk that samples) and returns the time it ended on `clock`.
-template <class Clock, class RunStep>
-EngineRun serve(std::vector<Sequence>& seqs, const SchedulerConfig& config, KVManager& kv,
-                int context, Clock& clock, RunStep&& run_step, const char* clock_name) {
-  const auto* paged = dynamic_cast<const PagedKVManager*>(&kv);
-  const int block_size = paged ? paged->block_size() : 0;
-  check_fits(seqs, kv, block_size);
-  Scheduler scheduler(config, &kv);
-  const PrefixCache* cache = kv.prefix_cache();
-  // Arrivals, earliest first (ties in request order): every request's first sequence, but not
-  // the later turns of a chat, which arrive think_time after the turn they continue finishes.
-  // Parallel branches start when their parent forks them.
-  std::multimap<double, std::size_t> arrivals;
-  std::map<int, std::size_t> by_id;                    // Request::id -> its first sequence
-  std::map<int, std::vector<std::size_t>> next_turns;  // Request::id -> turns continuing it
-  for (std::size_t i = 0; i < seqs.size(); ++i)
-    if (seqs[i].branch == 0) by_id[seqs[i].request.id] = i;
-  std::vector<std::size_t> order;
-  for (std::size_t i = 0; i < seqs.size(); ++i)
-    if (seqs[i].branch == 0) order.push_back(i);
-  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-    return seqs[a].request.arrival < seqs[b].request.arrival;
-  });
-  for (std::size_t i : order) {
-    const Request& r = seqs[i].request;
-    if (r.parent < 0) {
-      arrivals.emplace(r.arrival, i);
-      continue;
+// When each sequence enters the scheduler. Every request's first sequence arrives at its
+// Request::arrival (earliest first, ties in request order); a later turn of a chat arrives
+// think_time after the turn it continues finishes, carrying the whole conversation. Parallel
+// branches are not queued: their parent forks them.
+class ArrivalQueue {
+ public:
+  // @throws Error if a request continues one that is not an earlier request.
+  ArrivalQueue(std::vector<Sequence>& seqs, int context) : seqs_(seqs), context_(context) {
+    std::map<int, std::size_t> by_id;  // Request::id -> its first sequence
+    std::vector<std::size_t> order;
+    for (std::size_t i = 0; i < seqs.size(); ++i) {
+      if (seqs[i].branch != 0) continue;
+      by_id[seqs[i].request.id] = i;
+      order.push_back(i);
     }
-    if (r.parent >= r.id || !by_id.count(r.parent)) {
-      throw Error(fmt::format("request {} continues request {}, which is not an earlier request",
-                              r.id, r.parent));
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+      return seqs[a].request.arrival < seqs[b].request.arrival;
+    });
+    for (std::size_t i : order) {
+      const Request& r = seqs[i].request;
+      if (r.parent < 0) {
+        queue_.emplace(r.arrival, i);
+        continue;
+      }
+      if (r.parent >= r.id || !by_id.count(r.parent)) {
+        throw Error(fmt::format("request {} continues request {}, which is not an earlier request",
+                                r.id, r.parent));
+      }
+      next_turns_[r.parent].push_back(i);
     }
-    next_turns[r.parent].push_back(i);
   }
 
-  EngineRun run;
-  run.clock = clock_name;
-  run.scheduler = config;
-  std::size_t peak_reserved = 0;
-  while (!arrivals.empty() || scheduler.has_work()) {
-    const double now = clock.now();
-    while (!arrivals.empty() && arrivals.begin()->first <= now) {
-      scheduler.add(seqs[arrivals.begin()->second]);
-      arrivals.erase(arrivals.begin());
+  bool empty() const { return queue_.empty(); }
+  double next_arrival() const { return queue_.begin()->first; }
+
+  // Hands @p scheduler every sequence that has arrived by @p now, earliest first.
+  void release(double now, Scheduler& scheduler) {
+    while (!queue_.empty() && queue_.begin()->first <= now) {
+      scheduler.add(seqs_[queue_.begin()->second]);
+      queue_.erase(queue_.begin());
     }
-    const StepPlan plan = scheduler.schedule();
-    if (plan.empty()) {
-      if (arrivals.empty()) throw Error("engine: work left but the scheduler planned nothing");
-      clock.wait_until(arrivals.begin()->first);  // idle until someone arrives
-      continue;
-    }
-    EngineStep step;
-    step.start = now;
-    step.decode_tokens = plan.decode_tokens;
-    step.prefill_tokens = plan.prefill_tokens;
-    step.running = static_cast<int>(scheduler.running().size());
-    step.active = static_cast<int>(plan.chunks.size());
-    step.waiting = static_cast<int>(scheduler.waiting().size() + scheduler.swapped().size());
-    for (const ScheduledChunk& c : plan.chunks) {
-      if (c.seq->admitted_at < 0) c.seq->admitted_at = now;
-    }
-    step.end = run_step(plan);
-    // Memory during the step: what was reserved for it, and what it had written by its end.
-    step.kv_used = kv.used_tokens();
-    step.kv_reserved = kv.reserved_tokens();
-    step.kv_logical = kv.logical_tokens();
-    // The tables at the step that reserved the most (the first such), before postprocess
-    // frees the sequences that finished in it.
-    if (paged && (run.steps.empty() || step.kv_reserved > peak_reserved)) {
-      peak_reserved = step.kv_reserved;
-      run.peak_tables = {now, {}, {}};
-      for (const Sequence* s : scheduler.running()) {
-        if (!s->kv) continue;
-        run.peak_tables.requests.push_back(s->request.id);
-        run.peak_tables.tables.push_back(s->kv->blocks());
-      }
-    }
-    for (const ScheduledChunk& c : plan.chunks) {
-      Sequence& s = *c.seq;
-      step.chunks.push_back({s.request.id, s.slot, c.start, c.count, c.prefill, c.samples});
-      if (c.samples) s.timeline.token_times.push_back(step.end);
-    }
-    scheduler.postprocess(plan);  // the finish rule, and memory released
-    if (cache) {
-      step.cached_blocks = cache->cached_blocks();
-      run.peak_cached_blocks = std::max(run.peak_cached_blocks, step.cached_blocks);
-    }
-    // A finished chat turn lets the next one arrive, carrying the whole conversation.
+  }
+
+  // After a step that ended at @p end: the turns continuing a chat turn that finished in it.
+  void step_finished(const StepPlan& plan, double end) {
     for (const ScheduledChunk& c : plan.chunks) {
       const Sequence& done = *c.seq;
       if (!done.finished() || done.branch != 0) continue;
-      const auto it = next_turns.find(done.request.id);
-      if (it == next_turns.end()) continue;
+      const auto it = next_turns_.find(done.request.id);
+      if (it == next_turns_.end()) continue;
       for (std::size_t i : it->second) {
-        Sequence& turn = seqs[i];
-        continue_conversation(turn, done, context);
-        turn.request.arrival = std::max(turn.request.arrival, step.end + turn.request.think_time);
+        Sequence& turn = seqs_[i];
+        continue_conversation(turn, done, context_);
+        turn.request.arrival = std::max(turn.request.arrival, end + turn.request.think_time);
         turn.timeline.arrival = turn.request.arrival;
-        arrivals.emplace(turn.request.arrival, i);
+        queue_.emplace(turn.request.arrival, i);
       }
-      next_turns.erase(it);
+      next_turns_.erase(it);
     }
-    run.steps.push_back(std::move(step));
   }
 
+ private:
+  std::vector<Sequence>& seqs_;
+  int context_;
+  std::multimap<double, std::size_t> queue_;            // arrival time -> sequence
+  std::map<int, std::vector<std::size_t>> next_turns_;  // Request::id -> turns continuing it
+};
+
+// The loop both engines share, one step at a time as nano-vllm's LLMEngine runs it: schedule,
+// run, postprocess. It records every step and, at the end, collects what each request got.
+class EngineLoop {
+ public:
+  EngineLoop(std::vector<Sequence>& seqs, const SchedulerConfig& config, KVManager& kv, int context)
+      : seqs_(seqs), kv_(kv), scheduler_(config, &kv), arrivals_(seqs, context) {
+    run_.scheduler = config;
+  }
+
+  // Anything left: sequences still to arrive, waiting, swapped or running.
+  bool has_work() const { return !arrivals_.empty() || scheduler_.has_work(); }
+
+  // One step starting at @p now: `run_step(plan)` executes the plan (appending one token to
+  // every chunk that samples) and returns the time it ended. When nothing can run yet, no step
+  // is taken and the result is the time of the next arrival, to idle until.
+  template <class RunStep>
+  std::optional<double> step(double now, RunStep& run_step) {
+    arrivals_.release(now, scheduler_);
+    const StepPlan plan = scheduler_.schedule();
+    if (plan.empty()) {
+      if (arrivals_.empty()) throw Error("engine: work left but the scheduler planned nothing");
+      return arrivals_.next_arrival();
+    }
+    EngineStep step = begin_step(plan, now);
+    step.end = run_step(plan);
+    end_step(plan, step);
+    return std::nullopt;
+  }
+
+  // What each request got, the steps and the aggregate numbers, on the clock @p clock_name.
+  EngineRun result(const char* clock_name);
+
+ private:
+  EngineStep begin_step(const StepPlan& plan, double now);
+  void end_step(const StepPlan& plan, EngineStep& step);
+  void keep_peak_tables(const EngineStep& step);
+
+  std::vector<Sequence>& seqs_;
+  KVManager& kv_;
+  Scheduler scheduler_;
+  ArrivalQueue arrivals_;
+  EngineRun run_;
+  std::size_t peak_reserved_ = 0;
+};
+
+// The step as scheduled: its tokens and the batch around it.
+EngineStep EngineLoop::begin_step(const StepPlan& plan, double now) {
+  EngineStep step;
+  step.start = now;
+  step.decode_tokens = plan.decode_tokens;
+  step.prefill_tokens = plan.prefill_tokens;
+  step.running = static_cast<int>(scheduler_.running().size());
+  step.active = static_cast<int>(plan.chunks.size());
+  step.waiting = static_cast<int>(scheduler_.waiting().size() + scheduler_.swapped().size());
+  for (const ScheduledChunk& c : plan.chunks) {
+    if (c.seq->admitted_at < 0) c.seq->admitted_at = now;
+  }
+  return step;
+}
+
+// The step as run: memory during it, what each chunk forwarded and when its token came, then
+// postprocess (the finish rule, memory released) and the chat turns it lets arrive.
+void EngineLoop::end_step(const StepPlan& plan, EngineStep& step) {
+  // Memory during the step: what was reserved for it, and what it had written by its end.
+  step.kv_used = kv_.used_tokens();
+  step.kv_reserved = kv_.reserved_tokens();
+  step.kv_logical = kv_.logical_tokens();
+  keep_peak_tables(step);  // before postprocess frees the sequences that finished
+  for (const ScheduledChunk& c : plan.chunks) {
+    Sequence& s = *c.seq;
+    step.chunks.push_back({s.request.id, s.slot, c.start, c.count, c.prefill, c.samples});
+    if (c.samples) s.timeline.token_times.push_back(step.end);
+  }
+  scheduler_.postprocess(plan);
+  if (const PrefixCache* cache = kv_.prefix_cache()) {
+    step.cached_blocks = cache->cached_blocks();
+    run_.peak_cached_blocks = std::max(run_.peak_cached_blocks, step.cached_blocks);
+  }
+  arrivals_.step_finished(plan, step.end);
+  run_.steps.push_back(std::move(step));
+}
+
+// Paged memory: the running sequences' block tables at the first step that reserved the most.
+void EngineLoop::keep_peak_tables(const EngineStep& step) {
+  if (kv_.block_size() == 0) return;
+  if (!run_.steps.empty() && step.kv_reserved <= peak_reserved_) return;
+  peak_reserved_ = step.kv_reserved;
+  run_.peak_tables = {step.start, {}, {}};
+  for (const Sequence* s : scheduler_.running()) {
+    if (!s->kv) continue;
+    run_.peak_tables.requests.push_back(s->request.id);
+    run_.peak_tables.tables.push_back(s->kv->blocks());
+  }
+}
+
+EngineRun EngineLoop::result(const char* clock_name) {
+  EngineRun run = std::move(run_);
+  run.clock = clock_name;
   std::vector<RequestMetrics> metrics;
-  for (Sequence& s : seqs) {
+  for (Sequence& s : seqs_) {
     RequestResult r;
     r.request = s.request;
     r.prompt_tokens.assign(s.tokens.begin(), s.tokens.begin() + s.prompt_tokens);
@@ -213,21 +271,35 @@ EngineRun serve(std::vector<Sequence>& seqs, const SchedulerConfig& config, KVMa
     occupied += s.running;
     active += s.active;
   }
-  const double denom = static_cast<double>(run.steps.size()) * config.max_seqs;
+  const double denom = static_cast<double>(run.steps.size()) * run.scheduler.max_seqs;
   run.mean_occupancy = run.steps.empty() ? 0.0 : occupied / denom;
   run.mean_slot_utilisation = run.steps.empty() ? 0.0 : active / denom;
-  run.allocator = kv.name();
-  run.kv_capacity_tokens = kv.capacity_tokens();
-  run.kv_bytes_per_token = kv.bytes_per_token();
-  run.block_size = block_size;
-  run.preemptions = scheduler.preemptions();
-  run.swapped_bytes = kv.swapped_bytes();
-  if (cache) {
+  run.allocator = kv_.name();
+  run.kv_capacity_tokens = kv_.capacity_tokens();
+  run.kv_bytes_per_token = kv_.bytes_per_token();
+  run.block_size = kv_.block_size();
+  run.preemptions = scheduler_.preemptions();
+  run.swapped_bytes = kv_.swapped_bytes();
+  if (const PrefixCache* cache = kv_.prefix_cache()) {
     run.prefix_cache = cache->name();
     run.evicted_blocks = cache->evicted_blocks();
     if (const auto* radix = dynamic_cast<const RadixPrefixCache*>(cache)) run.trie = radix->view();
   }
   return run;
+}
+
+// Serves @p seqs to the end on @p clock: a step whenever there is one to run, else idle until
+// the next arrival.
+template <class Clock, class RunStep>
+EngineRun serve(std::vector<Sequence>& seqs, const SchedulerConfig& config, KVManager& kv,
+                int context, Clock& clock, RunStep&& run_step, const char* clock_name) {
+  check_fits(seqs, kv);
+  EngineLoop loop(seqs, config, kv, context);
+  while (loop.has_work()) {
+    if (const std::optional<double> idle_until = loop.step(clock.now(), run_step))
+      clock.wait_until(*idle_until);
+  }
+  return loop.result(clock_name);
 }
 
 }  // namespace

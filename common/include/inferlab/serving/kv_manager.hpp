@@ -86,6 +86,8 @@ class KVManager {
   virtual std::size_t bytes_per_token() const = 0;
   /// @brief Bytes copied to and from the swap area so far.
   virtual std::size_t swapped_bytes() const { return 0; }
+  /// @brief Positions per block of paged memory; 0 when the memory is not paged.
+  virtual int block_size() const { return 0; }
 
   /// @brief Called after a step: @p seq's positions up to seq.computed now hold their keys
   /// and values (the prefix cache stores a prompt as soon as its prefill is done).
@@ -196,7 +198,7 @@ class PagedKVManager final : public KVManager {
 
   KVPool& pool() { return *pool_; }                           ///< the shared blocks
   const BlockAllocator& allocator() const { return alloc_; }  ///< free list and counts
-  int block_size() const { return block_size_; }              ///< positions per block
+  int block_size() const override { return block_size_; }     ///< positions per block
 
  private:
   void release(Sequence& seq);
