@@ -231,6 +231,25 @@ TEST_CASE("engine rejects requests it cannot serve", "[engine]") {
   CHECK_THROWS_AS(run_sim({ok}, {Policy::continuous, 0, 16}, engine), Error);
 }
 
+TEST_CASE("a request the KV memory cannot hold is an error on kv_memory", "[engine]") {
+  Request big;
+  big.prompt_len = 500;
+  big.max_tokens = 100;
+  for (const Allocator allocator : {Allocator::contiguous, Allocator::paged}) {
+    SimEngine engine = h100_llama();
+    engine.memory.allocator = allocator;
+    engine.memory.budget_bytes = 256 * kv_storage_bytes_per_token(engine.config, engine.kv_type);
+    INFO(allocator_name(allocator));
+    try {
+      run_sim({big}, {}, engine);
+      FAIL("no error");
+    } catch (const ParameterError& e) {
+      CHECK(e.parameter() == "kv_memory");
+      CHECK_THAT(e.problem(), Catch::Matchers::Contains("request 0 needs"));
+    }
+  }
+}
+
 TEST_CASE("trace: Perfetto JSON has one span per phase and one per step, and files are written",
           "[engine]") {
   const SimEngine engine = h100_llama();
