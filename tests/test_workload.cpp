@@ -201,10 +201,10 @@ std::string generate_error(const WorkloadSpec& spec) {
 
 }  // namespace
 
-TEST_CASE("workload: random is unchanged from chapter 04 (values computed before the new kinds)",
+TEST_CASE("workload: random draws arrivals and lengths from fixed seeded streams",
           "[unit][workload]") {
-  // Printed by the generator as it was before shared-prefix workloads existed (commit 98805a7):
-  // id, arrival, prompt_len, max_tokens, output_len.
+  // The values a seed gives (id, arrival, prompt_len, max_tokens, output_len): a change to a
+  // stream or to the order of its draws shows here.
   struct Row {
     double arrival;
     int prompt_len, max_tokens, output_len;
@@ -732,7 +732,7 @@ TEST_CASE("serving flags: --workload and its kind's flags, checked and described
                 f) == "ok");
   CHECK_THAT(make_workload(f, SamplingParams{}).description,
              Catch::Contains("user messages fixed:9, output lengths lognormal:40:0.5"));
-  // `random` keeps chapter 04's description.
+  // `random` describes the lengths only.
   f = {};
   REQUIRE(parse({"--clock", "sim", "--requests", "20"}, f) == "ok");
   CHECK(make_workload(f, SamplingParams{}).description ==

@@ -1,4 +1,5 @@
-// Workloads: a seeded generator and a JSONL workload-file reader.
+// Workloads: a seeded generator (the arrivals and lengths every kind shares, then one prompt
+// generator per WorkloadKind) and a JSONL workload-file reader.
 #include "inferlab/serving/workload.hpp"
 
 #include <algorithm>
@@ -6,6 +7,7 @@
 #include <cmath>
 #include <fstream>
 #include <limits>
+#include <memory>
 #include <numbers>
 #include <set>
 #include <sstream>
@@ -186,71 +188,291 @@ std::string tenant_name(const WorkloadSpec& spec, int index) {
   return spec.tenants > 1 ? fmt::format("t{}", index % spec.tenants) : std::string();
 }
 
-void check_kind_parameters(const WorkloadSpec& spec) {
-  const char* name = workload_kind_name(spec.kind);
-  auto need = [&](bool ok, const std::string& what) {
-    if (!ok) throw Error(fmt::format("workload {}: {}", name, what));
-  };
-  need(spec.tenants >= 1, fmt::format("tenants {} must be >= 1", spec.tenants));
-  constexpr int kMaxPoolTokens = 1 << 20;  // one prefix, example set or document
-  switch (spec.kind) {
-    case WorkloadKind::random:
-      break;
-    case WorkloadKind::shared_prefix:
-    case WorkloadKind::few_shot: {
-      const int min_len = spec.kind == WorkloadKind::few_shot ? 2 : 1;  // instruction + examples
-      need(spec.prefixes >= 1 && spec.prefixes <= 10000,
-           fmt::format("prefixes {} is outside [1, 10000]", spec.prefixes));
-      need(spec.prefix_len >= min_len && spec.prefix_len <= kMaxPoolTokens,
-           fmt::format("prefix length {} is outside [{}, {}]", spec.prefix_len, min_len,
-                       kMaxPoolTokens));
-      need(spec.shared_fraction >= 0.0 && spec.shared_fraction <= 1.0,  // NaN fails too
-           fmt::format("shared fraction {} is outside [0, 1]", spec.shared_fraction));
-      require_allocation(double(spec.prefixes) * spec.prefix_len * sizeof(int),
-                         fmt::format("{} prefixes of {} tokens", spec.prefixes, spec.prefix_len));
-      break;
-    }
-    case WorkloadKind::multi_turn:
-      need(spec.prefix_len >= 0 && spec.prefix_len <= kMaxPoolTokens,
-           fmt::format("system prompt length {} is outside [0, {}]", spec.prefix_len,
-                       kMaxPoolTokens));
-      need(spec.turns >= 1, fmt::format("turns {} must be >= 1", spec.turns));
-      need(std::isfinite(spec.think_time) && spec.think_time >= 0.0,
-           fmt::format("think time {} must be finite and >= 0", spec.think_time));
-      // BOS + the system prompt + the shortest turn (a 1-token message, 1 output token).
-      need(std::int64_t{spec.prefix_len} + 3 <= spec.max_conversation,
-           fmt::format("a system prompt of {} tokens leaves no room for a turn in a "
-                       "conversation of at most {} tokens",
-                       spec.prefix_len, spec.max_conversation));
-      break;
-    case WorkloadKind::rag:
-      need(spec.docs >= 1 && spec.docs <= 1'000'000,
-           fmt::format("documents {} is outside [1, 1000000]", spec.docs));
-      need(spec.doc_len >= 1 && spec.doc_len <= kMaxPoolTokens,
-           fmt::format("document length {} is outside [1, {}]", spec.doc_len, kMaxPoolTokens));
-      require_allocation(double(spec.docs) * spec.doc_len * sizeof(int),
-                         fmt::format("{} documents of {} tokens", spec.docs, spec.doc_len));
-      break;
-  }
-}
-
-// The most prompt ids one request of the workload may hold (its own part at its cap included).
-double max_ids_per_request(const WorkloadSpec& spec) {
-  switch (spec.kind) {
-    case WorkloadKind::random:
-      return 0.0;
-    case WorkloadKind::shared_prefix:
-    case WorkloadKind::few_shot:
-    case WorkloadKind::multi_turn:
-      return double(spec.prefix_len) + spec.max_prompt;
-    case WorkloadKind::rag:
-      return 3.0 * spec.doc_len + spec.max_prompt;
-  }
-  return 0.0;
-}
-
 std::string percent(std::int64_t part, std::int64_t whole) {
   return fmt::format("{:.0f}%", 100.0 * double(part) / double(whole));
+}
+
+// The generator's random streams, each drawn from for one purpose only, so that changing one
+// distribution leaves the others' draws alone.
+struct Streams {
+  explicit Streams(std::uint64_t seed)
+      : arrivals(seed * 3 + 1),
+        prompts(seed * 3 + 2),
+        outputs(seed * 3 + 3),
+        content(stream_seed(seed, 1)),
+        choices(stream_seed(seed, 2)),
+        thinking(stream_seed(seed, 3)) {}
+  Rng arrivals;  // gaps between arrivals
+  Rng prompts;   // lengths of the requests' own prompt parts
+  Rng outputs;   // output lengths
+  Rng content;   // prompt token ids
+  Rng choices;   // which prefix, task or documents a request takes
+  Rng thinking;  // multi-turn think times
+};
+
+// One workload kind: its parameters, the material its requests share, and each request's
+// prompt. generate_workload() draws the arrival and lengths every kind shares, then asks the
+// kind for the prompt.
+class PromptGenerator {
+ public:
+  explicit PromptGenerator(const WorkloadSpec& spec) : spec_(spec) {}
+  virtual ~PromptGenerator() = default;
+  // @throws Error naming the kind for a parameter outside its range.
+  virtual void check() const {}
+  // The most prompt ids one request may hold (its own part at its cap included).
+  virtual double max_ids_per_request() const { return double(spec_.prefix_len) + spec_.max_prompt; }
+  // Draws what the requests share (prefixes, examples, documents, the system prompt).
+  virtual void draw_shared(Streams& streams) { (void)streams; }
+  // False when the kind draws its own arrival gaps (multi-turn: one per conversation).
+  virtual bool poisson_per_request() const { return true; }
+  // Gives @p r its prompt, whose own part is @p own tokens long; @p t is the arrival clock.
+  virtual void make_prompt(Request& r, int own, double& t, Streams& streams) = 0;
+  // What was generated, with realised numbers (WorkloadSpec's `shape`).
+  virtual std::string shape() const = 0;
+
+ protected:
+  // The range checks shared-prefix and few-shot share: prefixes of at least @p min_len tokens.
+  void check_prefixes(int min_len) const;
+  [[noreturn]] void fail(const std::string& what) const {
+    throw Error(fmt::format("workload {}: {}", workload_kind_name(spec_.kind), what));
+  }
+  static constexpr int kMaxPoolTokens = 1 << 20;  // one prefix, example set or document
+  const WorkloadSpec& spec_;
+};
+
+void PromptGenerator::check_prefixes(int min_len) const {
+  if (spec_.prefixes < 1 || spec_.prefixes > 10000)
+    fail(fmt::format("prefixes {} is outside [1, 10000]", spec_.prefixes));
+  if (spec_.prefix_len < min_len || spec_.prefix_len > kMaxPoolTokens)
+    fail(fmt::format("prefix length {} is outside [{}, {}]", spec_.prefix_len, min_len,
+                     kMaxPoolTokens));
+  if (!(spec_.shared_fraction >= 0.0 && spec_.shared_fraction <= 1.0))  // NaN fails too
+    fail(fmt::format("shared fraction {} is outside [0, 1]", spec_.shared_fraction));
+  require_allocation(double(spec_.prefixes) * spec_.prefix_len * sizeof(int),
+                     fmt::format("{} prefixes of {} tokens", spec_.prefixes, spec_.prefix_len));
+}
+
+// random: prompts given by length only, nothing shared.
+class RandomPrompts final : public PromptGenerator {
+ public:
+  using PromptGenerator::PromptGenerator;
+  double max_ids_per_request() const override { return 0.0; }
+  void make_prompt(Request& r, int own, double& t, Streams& streams) override {
+    (void)t, (void)streams;
+    r.prompt_len = own;
+  }
+  std::string shape() const override { return "random prompts"; }
+};
+
+// shared-prefix: a fraction of the requests start with one of K common prefixes.
+class SharedPrefixPrompts final : public PromptGenerator {
+ public:
+  using PromptGenerator::PromptGenerator;
+  void check() const override { check_prefixes(1); }
+  void draw_shared(Streams& streams) override {
+    for (int k = 0; k < spec_.prefixes; ++k)
+      prefixes_.push_back(random_tokens(spec_.prefix_len, streams.content));
+  }
+  void make_prompt(Request& r, int own, double& t, Streams& streams) override {
+    (void)t;
+    if (static_cast<double>(streams.choices.next_f32()) < spec_.shared_fraction) {
+      r.prompt_ids = prefixes_[uniform_index(streams.choices, spec_.prefixes)];
+      ++shared_;
+    }
+    // A request without a prefix gets a unique prompt of the same total length.
+    append_tokens(r.prompt_ids, r.prompt_ids.empty() ? spec_.prefix_len + own : own,
+                  streams.content);
+  }
+  std::string shape() const override {
+    const std::int64_t n = spec_.requests;
+    return fmt::format(
+        "shared-prefix: {} of {} requests ({}) start with one of {} prefixes "
+        "of {} tokens (chosen uniformly), the rest with a unique prompt of "
+        "the same length",
+        shared_, n, percent(shared_, n), spec_.prefixes, spec_.prefix_len);
+  }
+
+ private:
+  std::vector<std::vector<int>> prefixes_;
+  std::int64_t shared_ = 0;  // requests that took a prefix
+};
+
+// few-shot: one instruction + one of K tasks' examples + a unique question.
+class FewShotPrompts final : public PromptGenerator {
+ public:
+  using PromptGenerator::PromptGenerator;
+  void check() const override { check_prefixes(2); }  // instruction + examples
+  void draw_shared(Streams& streams) override {
+    instruction_ = random_tokens(spec_.prefix_len / 3, streams.content);
+    for (int k = 0; k < spec_.prefixes; ++k)
+      examples_.push_back(random_tokens(spec_.prefix_len - spec_.prefix_len / 3, streams.content));
+    uses_.assign(examples_.size(), 0);
+  }
+  void make_prompt(Request& r, int own, double& t, Streams& streams) override {
+    (void)t;
+    const int k = uniform_index(streams.choices, spec_.prefixes);
+    r.prompt_ids = instruction_;
+    r.prompt_ids.insert(r.prompt_ids.end(), examples_[k].begin(), examples_[k].end());
+    append_tokens(r.prompt_ids, own, streams.content);
+    ++uses_[k];
+  }
+  std::string shape() const override {
+    return fmt::format(
+        "few-shot: every prompt is one instruction of {} tokens + the "
+        "examples of one of {} tasks ({} tokens; the busiest task has {} "
+        "requests) + a unique question",
+        instruction_.size(), spec_.prefixes, examples_.front().size(),
+        *std::max_element(uses_.begin(), uses_.end()));
+  }
+
+ private:
+  std::vector<int> instruction_;
+  std::vector<std::vector<int>> examples_;  // one set per task
+  std::vector<std::int64_t> uses_;          // requests per task
+};
+
+// multi-turn: chats in which every turn resends the conversation so far plus a new message.
+class MultiTurnPrompts final : public PromptGenerator {
+ public:
+  using PromptGenerator::PromptGenerator;
+  void check() const override {
+    if (spec_.prefix_len < 0 || spec_.prefix_len > kMaxPoolTokens)
+      fail(fmt::format("system prompt length {} is outside [0, {}]", spec_.prefix_len,
+                       kMaxPoolTokens));
+    if (spec_.turns < 1) fail(fmt::format("turns {} must be >= 1", spec_.turns));
+    if (!(std::isfinite(spec_.think_time) && spec_.think_time >= 0.0))
+      fail(fmt::format("think time {} must be finite and >= 0", spec_.think_time));
+    // BOS + the system prompt + the shortest turn (a 1-token message, 1 output token).
+    if (std::int64_t{spec_.prefix_len} + 3 > spec_.max_conversation)
+      fail(
+          fmt::format("a system prompt of {} tokens leaves no room for a turn in a "
+                      "conversation of at most {} tokens",
+                      spec_.prefix_len, spec_.max_conversation));
+  }
+  void draw_shared(Streams& streams) override {
+    system_ = random_tokens(spec_.prefix_len, streams.content);
+  }
+  bool poisson_per_request() const override { return false; }
+  void make_prompt(Request& r, int own, double& t, Streams& streams) override {
+    const std::int64_t cost = std::int64_t{own} + r.max_tokens;
+    const bool fits = conversation_tokens_ + cost <= spec_.max_conversation;
+    if (turn_ > 0 && turn_ < spec_.turns && !fits) ++ended_early_;
+    if (turn_ == 0 || turn_ == spec_.turns || !fits) {
+      // A new conversation: it starts by the Poisson process.
+      if (spec_.rate > 0.0 && r.id > 0) t += -std::log(open_unit(streams.arrivals)) / spec_.rate;
+      turn_ = 0;
+      conversation_tokens_ = 1 + std::int64_t{spec_.prefix_len};
+      turns_of_.push_back(0);
+    }
+    ++turn_;
+    ++turns_of_.back();
+    conversation_tokens_ += cost;
+    r.tenant = tenant_name(spec_, static_cast<int>(turns_of_.size() - 1));
+    if (turn_ == 1) {
+      r.arrival = spec_.rate > 0.0 ? t : 0.0;
+      r.prompt_ids = system_;
+    } else {
+      r.parent = r.id - 1;
+      r.arrival = 0.0;  // the engine schedules it think_time after its parent finishes
+      r.think_time = exponential(streams.thinking, spec_.think_time);
+    }
+    append_tokens(r.prompt_ids, own, streams.content);
+  }
+  std::string shape() const override {
+    const std::int64_t conversations = static_cast<std::int64_t>(turns_of_.size());
+    return fmt::format(
+        "multi-turn: {} conversations of {}-{} turns (mean {:.1f}, at most "
+        "{}; {} ended early to stay within {} tokens), {}, think time "
+        "exponential with mean {:g} s",
+        conversations, *std::min_element(turns_of_.begin(), turns_of_.end()),
+        *std::max_element(turns_of_.begin(), turns_of_.end()),
+        double(spec_.requests) / double(conversations), spec_.turns, ended_early_,
+        spec_.max_conversation,
+        spec_.prefix_len > 0 ? fmt::format("a shared system prompt of {} tokens", spec_.prefix_len)
+                             : std::string("no system prompt"),
+        spec_.think_time);
+  }
+
+ private:
+  std::vector<int> system_;               // the system prompt every conversation starts with
+  int turn_ = 0;                          // turns of the conversation the next request may continue
+  std::int64_t conversation_tokens_ = 0;  // its worst case: BOS + system + messages + outputs
+  std::vector<int> turns_of_;             // turns of each conversation
+  std::int64_t ended_early_ = 0;          // conversations ended to stay in max_conversation
+};
+
+// rag: 1-3 documents drawn from a pool by Zipf popularity + a unique question.
+class RagPrompts final : public PromptGenerator {
+ public:
+  using PromptGenerator::PromptGenerator;
+  void check() const override {
+    if (spec_.docs < 1 || spec_.docs > 1'000'000)
+      fail(fmt::format("documents {} is outside [1, 1000000]", spec_.docs));
+    if (spec_.doc_len < 1 || spec_.doc_len > kMaxPoolTokens)
+      fail(fmt::format("document length {} is outside [1, {}]", spec_.doc_len, kMaxPoolTokens));
+    require_allocation(double(spec_.docs) * spec_.doc_len * sizeof(int),
+                       fmt::format("{} documents of {} tokens", spec_.docs, spec_.doc_len));
+  }
+  double max_ids_per_request() const override { return 3.0 * spec_.doc_len + spec_.max_prompt; }
+  void draw_shared(Streams& streams) override {
+    double total = 0.0;
+    for (int d = 0; d < spec_.docs; ++d) {
+      docs_.push_back(random_tokens(spec_.doc_len, streams.content));
+      total += std::pow(d + 1.0, -kRagZipfExponent);
+      zipf_cdf_.push_back(total);
+    }
+    for (double& c : zipf_cdf_) c /= total;
+    uses_.assign(docs_.size(), 0);
+  }
+  void make_prompt(Request& r, int own, double& t, Streams& streams) override {
+    (void)t;
+    const int want = std::min(1 + uniform_index(streams.choices, 3), spec_.docs);
+    std::array<int, 3> picked{};
+    for (int n = 0; n < want;) {
+      // Drawing from the whole pool and redrawing repeats is drawing without replacement
+      // in proportion to the popularity of the documents left.
+      const double u = static_cast<double>(streams.choices.next_f32());
+      const int d = static_cast<int>(std::upper_bound(zipf_cdf_.begin(), zipf_cdf_.end() - 1, u) -
+                                     zipf_cdf_.begin());
+      if (std::find(picked.begin(), picked.begin() + n, d) != picked.begin() + n) continue;
+      picked[static_cast<std::size_t>(n++)] = d;
+      r.prompt_ids.insert(r.prompt_ids.end(), docs_[d].begin(), docs_[d].end());
+      ++uses_[d];
+    }
+    docs_cited_ += want;
+    append_tokens(r.prompt_ids, own, streams.content);
+  }
+  std::string shape() const override {
+    const std::int64_t n = spec_.requests;
+    return fmt::format(
+        "rag: each prompt holds 1-3 documents (mean {:.2f}) of a pool of {} "
+        "of {} tokens, Zipf popularity with exponent {:g} (the most popular "
+        "is in {} of the prompts), + a unique question",
+        double(docs_cited_) / double(n), spec_.docs, spec_.doc_len, kRagZipfExponent,
+        percent(*std::max_element(uses_.begin(), uses_.end()), n));
+  }
+
+ private:
+  std::vector<std::vector<int>> docs_;  // the pool
+  std::vector<double> zipf_cdf_;        // cumulative popularity of documents 0..D-1
+  std::vector<std::int64_t> uses_;      // prompts citing each document
+  std::int64_t docs_cited_ = 0;         // documents over all prompts
+};
+
+std::unique_ptr<PromptGenerator> make_prompt_generator(const WorkloadSpec& spec) {
+  switch (spec.kind) {
+    case WorkloadKind::random:
+      return std::make_unique<RandomPrompts>(spec);
+    case WorkloadKind::shared_prefix:
+      return std::make_unique<SharedPrefixPrompts>(spec);
+    case WorkloadKind::few_shot:
+      return std::make_unique<FewShotPrompts>(spec);
+    case WorkloadKind::multi_turn:
+      return std::make_unique<MultiTurnPrompts>(spec);
+    case WorkloadKind::rag:
+      return std::make_unique<RagPrompts>(spec);
+  }
+  throw Error("unknown workload kind");
 }
 
 }  // namespace
@@ -262,71 +484,28 @@ std::vector<Request> generate_workload(const WorkloadSpec& spec, std::string* sh
     throw Error("workload caps on prompt and output lengths must be >= 1");
   if (!(std::isfinite(spec.rate) && spec.rate >= 0.0))
     throw Error(fmt::format("arrival rate {} must be finite and >= 0 (0: all at once)", spec.rate));
-  check_kind_parameters(spec);
+  if (spec.tenants < 1)
+    throw Error(fmt::format("workload {}: tenants {} must be >= 1", workload_kind_name(spec.kind),
+                            spec.tenants));
+  const std::unique_ptr<PromptGenerator> prompts = make_prompt_generator(spec);
+  prompts->check();
   require_allocation(
-      double(spec.requests) * (sizeof(Request) + max_ids_per_request(spec) * sizeof(int)),
+      double(spec.requests) * (sizeof(Request) + prompts->max_ids_per_request() * sizeof(int)),
       fmt::format("a workload of {} requests", spec.requests));
-  // Three independent streams, so changing one distribution leaves the others' draws alone.
-  Rng arrivals(spec.seed * 3 + 1), prompts(spec.seed * 3 + 2), outputs(spec.seed * 3 + 3);
-  // The prompts' contents and the choices (which prefix, task or documents) have their own.
-  Rng content(stream_seed(spec.seed, 1)), choices(stream_seed(spec.seed, 2));
-  Rng thinking(stream_seed(spec.seed, 3));
-
-  // The shared material: K prefixes, or the instruction and K tasks' examples, or D documents,
-  // or the system prompt.
-  std::vector<int> instruction;
-  std::vector<std::vector<int>> pool;
-  std::vector<double> zipf_cdf;  // rag: cumulative popularity of documents 0..D-1
-  switch (spec.kind) {
-    case WorkloadKind::random:
-      break;
-    case WorkloadKind::shared_prefix:
-      for (int k = 0; k < spec.prefixes; ++k)
-        pool.push_back(random_tokens(spec.prefix_len, content));
-      break;
-    case WorkloadKind::few_shot:
-      instruction = random_tokens(spec.prefix_len / 3, content);
-      for (int k = 0; k < spec.prefixes; ++k)
-        pool.push_back(random_tokens(spec.prefix_len - spec.prefix_len / 3, content));
-      break;
-    case WorkloadKind::multi_turn:
-      instruction = random_tokens(spec.prefix_len, content);  // the system prompt
-      break;
-    case WorkloadKind::rag: {
-      double total = 0.0;
-      for (int d = 0; d < spec.docs; ++d) {
-        pool.push_back(random_tokens(spec.doc_len, content));
-        total += std::pow(d + 1.0, -kRagZipfExponent);
-        zipf_cdf.push_back(total);
-      }
-      for (double& c : zipf_cdf) c /= total;
-      break;
-    }
-  }
-
-  // What was drawn, for the description.
-  std::int64_t shared = 0, docs_cited = 0, conversations = 0, ended_early = 0;
-  std::vector<std::int64_t> uses(pool.size(), 0);
-  std::vector<int> turns_of;  // multi-turn: turns of each conversation
-
-  // Multi-turn: the conversation the next turn may continue.
-  int turn = 0;
-  std::int64_t conversation_tokens = 0;  // worst case so far: BOS + system + messages + outputs
+  Streams streams(spec.seed);
+  prompts->draw_shared(streams);
 
   std::vector<Request> out;
   double t = 0.0;
   for (int i = 0; i < spec.requests; ++i) {
     Request r;
     r.id = i;
-    const bool multi_turn = spec.kind == WorkloadKind::multi_turn;
-    // Draw order as in chapter 04 (arrival, prompt, output), so `random` is unchanged.
-    // Multi-turn draws its gaps per conversation instead, below.
-    const double gap =
-        spec.rate > 0.0 && i > 0 && !multi_turn ? -std::log(open_unit(arrivals)) / spec.rate : 0.0;
-    t += gap;
+    // Draw order: arrival, own prompt length, output length, then the kind's own draws.
+    if (spec.rate > 0.0 && i > 0 && prompts->poisson_per_request())
+      t += -std::log(open_unit(streams.arrivals)) / spec.rate;
     r.arrival = spec.rate > 0.0 ? t : 0.0;
-    const int own = clamp_length(spec.prompt.sample(prompts), spec.max_prompt);
-    r.max_tokens = clamp_length(spec.output.sample(outputs), spec.max_output);
+    const int own = clamp_length(spec.prompt.sample(streams.prompts), spec.max_prompt);
+    r.max_tokens = clamp_length(spec.output.sample(streams.outputs), spec.max_output);
     if (spec.max_tokens > 0) {
       r.output_len = std::min(r.max_tokens, spec.max_tokens);
       r.max_tokens = spec.max_tokens;
@@ -335,75 +514,7 @@ std::vector<Request> generate_workload(const WorkloadSpec& spec, std::string* sh
     r.sampling.seed = spec.sampling.seed + static_cast<std::uint64_t>(i);
     r.ignore_eos = true;
     r.tenant = tenant_name(spec, i);
-    switch (spec.kind) {
-      case WorkloadKind::random:
-        r.prompt_len = own;
-        break;
-      case WorkloadKind::shared_prefix: {
-        if (static_cast<double>(choices.next_f32()) < spec.shared_fraction) {
-          const int k = uniform_index(choices, spec.prefixes);
-          r.prompt_ids = pool[k];
-          ++shared;
-          ++uses[k];
-        }
-        // A request without a prefix gets a unique prompt of the same total length.
-        append_tokens(r.prompt_ids, r.prompt_ids.empty() ? spec.prefix_len + own : own, content);
-        break;
-      }
-      case WorkloadKind::few_shot: {
-        const int k = uniform_index(choices, spec.prefixes);
-        r.prompt_ids = instruction;
-        r.prompt_ids.insert(r.prompt_ids.end(), pool[k].begin(), pool[k].end());
-        append_tokens(r.prompt_ids, own, content);
-        ++uses[k];
-        break;
-      }
-      case WorkloadKind::multi_turn: {
-        const std::int64_t cost = std::int64_t{own} + r.max_tokens;
-        const bool fits = conversation_tokens + cost <= spec.max_conversation;
-        if (turn > 0 && turn < spec.turns && !fits) ++ended_early;
-        if (turn == 0 || turn == spec.turns || !fits) {
-          // A new conversation: it starts by the Poisson process.
-          if (spec.rate > 0.0 && i > 0) t += -std::log(open_unit(arrivals)) / spec.rate;
-          turn = 0;
-          conversation_tokens = 1 + std::int64_t{spec.prefix_len};
-          ++conversations;
-          turns_of.push_back(0);
-        }
-        ++turn;
-        ++turns_of.back();
-        conversation_tokens += cost;
-        r.tenant = tenant_name(spec, static_cast<int>(conversations - 1));
-        if (turn == 1) {
-          r.arrival = spec.rate > 0.0 ? t : 0.0;
-          r.prompt_ids = instruction;
-        } else {
-          r.parent = i - 1;
-          r.arrival = 0.0;  // the engine schedules it think_time after its parent finishes
-          r.think_time = exponential(thinking, spec.think_time);
-        }
-        append_tokens(r.prompt_ids, own, content);
-        break;
-      }
-      case WorkloadKind::rag: {
-        const int want = std::min(1 + uniform_index(choices, 3), spec.docs);
-        std::array<int, 3> picked{};
-        for (int n = 0; n < want;) {
-          // Drawing from the whole pool and redrawing repeats is drawing without replacement
-          // in proportion to the popularity of the documents left.
-          const double u = static_cast<double>(choices.next_f32());
-          const int d = static_cast<int>(std::upper_bound(zipf_cdf.begin(), zipf_cdf.end() - 1, u) -
-                                         zipf_cdf.begin());
-          if (std::find(picked.begin(), picked.begin() + n, d) != picked.begin() + n) continue;
-          picked[static_cast<std::size_t>(n++)] = d;
-          r.prompt_ids.insert(r.prompt_ids.end(), pool[d].begin(), pool[d].end());
-          ++uses[d];
-        }
-        docs_cited += want;
-        append_tokens(r.prompt_ids, own, content);
-        break;
-      }
-    }
+    prompts->make_prompt(r, own, t, streams);
     out.push_back(std::move(r));
   }
   if (t > kMaxArrivalSeconds) {
@@ -413,51 +524,7 @@ std::vector<Request> generate_workload(const WorkloadSpec& spec, std::string* sh
                     spec.rate, spec.requests, t, kMaxArrivalSeconds));
   }
   if (shape) {
-    const std::int64_t n = spec.requests;
-    const std::int64_t most_used = uses.empty() ? 0 : *std::max_element(uses.begin(), uses.end());
-    switch (spec.kind) {
-      case WorkloadKind::random:
-        *shape = "random prompts";
-        break;
-      case WorkloadKind::shared_prefix:
-        *shape = fmt::format(
-            "shared-prefix: {} of {} requests ({}) start with one of {} prefixes "
-            "of {} tokens (chosen uniformly), the rest with a unique prompt of "
-            "the same length",
-            shared, n, percent(shared, n), spec.prefixes, spec.prefix_len);
-        break;
-      case WorkloadKind::few_shot:
-        *shape = fmt::format(
-            "few-shot: every prompt is one instruction of {} tokens + the "
-            "examples of one of {} tasks ({} tokens; the busiest task has {} "
-            "requests) + a unique question",
-            instruction.size(), spec.prefixes, pool.front().size(), most_used);
-        break;
-      case WorkloadKind::multi_turn: {
-        const int lo = *std::min_element(turns_of.begin(), turns_of.end());
-        const int hi = *std::max_element(turns_of.begin(), turns_of.end());
-        *shape = fmt::format(
-            "multi-turn: {} conversations of {}-{} turns (mean {:.1f}, at most "
-            "{}; {} ended early to stay within {} tokens), {}, think time "
-            "exponential with mean {:g} s",
-            conversations, lo, hi, double(n) / double(conversations), spec.turns, ended_early,
-            spec.max_conversation,
-            spec.prefix_len > 0 ? fmt::format("a shared system prompt of {} "
-                                              "tokens",
-                                              spec.prefix_len)
-                                : std::string("no system prompt"),
-            spec.think_time);
-        break;
-      }
-      case WorkloadKind::rag:
-        *shape = fmt::format(
-            "rag: each prompt holds 1-3 documents (mean {:.2f}) of a pool of {} "
-            "of {} tokens, Zipf popularity with exponent {:g} (the most popular "
-            "is in {} of the prompts), + a unique question",
-            double(docs_cited) / double(n), spec.docs, spec.doc_len, kRagZipfExponent,
-            percent(most_used, n));
-        break;
-    }
+    *shape = prompts->shape();
     if (spec.tenants > 1) *shape += fmt::format(", {} tenants (round-robin)", spec.tenants);
   }
   return out;

@@ -127,7 +127,7 @@ class Scheduler {
 
   /// @brief The next step: decodes of running sequences, then prompt chunks, then admissions,
   /// never more than max_batched_tokens tokens nor max_seqs sequences. Empty when nothing is
-  /// running or admissible. Call complete_step() after running it.
+  /// running or admissible. Call postprocess() after running it.
   StepPlan schedule();
   /// @brief Records what the step did (the engine has appended one token to every chunk that
   /// samples): each chunk's sequence has `count` more computed positions; a sequence that

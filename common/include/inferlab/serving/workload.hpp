@@ -129,7 +129,7 @@ struct WorkloadSpec {
 /// max_tokens from the output distribution, and ignore_eos set so every request generates
 /// exactly max_tokens tokens. Prompts by kind (token ids from a seeded stream, in
 /// [kFirstWorkloadToken, kWorkloadVocab)):
-/// - random: given by length (Request::prompt_len), unchanged from chapter 04.
+/// - random: given by length (Request::prompt_len).
 /// - shared-prefix: K prefixes of prefix_len ids; each request, with probability
 ///   shared_fraction, takes one of them (uniformly) followed by a unique suffix of the
 ///   prompt distribution's length; the others get a unique prompt of the same total length.
