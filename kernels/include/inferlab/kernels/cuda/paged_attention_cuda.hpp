@@ -1,7 +1,7 @@
 #pragma once
 /// @file paged_attention_cuda.hpp
-/// @brief CUDA version of ragged paged attention (reference and layout:
-/// inferlab/kernels/paged_attention.hpp).
+/// @brief CUDA version of ragged paged attention (reference and layout: paged_attention_ref in
+/// inferlab/kernels/attention.hpp).
 
 #include <cstddef>
 
