@@ -169,7 +169,7 @@ inline Acc16 mul_add16(Acc16 a, Acc16 b, Acc16 c) {
 inline __m256 halve16(Acc16 a) { return _mm256_add_ps(a.lo, a.hi); }
 inline void pin(Acc16& a) { asm("" : "+x"(a.lo), "+x"(a.hi)); }  // see the AVX-512 version
 // Register budget (16 ymm): a 16-lane accumulator takes two ymm registers, so a whole-width tile
-// holds only 2 x 3 of them, and the weight and token vectors no longer fit beside them (GCC
+// holds only 2 x 3 of them, and the weight and token vectors do not fit beside them (GCC
 // spills). The tile below therefore runs in two half-width passes (see tile_halves): 3 x 4
 // accumulators of one ymm each, 3 weight vectors and 1 token vector = 16 registers.
 constexpr int kRows = 3, kTokens = 4;

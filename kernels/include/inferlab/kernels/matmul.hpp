@@ -99,8 +99,9 @@ int matmul_cpu_versions();
 /// runs matmul_packed (one chain per output, also batch invariant).
 void matmul_cpu_version(int version, float* y, const float* x, const float* w, int T, int n, int d);
 
-/// @brief The fast CPU version used by the forward pass: matmul_cpu_version() with
+/// @brief The fast CPU version for weights in their file layout: matmul_cpu_version() with
 /// kMatmulCpuBestVersion. OpenMP over rows of W; one thread below about 128K multiply-adds.
+/// (The forward pass does not call it: it packs its weights once and calls matmul_packed.)
 /// @param y (T, d) output
 /// @param x (T, n) input rows (tokens)
 /// @param w (d, n) weights, row-major (out, in)
