@@ -101,8 +101,7 @@ class SchemaEmitter {
         g_.seq({g_.repeat(lit("-"), 0, 1), int_part, g_.repeat(g_.seq({lit("."), digits}), 0, 1),
                 g_.repeat(g_.seq({g_.bytes(e), g_.repeat(g_.bytes(pm), 0, 1), digits}), 0, 1)}));
     integer_ = g_.add_rule("integer");
-    g_.define(integer_,
-              g_.seq({g_.repeat(lit("-"), 0, 1), int_part, integer_zero_fraction(g_)}));
+    g_.define(integer_, g_.seq({g_.repeat(lit("-"), 0, 1), int_part, integer_zero_fraction(g_)}));
 
     value_ = g_.add_rule("value");
     const int object = g_.seq(
@@ -160,8 +159,8 @@ class SchemaEmitter {
       for (const auto& [k, x] : v.items())
         members.push_back(g_.seq({lit(Json(k).dump(-1, ' ', false) + ": "), literal_value(x)}));
       return g_.seq({lit("{"),
-                     members_in_any_order(g_, members, std::vector<bool>(members.size(), false),
-                                          -1, lit(", ")),
+                     members_in_any_order(g_, members, std::vector<bool>(members.size(), false), -1,
+                                          lit(", ")),
                      lit("}")});
     }
     if (v.is_object()) {

@@ -1,8 +1,9 @@
 // JSON Schema, phase 1: the schema parsed into typed specs. Keywords are checked and
 // normalised here: $ref and allOf merged into one schema, anyOf distributing its siblings over
 // its branches, if/then/else, dependentSchemas and unevaluated* rewritten, `not` of a type
-// subtracted. Subschemas are visited in the order the emitter first needs them, so that the
-// first problem in that order is the one reported.
+// subtracted (the rewrites on the schema's JSON are in json_schema_keywords.cpp). Subschemas
+// are visited in the order the emitter first needs them, so that the first problem in that
+// order is the one reported.
 #include "inferlab/constrain/json_schema_spec.hpp"
 
 #include <algorithm>
@@ -17,6 +18,7 @@
 
 #include "inferlab/constrain/regex.hpp"
 #include "inferlab/base/error.hpp"
+#include "json_schema_keywords.hpp"
 
 namespace inferlab {
 
@@ -24,68 +26,20 @@ using Json = nlohmann::ordered_json;
 
 namespace {
 
-// Keywords that never change which instances are valid.
-const std::set<std::string> kAnnotations = {
-    "$schema",  "$id",         "$comment",         "$anchor",         "$vocabulary",
-    "title",    "description", "default",          "examples",        "deprecated",
-    "readOnly", "writeOnly",   "contentMediaType", "contentEncoding", "contentSchema",
-    "$defs",    "definitions"};
-// Keywords we know and cannot honour in general: a compile error names them.
-const std::set<std::string> kUnsupported = {"patternProperties",
-                                            "propertyNames",
-                                            "dependentRequired",
-                                            "dependencies",
-                                            "dependentSchemas",
-                                            "if",
-                                            "then",
-                                            "else",
-                                            "unevaluatedProperties",
-                                            "unevaluatedItems",
-                                            "$dynamicRef",
-                                            "$dynamicAnchor",
-                                            "$recursiveRef",
-                                            "$recursiveAnchor"};
-const std::vector<std::string> kAllTypes = {"null",  "boolean", "object",
-                                            "array", "string",  "number"};
-
-bool is_annotation(const std::string& k) { return kAnnotations.count(k) > 0; }
-
-[[noreturn]] void unsupported(const std::string& kw, const std::string& why = "") {
-  throw Error(
-      fmt::format("unsupported JSON Schema keyword '{}'{}", kw, why.empty() ? "" : ": " + why));
-}
-
-bool only_annotations(const Json& s, const std::set<std::string>& except = {}) {
-  if (!s.is_object()) return false;
-  for (const auto& [k, v] : s.items()) {
-    if (!is_annotation(k) && !except.count(k)) return false;
-  }
-  return true;
-}
-
-bool contains_type(const std::vector<std::string>& types, const std::string& t) {
-  return std::find(types.begin(), types.end(), t) != types.end();
-}
-
-std::vector<std::string> types_of(const Json& s) {
-  if (!s.contains("type")) return kAllTypes;
-  std::vector<std::string> t;
-  if (s["type"].is_string()) {
-    t.push_back(s["type"].get<std::string>());
-  } else if (s["type"].is_array()) {
-    for (const auto& x : s["type"]) {
-      if (!x.is_string()) throw Error("type must be a string or an array of strings");
-      t.push_back(x.get<std::string>());
-    }
-  } else {
-    throw Error("type must be a string or an array of strings");
-  }
-  for (const auto& x : t) {
-    if (x != "integer" && !contains_type(kAllTypes, x))
-      throw Error(fmt::format("unknown type '{}'", x));
-  }
-  return t;
-}
+using schema_keywords::all_types;
+using schema_keywords::check_keyword;
+using schema_keywords::contains_type;
+using schema_keywords::expand_dependencies;
+using schema_keywords::expand_if;
+using schema_keywords::has_applicator;
+using schema_keywords::has_schema_dependencies;
+using schema_keywords::is_annotation;
+using schema_keywords::merge;
+using schema_keywords::only_annotations;
+using schema_keywords::subtract_not;
+using schema_keywords::types_of;
+using schema_keywords::unsupported;
+using schema_keywords::without_unevaluated;
 
 // The JSON type name of a value ("number" for integers too).
 std::string type_of_value(const Json& v) {
@@ -131,264 +85,12 @@ std::optional<long> count_kw(const Json& s, const char* k) {
   return static_cast<long>(std::min(s[k].get<double>(), 1e9));
 }
 
-// ---- rewriting keywords into others ------------------------------------------------------
-
-// Keywords whose subschemas evaluate properties or items of the same instance: with none of
-// them, "unevaluated" means "not matched by properties / items of this schema itself".
-bool has_applicator(const Json& s) {
-  for (const char* k : {"allOf", "anyOf", "oneOf", "not", "if", "then", "else",
-                        "dependentSchemas", "dependencies", "$ref", "$dynamicRef",
-                        "$recursiveRef", "patternProperties", "contains"}) {
-    if (s.contains(k)) return true;
-  }
-  return false;
-}
-
-// unevaluatedProperties becomes additionalProperties (when that is absent; else every
-// property is evaluated already and it is a no-op); unevaluatedItems becomes the schema of
-// the items after prefixItems (when items is absent; else a no-op).
-Json without_unevaluated(const Json& s) {
-  Json out = s;
-  if (s.contains("unevaluatedProperties")) {
-    if (!s.contains("additionalProperties"))
-      out["additionalProperties"] = s["unevaluatedProperties"];
-    out.erase("unevaluatedProperties");
-  }
-  if (s.contains("unevaluatedItems")) {
-    const bool tuple7 = s.contains("items") && s["items"].is_array();
-    if (tuple7 && !s.contains("additionalItems")) out["additionalItems"] = s["unevaluatedItems"];
-    if (!s.contains("items")) out["items"] = s["unevaluatedItems"];
-    out.erase("unevaluatedItems");
-  }
-  return out;
-}
-
-// if/then/else as (if and then) or (not if and else): the two branches never overlap, so an
-// anyOf of them is exact. `not if` stays context-free when the condition is a boolean or
-// only a type (subtract_not); any other condition is a compile error that names `if`.
-Json expand_if(const Json& s) {
-  Json rest = Json::object();
-  for (const auto& [k, v] : s.items()) {
-    if (k != "if" && k != "then" && k != "else") rest[k] = v;
-  }
-  const Json& cond = s["if"];
-  const Json then_s = s.contains("then") ? s["then"] : Json(true);
-  const Json else_s = s.contains("else") ? s["else"] : Json(true);
-  Json branch;
-  if (cond.is_boolean()) {
-    branch = cond.get<bool>() ? then_s : else_s;
-  } else if (only_annotations(cond, {"type"})) {
-    branch = Json{
-        {"anyOf", Json::array({Json{{"allOf", Json::array({cond, then_s})}},
-                               Json{{"allOf", Json::array({Json{{"not", cond}}, else_s})}}})}};
-  } else {
-    unsupported(
-        "if", "a condition other than a type or a boolean (its negation is not context-free here)");
-  }
-  return Json{{"allOf", Json::array({rest, branch})}};
-}
-
-// dependentSchemas (draft-07: dependencies with schema values): when key k is present, the
-// object must also satisfy S. Exactly: (k absent) or (k present and S), where "k absent" is
-// properties {k: false}. Both branches accept every non-object, as the keyword does.
-bool has_schema_dependencies(const Json& s) {
-  if (s.contains("dependentSchemas") && s["dependentSchemas"].is_object() &&
-      !s["dependentSchemas"].empty())
-    return true;
-  if (!s.contains("dependencies") || !s["dependencies"].is_object()) return false;
-  return std::any_of(s["dependencies"].begin(), s["dependencies"].end(),
-                     [](const Json& v) { return !v.is_array(); });
-}
-
-Json expand_dependencies(const Json& s) {
-  Json rest = Json::object();
-  Json parts = Json::array();
-  for (const auto& [k, v] : s.items()) {
-    if (k != "dependentSchemas" && k != "dependencies") rest[k] = v;
-  }
-  auto add = [&](const std::string& key, const Json& sub) {
-    if (sub.is_boolean() && sub.get<bool>()) return;  // asserts nothing
-    const Json absent = Json{{"properties", Json{{key, false}}}};
-    parts.push_back(Json{{"anyOf", Json::array({absent, Json{{"required", Json::array({key})},
-                                                             {"allOf", Json::array({sub})}}})}});
-  };
-  if (s.contains("dependentSchemas")) {
-    if (!s["dependentSchemas"].is_object()) throw Error("dependentSchemas must be an object");
-    for (const auto& [k, v] : s["dependentSchemas"].items()) add(k, v);
-  }
-  if (s.contains("dependencies")) {
-    Json lists = Json::object();  // the array form stays for the object's own parse
-    for (const auto& [k, v] : s["dependencies"].items()) {
-      if (v.is_array())
-        lists[k] = v;
-      else
-        add(k, v);
-    }
-    if (!lists.empty()) rest["dependencies"] = lists;
-  }
-  parts.insert(parts.begin(), rest);
-  return Json{{"allOf", parts}};
-}
-
-// Keywords of kUnsupported that are harmless in some forms; any other form is refused.
-void check_unsupported(const Json& s, const std::string& k) {
-  if (k == "patternProperties" && s[k].is_object() && s[k].empty()) return;
-  if ((k == "dependentRequired" || k == "dependencies" || k == "dependentSchemas") &&
-      s[k].is_object() && s[k].empty())
-    return;
-  // Lists of names: the object's parse tracks them (schema dependencies stay an error there).
-  if (k == "dependentRequired") return;
-  if (k == "dependencies" && s[k].is_object() &&
-      std::all_of(s[k].begin(), s[k].end(), [](const Json& v) { return v.is_array(); })) {
-    return;
-  }
-  if (k == "if" && !s.contains("then") && !s.contains("else")) return;  // if alone: no-op
-  if ((k == "then" || k == "else") && !s.contains("if")) return;        // ignored without if
-  if (k == "propertyNames" && s[k].is_boolean() && s[k].get<bool>()) return;
-  // Without listed properties, every key is free and propertyNames constrains it.
-  if (k == "propertyNames" &&
-      (!s.contains("properties") || (s["properties"].is_object() && s["properties"].empty())) &&
-      !s.contains("patternProperties")) {
-    return;
-  }
-  if (k == "$dynamicAnchor" || k == "$recursiveAnchor") return;  // only matter to dynamic refs
-  unsupported(k);
-}
-
-// The types left after `not` (a boolean or a schema of only a type).
-std::vector<std::string> subtract_not(const Json& n, std::vector<std::string> types) {
-  if (n.is_boolean()) {
-    if (n.get<bool>()) types.clear();
-    return types;
-  }
-  if (!only_annotations(n, {"type"}))
-    unsupported("not", "only 'not' of a type (or a boolean) is supported");
-  if (!n.contains("type")) {
-    types.clear();  // not {} matches nothing
-    return types;
-  }
-  for (const auto& t : types_of(n)) {
-    if (t == "number") {
-      std::erase(types, "number");
-      std::erase(types, "integer");
-    } else if (t == "integer") {
-      if (contains_type(types, "integer")) std::erase(types, "integer");
-      if (contains_type(types, "number"))
-        unsupported("not", "'not integer' of a number is not context-free here");
-    } else {
-      std::erase(types, t);
-    }
-  }
-  return types;
-}
-
-// Conjunction of two flattened schemas, keyword by keyword.
-Json merge(const Json& a, const Json& b) {
-  if (a.is_boolean()) return a.get<bool>() ? b : a;
-  if (b.is_boolean()) return b.get<bool>() ? a : b;
-  // unevaluated* depends on what the other subschemas of the same instance evaluated: it
-  // cannot be merged with anything.
-  for (const char* k : {"unevaluatedProperties", "unevaluatedItems"}) {
-    if ((a.contains(k) && !only_annotations(b)) || (b.contains(k) && !only_annotations(a))) {
-      unsupported(k, "combined with other subschemas by allOf, anyOf or $ref");
-    }
-  }
-  // additionalProperties only sees its own schema's properties, and additionalItems its own
-  // tuple: merging them with another schema's would change their meaning.
-  auto names = [](const Json& s) {
-    std::set<std::string> n;
-    if (s.contains("properties") && s["properties"].is_object()) {
-      for (const auto& [k, v] : s["properties"].items()) n.insert(k);
-    }
-    return n;
-  };
-  auto restricts = [](const Json& s) {
-    return s.contains("additionalProperties") && s["additionalProperties"] != Json(true);
-  };
-  auto has_obj = [](const Json& s) {
-    return s.contains("properties") || s.contains("additionalProperties");
-  };
-  if (((restricts(a) && has_obj(b)) || (restricts(b) && has_obj(a))) && names(a) != names(b)) {
-    unsupported("additionalProperties",
-                "combined by allOf or $ref with a schema listing other properties");
-  }
-  auto tuple = [](const Json& s) {
-    return s.contains("prefixItems") || s.contains("additionalItems") ||
-           (s.contains("items") && s["items"].is_array());
-  };
-  auto has_items = [](const Json& s) {
-    return s.contains("items") || s.contains("prefixItems") || s.contains("additionalItems");
-  };
-  if ((tuple(a) && has_items(b)) || (tuple(b) && has_items(a))) {
-    unsupported(tuple(a) ? (a.contains("prefixItems") ? "prefixItems" : "items")
-                         : (b.contains("prefixItems") ? "prefixItems" : "items"),
-                "a tuple combined by allOf or $ref with other item schemas");
-  }
-  Json out = a;
-  for (const auto& [k, v] : b.items()) {
-    if (!out.contains(k) || is_annotation(k)) {
-      out[k] = v;
-      continue;
-    }
-    Json& o = out[k];
-    if (o == v) continue;
-    if (k == "type") {
-      std::vector<std::string> ta = types_of(a), tb = types_of(b), t;
-      for (const auto& x : ta) {
-        for (const auto& y : tb) {
-          if (x == y)
-            t.push_back(x);
-          else if (x == "integer" && y == "number")
-            t.push_back("integer");
-          else if (x == "number" && y == "integer")
-            t.push_back("integer");
-        }
-      }
-      o = Json(t);
-    } else if (k == "required") {
-      for (const auto& x : v) {
-        if (std::find(o.begin(), o.end(), x) == o.end()) o.push_back(x);
-      }
-    } else if (k == "properties") {
-      if (a.contains("additionalProperties") || b.contains("additionalProperties")) {
-        unsupported("allOf", "combining objects whose properties and additionalProperties differ");
-      }
-      for (const auto& [pk, pv] : v.items()) {
-        if (o.contains(pk))
-          o[pk] = Json{{"allOf", Json::array({o[pk], pv})}};
-        else
-          o[pk] = pv;
-      }
-    } else if (k == "minimum" || k == "exclusiveMinimum" || k == "minLength" || k == "minItems" ||
-               k == "minProperties") {
-      o = std::max(o.get<double>(), v.get<double>());
-    } else if (k == "maximum" || k == "exclusiveMaximum" || k == "maxLength" || k == "maxItems" ||
-               k == "maxProperties") {
-      o = std::min(o.get<double>(), v.get<double>());
-    } else if (k == "items" && o.is_object() && v.is_object()) {
-      o = Json{{"allOf", Json::array({o, v})}};
-    } else if (k == "enum") {
-      Json keep = Json::array();
-      for (const auto& x : o) {
-        if (std::find(v.begin(), v.end(), x) != v.end()) keep.push_back(x);
-      }
-      o = keep;
-    } else if (k == "const") {
-      out["enum"] = Json::array();  // two different constants: nothing satisfies both
-      out.erase("const");
-    } else if (k == "anyOf" || k == "oneOf") {
-      // (A1|A2) and (B1|B2): wrap both as one allOf inside an anyOf of products.
-      Json prod = Json::array();
-      for (const auto& x : o) {
-        for (const auto& y : v) prod.push_back(Json{{"allOf", Json::array({x, y})}});
-      }
-      if (k == "oneOf") unsupported("oneOf", "two oneOf lists combined by allOf");
-      o = prod;
-    } else {
-      unsupported(k, "two different values combined by allOf or $ref");
-    }
-  }
-  return out;
+// A count range [lo, hi] (hi = -1: unbounded) set by keywords min_kw / max_kw: false when no
+// count is in it. Counts above 10000 are refused: each counted item is a copy in the grammar.
+bool count_range_nonempty(long lo, long hi, const char* min_kw, const char* max_kw) {
+  if (hi >= 0 && hi < lo) return false;
+  if (lo > 10000 || hi > 10000) unsupported(lo > 10000 ? min_kw : max_kw, "counts above 10000");
+  return true;
 }
 
 // The regular language of a `format` (when format is an assertion).
@@ -410,8 +112,7 @@ std::string format_regex(const Json& f) {
   if (name == "uuid")
     return "[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}";
   if (name == "ipv4") return octet + "(\\." + octet + "){3}";
-  if (name == "uri")
-    return "[a-zA-Z][a-zA-Z0-9+.-]*:[^\\x00-\\x20\"<>\\\\^`{|}\\x7f-\\x{10FFFF}]*";
+  if (name == "uri") return "[a-zA-Z][a-zA-Z0-9+.-]*:[^\\x00-\\x20\"<>\\\\^`{|}\\x7f-\\x{10FFFF}]*";
   throw Error(fmt::format("unsupported JSON Schema keyword 'format' with value '{}'", name));
 }
 
@@ -540,9 +241,7 @@ class SchemaParser {
     if (s.contains("if") && (s.contains("then") || s.contains("else")))
       return parse(own(expand_if(s)), depth + 1);
     if (has_schema_dependencies(s)) return parse(own(expand_dependencies(s)), depth + 1);
-    for (const auto& [k, v] : s.items()) {
-      if (kUnsupported.count(k)) check_unsupported(s, k);
-    }
+    for (const auto& [k, v] : s.items()) check_keyword(s, k);
     // A bare $ref keeps its own rule: recursive schemas stay finite.
     if (s.contains("$ref") && only_annotations(s, {"$ref"})) {
       if (!s["$ref"].is_string()) throw Error("$ref must be a string");
@@ -609,7 +308,7 @@ class SchemaParser {
       Json f = flatten(x, depth + 1);
       std::set<std::string> t;
       if (f.is_boolean()) {
-        if (f.get<bool>()) t.insert(kAllTypes.begin(), kAllTypes.end());
+        if (f.get<bool>()) t.insert(all_types().begin(), all_types().end());
         return t;
       }
       for (auto& y : types_of(f)) t.insert(y == "integer" ? "number" : y);
@@ -698,9 +397,7 @@ class SchemaParser {
     }
     const long lo = min_len.value_or(0);
     const long hi = max_len ? *max_len : -1;
-    if (hi >= 0 && hi < lo) return add(NothingSpec{});
-    if (lo > 10000 || hi > 10000)
-      unsupported(lo > 10000 ? "minLength" : "maxLength", "counts above 10000");
+    if (!count_range_nonempty(lo, hi, "minLength", "maxLength")) return add(NothingSpec{});
     StringSpec spec;
     spec.min_length = static_cast<int>(lo);
     spec.max_length = static_cast<int>(hi);
@@ -888,16 +585,14 @@ class SchemaParser {
     if (s.contains("propertyNames") && s["propertyNames"].is_boolean() &&
         !s["propertyNames"].get<bool>())
       hi = 0;
-    if (hi >= 0 && hi < lo) return add(NothingSpec{});
-    if (lo > 10000 || hi > 10000)
-      unsupported(lo > 10000 ? "minProperties" : "maxProperties", "counts above 10000");
+    if (!count_range_nonempty(lo, hi, "minProperties", "maxProperties")) return add(NothingSpec{});
     FreeObjectSpec spec;
     spec.min_properties = static_cast<int>(lo);
     spec.max_properties = static_cast<int>(hi);
     if (hi == 0) return add(spec);
     if (s.contains("propertyNames") && !s["propertyNames"].is_boolean()) {
-      spec.key = parse(
-          own(merge(flatten(s["propertyNames"], depth + 1), Json{{"type", "string"}})), depth + 1);
+      spec.key = parse(own(merge(flatten(s["propertyNames"], depth + 1), Json{{"type", "string"}})),
+                       depth + 1);
     }
     spec.value = additional ? shared(*additional, depth) : add(AnySpec{});
     return add(spec);
@@ -1014,9 +709,8 @@ class SchemaParser {
     long max_items = max_opt ? *max_opt : -1;
     const long p = static_cast<long>(prefix.size());
     if (!rest_allowed) max_items = max_items < 0 ? p : std::min(max_items, p);
-    if (max_items >= 0 && max_items < min_items) return add(NothingSpec{});
-    if (min_items > 10000 || max_items > 10000)
-      unsupported(min_items > 10000 ? "minItems" : "maxItems", "counts above 10000");
+    if (!count_range_nonempty(min_items, max_items, "minItems", "maxItems"))
+      return add(NothingSpec{});
     // uniqueItems: true compares every pair of items, which no context-free grammar can do in
     // general; it is a no-op only where an array holds at most one item.
     if (s.contains("uniqueItems") &&

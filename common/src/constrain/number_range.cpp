@@ -28,16 +28,15 @@ int same_length_range(Grammar& g, const std::string& a, const std::string& b) {
     return g.repeat(g.byte_range('0', '9'), static_cast<int>(rest), static_cast<int>(rest));
   };
   if (a.substr(1) == zeros && b.substr(1) == nines) {
-    return g.seq(
-        {g.byte_range(static_cast<unsigned char>(a[0]), static_cast<unsigned char>(b[0])),
-         any_rest()});
+    return g.seq({g.byte_range(static_cast<unsigned char>(a[0]), static_cast<unsigned char>(b[0])),
+                  any_rest()});
   }
   std::vector<int> alts{
       g.seq({g.literal(a.substr(0, 1)), same_length_range(g, a.substr(1), nines)})};
   if (a[0] + 1 <= b[0] - 1) {
-    alts.push_back(g.seq({g.byte_range(static_cast<unsigned char>(a[0] + 1),
-                                       static_cast<unsigned char>(b[0] - 1)),
-                          any_rest()}));
+    alts.push_back(g.seq(
+        {g.byte_range(static_cast<unsigned char>(a[0] + 1), static_cast<unsigned char>(b[0] - 1)),
+         any_rest()}));
   }
   alts.push_back(g.seq({g.literal(b.substr(0, 1)), same_length_range(g, zeros, b.substr(1))}));
   return g.alt(std::move(alts));
@@ -118,11 +117,9 @@ int fraction_part(Grammar& g, const std::optional<std::string>& lo, bool lo_stri
                   const std::optional<std::string>& hi, bool hi_strict) {
   std::vector<int> alts;
   // No fraction at all: the value of the fraction is 0.
-  const bool zero_ok =
-      (!lo || (lo->empty() && !lo_strict)) && (!hi || !hi->empty() || !hi_strict);
+  const bool zero_ok = (!lo || (lo->empty() && !lo_strict)) && (!hi || !hi->empty() || !hi_strict);
   if (zero_ok) alts.push_back(g.empty());
-  alts.push_back(
-      g.seq({g.literal("."), fraction_between(g, lo, lo_strict, hi, hi_strict, false)}));
+  alts.push_back(g.seq({g.literal("."), fraction_between(g, lo, lo_strict, hi, hi_strict, false)}));
   return g.alt(std::move(alts));
 }
 
@@ -139,8 +136,8 @@ int magnitude_range(Grammar& g, const MagnitudeRange& r) {
   std::vector<int> alts;
   if (r.max && r.max->whole < li) return g.alt({});
   if (r.max && r.max->whole == li) {
-    alts.push_back(g.seq({whole(li), fraction_part(g, frac(r.min), r.min_exclusive,
-                                                   r.max->frac, r.max_exclusive)}));
+    alts.push_back(g.seq(
+        {whole(li), fraction_part(g, frac(r.min), r.min_exclusive, r.max->frac, r.max_exclusive)}));
     return g.alt(std::move(alts));
   }
   // I == li: the fraction decides the lower side.
@@ -148,10 +145,10 @@ int magnitude_range(Grammar& g, const MagnitudeRange& r) {
       g.seq({whole(li), fraction_part(g, frac(r.min), r.min_exclusive, std::nullopt, false)}));
   // li < I < max.whole: any fraction.
   if (!r.max || r.max->whole > li + 1) {
-    alts.push_back(g.seq({natural_range(g, li + 1,
-                                        r.max ? std::optional<std::uint64_t>(r.max->whole - 1)
-                                              : std::nullopt),
-                          any_frac}));
+    alts.push_back(
+        g.seq({natural_range(g, li + 1,
+                             r.max ? std::optional<std::uint64_t>(r.max->whole - 1) : std::nullopt),
+               any_frac}));
   }
   // I == max.whole: the fraction decides the upper side.
   if (r.max) {
@@ -196,11 +193,10 @@ int integer_range(Grammar& g, const IntegerRange& range) {
   }
   if (!a || *a < 0) {  // negative part: magnitudes in [max(1, -b), -a]
     const std::uint64_t m_lo = b && *b < 0 ? static_cast<std::uint64_t>(-*b) : 1;
-    alts.push_back(g.seq(
-        {g.literal("-"),
-         natural_range(g, m_lo,
-                       a ? std::optional<std::uint64_t>(static_cast<std::uint64_t>(-*a))
-                         : std::nullopt)}));
+    alts.push_back(g.seq({g.literal("-"), natural_range(g, m_lo,
+                                                        a ? std::optional<std::uint64_t>(
+                                                                static_cast<std::uint64_t>(-*a))
+                                                          : std::nullopt)}));
   }
   return g.seq({g.alt(std::move(alts)), integer_zero_fraction(g)});
 }

@@ -49,14 +49,12 @@ int members_in_any_order(Grammar& g, const std::vector<int>& members,
   return g.alt(std::move(first));
 }
 
-int members_in_order(Grammar& g, const std::vector<int>& members,
-                     const std::vector<bool>& optional, int extra,
-                     const std::function<int()>& separator) {
+int members_in_order(Grammar& g, const std::vector<int>& members, const std::vector<bool>& optional,
+                     int extra, const std::function<int()>& separator) {
   const std::size_t n = members.size();
   // first[i]: members i.. when none has been written yet; after[i]: when one has.
   std::vector<int> first(n + 1), after(n + 1);
-  const int extras_after =
-      extra >= 0 ? g.repeat(g.seq({separator(), extra}), 0, -1) : g.empty();
+  const int extras_after = extra >= 0 ? g.repeat(g.seq({separator(), extra}), 0, -1) : g.empty();
   after[n] = extras_after;
   first[n] = extra >= 0 ? g.repeat(g.seq({extra, extras_after}), 0, 1) : g.empty();
   for (std::size_t i = n; i-- > 0;) {
@@ -110,8 +108,8 @@ int key_other_than(Grammar& g, const std::vector<std::string>& names) {
     CodePointRanges others;
     std::uint32_t next = 0;
     for (const auto& [cp, child] : trie[t].next) {
-      alts.push_back(g.seq({json_string_chars(g, {{cp, cp}}, true),
-                            g.ref(rule[static_cast<std::size_t>(child)])}));
+      alts.push_back(g.seq(
+          {json_string_chars(g, {{cp, cp}}, true), g.ref(rule[static_cast<std::size_t>(child)])}));
       if (cp > next) others.emplace_back(next, cp - 1);
       next = cp + 1;
     }

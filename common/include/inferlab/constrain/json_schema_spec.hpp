@@ -103,7 +103,7 @@ struct ObjectSpec {
     std::uint32_t needs = 0;  ///< bit j: when present, properties[j] must be too
   };
   std::vector<Property> properties;  ///< in the schema's order (never empty)
-  SpecId additional = -1;  ///< the value of any other key; -1: no other key allowed
+  SpecId additional = -1;            ///< the value of any other key; -1: no other key allowed
   /// true: the properties may come in any order (at most
   /// JsonSchemaLimits::max_free_order_properties of them); false: in the listed order.
   bool any_order = true;
@@ -137,9 +137,9 @@ struct RefSpec {
 
 /// @brief A spec of any kind.
 using SchemaSpec =
-    std::variant<AnySpec, NothingSpec, NullSpec, BooleanSpec, StringSpec, IntegerSpec,
-                 NumberSpec, ArraySpec, ContainsArraySpec, UniqueArraySpec, ObjectSpec,
-                 FreeObjectSpec, EnumSpec, AnyOfSpec, RefSpec>;
+    std::variant<AnySpec, NothingSpec, NullSpec, BooleanSpec, StringSpec, IntegerSpec, NumberSpec,
+                 ArraySpec, ContainsArraySpec, UniqueArraySpec, ObjectSpec, FreeObjectSpec,
+                 EnumSpec, AnyOfSpec, RefSpec>;
 
 /// @brief A parsed schema: the specs, the subschemas that get a rule of their own, the root.
 struct JsonSchemaSpecs {

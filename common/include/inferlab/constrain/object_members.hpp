@@ -48,9 +48,8 @@ int members_in_any_order(Grammar& g, const std::vector<int>& members,
 /// @note A valid instance whose keys come in another order is rejected: for objects with too
 /// many properties to track which were written, the grammar is a subset of the schema, never
 /// a superset.
-int members_in_order(Grammar& g, const std::vector<int>& members,
-                     const std::vector<bool>& optional, int extra,
-                     const std::function<int()>& separator);
+int members_in_order(Grammar& g, const std::vector<int>& members, const std::vector<bool>& optional,
+                     int extra, const std::function<int()>& separator);
 
 /// @brief Appends a key, with its quotes, that is none of @p names: a trie of the names that
 /// the key leaves at its first differing character, spelled canonically (json.dumps's single
