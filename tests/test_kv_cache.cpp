@@ -12,6 +12,7 @@
 #include "inferlab/base/error.hpp"
 #include "inferlab/runtime/forward.hpp"
 #include "inferlab/runtime/generate.hpp"
+#include "inferlab/kernels/attention.hpp"
 #include "inferlab/kernels/kv_quant.hpp"
 #include "inferlab/analysis/kv_calc.hpp"
 #include "model_cases.hpp"

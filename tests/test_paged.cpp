@@ -13,7 +13,7 @@
 #include "inferlab/serving/engine.hpp"
 #include "inferlab/base/error.hpp"
 #include "inferlab/kernels/kv_quant.hpp"
-#include "inferlab/kernels/paged_attention.hpp"
+#include "inferlab/kernels/attention.hpp"
 #include "inferlab/serving/kv_manager.hpp"
 #include "inferlab/serving/paging.hpp"
 #include "inferlab/runtime/runner.hpp"

@@ -19,6 +19,7 @@
 #include "inferlab/base/error.hpp"
 #include "inferlab/runtime/forward.hpp"
 #include "inferlab/analysis/hardware.hpp"
+#include "inferlab/kernels/attention.hpp"
 #include "inferlab/kernels/kv_quant.hpp"
 #include "inferlab/model/model.hpp"
 #include "inferlab/runtime/speculative.hpp"

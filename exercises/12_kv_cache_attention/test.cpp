@@ -15,7 +15,7 @@
 
 #include "exercise.hpp"
 #include "inferlab/base/error.hpp"
-#include "inferlab/kernels/kv_quant.hpp"
+#include "inferlab/kernels/attention.hpp"
 #include "inferlab/runtime/kv_cache.hpp"
 
 namespace ex = inferlab::ex12;

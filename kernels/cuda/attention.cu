@@ -180,10 +180,9 @@ void attention_cuda(int version, float* out, const float* q, const float* k_cach
         INFERLAB_CUDA_CHECK(
             cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
         if (smem > std::size_t(optin)) {
-          throw std::runtime_error("attention_cuda v1: " + std::to_string(max_pos + 1) +
-                                   " positions need " + std::to_string(smem) +
-                                   " bytes of shared memory, the device allows " +
-                                   std::to_string(optin) + "; use version 2");
+          throw Error("attention_cuda v1: " + std::to_string(max_pos + 1) + " positions need " +
+                      std::to_string(smem) + " bytes of shared memory, the device allows " +
+                      std::to_string(optin) + "; use version 2");
         }
         INFERLAB_CUDA_CHECK(cudaFuncSetAttribute(
             attention_v1_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));

@@ -1,7 +1,8 @@
 #pragma once
-// Private to the kernels library: the fast CPU attention loop, shared by attention_cpu (float
-// cache) and attention_kv_cpu (f16/int8 cache). A "loader" reads element i of the cached row of
-// (position, KV head) `rh` and its scale, so the same loop serves every storage type.
+// Private to the kernels library: the fast CPU attention loop behind every fast version in
+// attention.hpp (attention_cpu, attention_kv_cpu, attention_kv_rows_cpu). A "loader" reads
+// element i of the cached row of (position, KV head) `rh` and its scale, so the same loop serves
+// every storage type.
 
 #include <algorithm>
 #include <cmath>
@@ -15,15 +16,33 @@
 #include <immintrin.h>
 #endif
 
+#include <Eigen/Core>  // Eigen::half
+
 #include "inferlab/kernels/softmax.hpp"
 
 namespace inferlab::kernels::detail {
 
+// The loaders of the KV storage types (kv_quant.hpp): element i of the head `rh`, and the
+// head's scale.
 struct LoadF32 {
   const float* d;
   int hs;
   float scale(std::size_t) const { return 1.0f; }
   float at(std::size_t rh, int i) const { return d[rh * hs + i]; }
+};
+struct LoadF16 {
+  const Eigen::half* d;
+  int hs;
+  float scale(std::size_t) const { return 1.0f; }
+  float at(std::size_t rh, int i) const { return float(d[rh * hs + i]); }
+};
+struct LoadI8 {
+  const std::int8_t* d;
+  const float* s;
+  int hs;
+  // The scale factors out of the dot product: sum(q * s * k8) = s * sum(q * k8).
+  float scale(std::size_t rh) const { return s[rh]; }
+  float at(std::size_t rh, int i) const { return float(d[rh * hs + i]); }
 };
 
 // Eight float lanes (GCC/Clang vector extension): one AVX register, two SSE ones. Used where
@@ -31,9 +50,9 @@ struct LoadF32 {
 typedef float V8 __attribute__((vector_size(8 * sizeof(float))));
 
 // acc += a * b, rounded once where the CPU has FMA. Written out, not left to the compiler's
-// contraction of `acc += a * b`: GCC contracts that expression in one loop and not in another
-// (it did not in a tiled variant of the value loop tried for a head of 8), and every path
-// below must give a score or an output element the same bits, whatever loop computes it.
+// contraction of `acc += a * b`: GCC contracts that expression in some loops and not in
+// others, and every path below must give a score or an output element the same bits,
+// whatever loop computes it.
 // Without FMA (x86-64 before v3) it is a multiply and an add everywhere; other CPUs use fmaf
 // lane by lane, which they vectorise. (acc is updated in place rather than returned: see
 // load8 on returning 32-byte vectors.)
@@ -150,8 +169,8 @@ void score_rows(float* scores, const float* q, const KLoad& kl, const Rows& rows
   for (; s < n; ++s) {
     const std::size_t rh = row(rows[s]) * n_kv_heads + kv_head;
     // Eight independent partial sums: the compiler vectorises them without reassociating, and
-    // the dot product stops being one long chain of dependent additions (which made long
-    // contexts crawl). The order depends only on head_size, so batch invariance holds.
+    // the dot product is not one long chain of dependent additions (which would be slow on
+    // long contexts). The order depends only on head_size, so batch invariance holds.
     float dot;
     if constexpr (HS > 0 && HS % 8 == 0) {
       // The same lanes as one vector: GCC does not always turn the unrolled lane loop of a
@@ -336,7 +355,7 @@ void attend_all_hs(float* out, const float* q, const KLoad& kl, const VLoad& vl,
   // quarter of the L1 and L2 cache sets and evict each other. Many causal queries of a float
   // cache (a prefill) first gather each head's rows into one contiguous block, head by head
   // (the values copied, so no bit changes); then row s of head g is g * stride + s. In a
-  // 512-token prefill of stories110M this made attention ~20 % faster.
+  // 512-token prefill of stories110M the gather makes attention ~20 % faster.
   KLoad kl_use = kl;
   VLoad vl_use = vl;
   RowMap row_use = row;
@@ -373,8 +392,8 @@ void attend_all_hs(float* out, const float* q, const KLoad& kl, const VLoad& vl,
   };
   // Head by head, then token by token: the tokens of one head read the same cached rows of its
   // KV head (a prefill of 512 positions: 2 x 128 KB), which then stay in L2 from one token to
-  // the next. Token by token, then head by head, walked every head's rows for each token (2 x
-  // 1.5 MB per layer, from L3 each time). The order of the pairs changes no result.
+  // the next (token by token, then head by head, would walk every head's rows for each token:
+  // 2 x 1.5 MB per layer, from L3 each time). The order of the pairs changes no result.
   // Small work stays out of the OpenMP runtime altogether: even a region with if(false) costs
   // hundreds of nanoseconds, paid in every layer of every decode step.
   if (std::size_t(T) * n_heads * stride * head_size < (1u << 17)) {

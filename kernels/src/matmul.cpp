@@ -26,10 +26,10 @@
 #include <algorithm>
 #include <cstddef>
 #include <new>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "inferlab/kernels/error.hpp"
 #include "inferlab/kernels/huge_pages.hpp"
 
 namespace inferlab::kernels {
@@ -169,7 +169,7 @@ inline Acc16 mul_add16(Acc16 a, Acc16 b, Acc16 c) {
 inline __m256 halve16(Acc16 a) { return _mm256_add_ps(a.lo, a.hi); }
 inline void pin(Acc16& a) { asm("" : "+x"(a.lo), "+x"(a.hi)); }  // see the AVX-512 version
 // Register budget (16 ymm): a 16-lane accumulator takes two ymm registers, so a whole-width tile
-// holds only 2 x 3 of them, and the weight and token vectors no longer fit beside them (GCC
+// holds only 2 x 3 of them, and the weight and token vectors do not fit beside them (GCC
 // spills). The tile below therefore runs in two half-width passes (see tile_halves): 3 x 4
 // accumulators of one ymm each, 3 weight vectors and 1 token vector = 16 registers.
 constexpr int kRows = 3, kTokens = 4;
@@ -681,7 +681,7 @@ void matmul_packed_slice(float* y, const float* x, const PackedMatrix& w, int T,
 
 PackedMatrix::PackedMatrix(const float* w, int n, int d) : n_(n), d_(d) {
   if (w == nullptr || n < 1 || d < 1) {
-    throw std::invalid_argument(
+    throw Error(
         "PackedMatrix: need a weight matrix with n >= 1 and d >= 1 (got n " + std::to_string(n) +
         ", d " + std::to_string(d) + ")");
   }
@@ -710,7 +710,7 @@ void detail::AlignedDelete::operator()(float* p) const {
 }
 
 void matmul_packed(float* y, const float* x, const PackedMatrix& w, int T) {
-  if (w.panels() == 0) throw std::invalid_argument("matmul_packed: empty PackedMatrix");
+  if (w.panels() == 0) throw Error("matmul_packed: empty PackedMatrix");
   if (long(T) * w.n() * w.d() < kParallelMacs) {  // see matmul_blocked
     matmul_packed_slice(y, x, w, T, 0, 1);
     return;
@@ -734,8 +734,8 @@ void matmul_cpu_version(int version, float* y, const float* x, const float* w, i
       matmul_packed(y, x, PackedMatrix(w, n, d), T);
       return;
     default:
-      throw std::invalid_argument("matmul_cpu_version: version " + std::to_string(version) +
-                                  " outside 1.." + std::to_string(matmul_cpu_versions()));
+      throw Error("matmul_cpu_version: version " + std::to_string(version) + " outside 1.." +
+                  std::to_string(matmul_cpu_versions()));
   }
 }
 

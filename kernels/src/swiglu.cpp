@@ -20,7 +20,7 @@ void swiglu_cpu(float* out, const float* gate, const float* up, long n) {
   // silu(g) = g * sigmoid(g), with sigmoid from e = e^-|g| (at most 1, where softmax_exp is
   // defined; it reads a positive argument as its negative): 1 / (1 + e) for g >= 0 and
   // e / (1 + e) below. The sign comes from the bits, not a float compare, and softmax_exp is a
-  // polynomial, not a library call: GCC turns the loop into vector instructions (std::exp was
+  // polynomial, not a library call: GCC turns the loop into vector instructions (std::exp is
   // one call per element, ~5 % of a stories110M prefill). Within a few ulp of swiglu_ref.
   auto one = [&](long i) {
     const float g = gate[i];

@@ -39,7 +39,7 @@ TEST_CASE("INFERLAB_CUDA_CHECK reports the file, the line and the CUDA error str
   try {
     INFERLAB_CUDA_CHECK(1);
     FAIL("no exception");
-  } catch (const std::runtime_error& e) {
+  } catch (const Error& e) {
     const std::string msg = e.what();
     CHECK(msg.find("test_device.cpp") != std::string::npos);
     CHECK(msg.find("cudaErrorInvalidValue") != std::string::npos);

@@ -218,4 +218,13 @@ TEST_CASE("attention: a position beyond max_pos gives NaN, not an out-of-bounds 
   REQUIRE_THROWS_AS(k::attention_cuda(2, dout.data(), dq.data(), dk.data(), dv.data(), dpos.data(),
                                       T, Nh, Nh, hs, 7, nullptr, 0),
                     Error);
+  // Version 1 refuses, before any launch, a context whose scores exceed the device's shared
+  // memory (a million positions: 4 MB of scores).
+  const int too_long = 1 << 20;
+  REQUIRE_THROWS_AS(k::attention_cuda(1, dout.data(), dq.data(), dk.data(), dv.data(), dpos.data(),
+                                      T, Nh, Nh, hs, too_long, nullptr, 0),
+                    Error);
+  REQUIRE_THROWS_WITH(k::attention_cuda(1, dout.data(), dq.data(), dk.data(), dv.data(),
+                                        dpos.data(), T, Nh, Nh, hs, too_long, nullptr, 0),
+                      Catch::Contains("use version 2"));
 }

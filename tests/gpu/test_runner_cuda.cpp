@@ -11,7 +11,7 @@
 #include "gpu_test_support.hpp"
 #include "inferlab/serving/engine.hpp"
 #include "inferlab/kernels/cuda/paged_attention_cuda.hpp"
-#include "inferlab/kernels/paged_attention.hpp"
+#include "inferlab/kernels/attention.hpp"
 #include "inferlab/runtime/runner.hpp"
 
 using namespace inferlab;

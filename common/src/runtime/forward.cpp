@@ -7,7 +7,7 @@
 #include <fmt/format.h>
 
 #include "inferlab/base/error.hpp"
-#include "inferlab/kernels/kv_quant.hpp"
+#include "inferlab/kernels/attention.hpp"
 #include "inferlab/kernels/matmul.hpp"
 #include "inferlab/kernels/rmsnorm.hpp"
 #include "inferlab/kernels/rope.hpp"

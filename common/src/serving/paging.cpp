@@ -9,7 +9,7 @@
 #include <fmt/format.h>
 
 #include "inferlab/base/error.hpp"
-#include "inferlab/kernels/kv_quant.hpp"
+#include "inferlab/kernels/attention.hpp"
 #include "inferlab/analysis/kv_calc.hpp"
 #include "inferlab/base/timer.hpp"
 

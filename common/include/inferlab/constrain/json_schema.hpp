@@ -12,9 +12,10 @@
 /// type, dependentRequired (and draft-07 dependencies with array values; a required or
 /// dependent name outside properties takes additionalProperties' schema), propertyNames /
 /// minProperties / maxProperties on objects without listed properties,
-/// unevaluatedProperties / unevaluatedItems in schemas without applicators, uniqueItems false. Annotations (title, description, default,
-/// examples, ...) and unknown keywords are ignored as the specification says. Every other
-/// keyword is a compile error naming it: it is never silently dropped.
+/// unevaluatedProperties / unevaluatedItems in schemas without applicators, uniqueItems false
+/// (or true where every item is one of a few scalars). Annotations (title, description,
+/// default, examples, ...) and unknown keywords are ignored as the specification says. Every
+/// other keyword is a compile error naming it: it is never silently dropped.
 ///
 /// Object members may come in any order (each listed property at most once, the required ones
 /// at least once, additional properties anywhere between them) up to
@@ -22,6 +23,10 @@
 /// order (required ones present, optional ones optional), then any additional properties: a
 /// valid instance whose keys come in another order is then rejected (the grammar is a subset
 /// of the schema, never a superset).
+///
+/// The compiler runs in two phases (json_schema_spec.hpp): the schema is parsed into typed
+/// specs, checked and normalised, then each spec is emitted as grammar rules; numeric bounds
+/// become regular languages in number_range.hpp, object members in object_members.hpp.
 
 #include <string>
 

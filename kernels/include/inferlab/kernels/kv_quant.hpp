@@ -1,7 +1,8 @@
 #pragma once
 /// @file kv_quant.hpp
-/// @brief KV cache storage (the DType values f32, f16, int8 with per-(token, head) scales), the
-/// kernels that write rows into it, and attention that reads them back.
+/// @brief KV cache storage: the DType values f32, f16, int8 (with per-(token, head) scales),
+/// the kernels that write rows into it and read them back, and the view attention reads it
+/// through (attention.hpp).
 ///
 /// Storing the cache in fewer bits per value shrinks the bytes every decode step must read (the
 /// cache is read in full at every step) and the memory each sequence holds, at a small cost in
@@ -49,41 +50,5 @@ void kv_store_rows(DType type, void* data, float* scales, const float* x, int ro
 /// @throws inferlab::Error for a type the KV storage does not implement.
 void kv_load_rows(DType type, float* out, const void* data, const float* scales, int rows,
                   int n_kv_heads, int head_size);
-
-/// @brief Reference: gathers positions 0..max(pos) of both views (through their block tables)
-/// into contiguous float rows and runs attention_ref on them (the specification: the same
-/// result as attention on the rounded values, wherever the rows are stored).
-void attention_kv_ref(float* out, const float* q, const KVRowsView& k, const KVRowsView& v,
-                      const int* pos, int T, int n_heads, int n_kv_heads, int head_size);
-
-/// @brief Fast CPU version: dequantizes inside the dot products (the cache is read once, at
-/// its stored width) and follows the block table row by row. With DType::f32 and no block
-/// table it is exactly attention_cpu; with a block table it gives the same bits.
-/// @note Bytes read per token: (pos+1) * 2 * Nkv*hs * kv_element_bytes (+ scales for int8).
-void attention_kv_cpu(float* out, const float* q, const KVRowsView& k, const KVRowsView& v,
-                      const int* pos, int T, int n_heads, int n_kv_heads, int head_size);
-
-/// @brief Attention over listed rows (tree attention, chapter 07): query token t attends to
-/// the cache rows rows[begin[t]] .. rows[begin[t+1] - 1] only, which must be ascending. The
-/// reference: dequantizes every row it needs and follows attention_ref's loops.
-/// @param out (T, Nh*hs) attention output
-/// @param q (T, Nh*hs) queries (RoPE applied)
-/// @param k keys of this layer (any storage type)
-/// @param v values of this layer (any storage type)
-/// @param begin (T + 1) offsets into @p rows; token t's list has begin[t+1] - begin[t] >= 1 rows
-/// @param rows the concatenated row lists
-/// @param T number of query tokens
-/// @param n_heads Nh
-/// @param n_kv_heads Nkv
-/// @param head_size hs
-void attention_kv_rows_ref(float* out, const float* q, const KVRowsView& k, const KVRowsView& v,
-                           const int* begin, const int* rows, int T, int n_heads, int n_kv_heads,
-                           int head_size);
-/// @brief Fast CPU version of attention_kv_rows_ref. It runs the same loop as
-/// attention_kv_cpu, so the list 0..p gives exactly attention_kv_cpu's bits at position p.
-/// @note Cost per token: 4 * rows * Nh * hs FLOPs; reads rows * 2 * KV cached elements.
-void attention_kv_rows_cpu(float* out, const float* q, const KVRowsView& k, const KVRowsView& v,
-                           const int* begin, const int* rows, int T, int n_heads, int n_kv_heads,
-                           int head_size);
 
 }  // namespace inferlab::kernels

@@ -46,7 +46,7 @@ class PackedMatrix {
   /// @brief An empty matrix (no panels); matmul_packed refuses it.
   PackedMatrix() = default;
   /// @brief Packs @p w, (d, n) row-major (out, in); the copy owns its memory.
-  /// @throws std::invalid_argument if @p w is null, n < 1 or d < 1.
+  /// @throws inferlab::Error if @p w is null, n < 1 or d < 1.
   PackedMatrix(const float* w, int n, int d);
   int n() const { return n_; }            ///< input features
   int d() const { return d_; }            ///< output features
@@ -70,7 +70,7 @@ class PackedMatrix {
 /// @param x (T, n) input rows (tokens)
 /// @param w the weights, packed
 /// @param T tokens
-/// @throws std::invalid_argument for an empty (default-constructed) @p w.
+/// @throws inferlab::Error for an empty (default-constructed) @p w.
 /// @note Each output is one chain of multiply-adds in increasing i, starting from zero:
 /// y[t, o] = fma(w[o, n-1], x[t, n-1], ... fma(w[o, 0], x[t, 0], 0.0f)) (a multiply, rounded,
 /// then an add where the CPU has no FMA instruction). The chain is the same for every T, tile,
@@ -90,7 +90,7 @@ int matmul_cpu_versions();
 /// @param T tokens (rows of x and y)
 /// @param n input features
 /// @param d output features
-/// @throws std::invalid_argument for a version outside 1..matmul_cpu_versions().
+/// @throws inferlab::Error for a version outside 1..matmul_cpu_versions().
 /// @note Versions 1 and 2 accumulate y[t, o] in 16 lanes (lane l takes the products at
 /// i = l mod 16, in increasing i), reduces them by a fixed halving tree and adds the n % 16
 /// leftover products, summed in order. That order depends only on n, never on T, on the
@@ -99,8 +99,9 @@ int matmul_cpu_versions();
 /// runs matmul_packed (one chain per output, also batch invariant).
 void matmul_cpu_version(int version, float* y, const float* x, const float* w, int T, int n, int d);
 
-/// @brief The fast CPU version used by the forward pass: matmul_cpu_version() with
+/// @brief The fast CPU version for weights in their file layout: matmul_cpu_version() with
 /// kMatmulCpuBestVersion. OpenMP over rows of W; one thread below about 128K multiply-adds.
+/// (The forward pass does not call it: it packs its weights once and calls matmul_packed.)
 /// @param y (T, d) output
 /// @param x (T, n) input rows (tokens)
 /// @param w (d, n) weights, row-major (out, in)

@@ -39,9 +39,9 @@ std::size_t attention_cuda_workspace_floats(int version, int T, int n_heads, int
 ///        nullptr when that is 0)
 /// @param workspace_floats its size, checked
 /// @param stream the stream to enqueue on (nullptr: default stream); the call does not wait
-/// @throws std::invalid_argument on bad dimensions, a bad version or a too small workspace;
-///         std::runtime_error when version 1 would need more shared memory than the device has
-///         (long contexts: use version 2).
+/// @throws inferlab::Error on bad dimensions, a bad version or a too small workspace, when
+///         version 1 would need more shared memory than the device has (long contexts: use
+///         version 2), or when the launch fails.
 /// @note Cost per token: 4*(pos+1)*Nh*hs FLOPs; reads (pos+1)*2*Nkv*hs cached floats.
 void attention_cuda(int version, float* out, const float* q, const float* k_cache,
                     const float* v_cache, const int* pos, int T, int n_heads, int n_kv_heads,

@@ -23,8 +23,8 @@ int matmul_cuda_versions();
 /// @param n input features (columns of x and w)
 /// @param d output features (columns of y, rows of w)
 /// @param stream the stream to enqueue on (nullptr: default stream); the call does not wait
-/// @throws std::invalid_argument for a bad version or a non-positive dimension,
-///         std::runtime_error if the launch fails.
+/// @throws inferlab::Error for a bad version or a non-positive dimension, or if the launch
+///         fails.
 /// @note Cost: 2*T*n*d FLOPs; at least 4*(n*d + T*n + T*d) bytes moved.
 void matmul_cuda(int version, float* y, const float* x, const float* w, int T, int n, int d,
                  CUstream_st* stream = nullptr);

@@ -1,7 +1,7 @@
 #pragma once
 /// @file paged_attention_cuda.hpp
-/// @brief CUDA version of ragged paged attention (reference and layout:
-/// inferlab/kernels/paged_attention.hpp).
+/// @brief CUDA version of ragged paged attention (reference and layout: paged_attention_ref in
+/// inferlab/kernels/attention.hpp).
 
 #include <cstddef>
 
@@ -21,7 +21,8 @@ std::size_t paged_attention_cuda_workspace_floats(int version, int T, int n_head
 /// @brief paged_attention_ref on the device; same arguments in the same order, plus a version,
 /// an upper bound max_pos on every pos[t] (a token beyond it gets NaN outputs), a workspace
 /// and a stream. Every pointer is device memory.
-/// @throws std::invalid_argument on bad dimensions, a bad version or a too small workspace.
+/// @throws inferlab::Error on bad dimensions, a bad version, a too small workspace, or when the
+///         launch fails.
 void paged_attention_cuda(int version, float* out, const float* q, const float* key_pool,
                           const float* value_pool, const int* block_tables,
                           const int* table_offsets, const int* token_seq, const int* pos, int T,

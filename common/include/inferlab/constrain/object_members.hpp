@@ -1,0 +1,60 @@
+#pragma once
+/// @file object_members.hpp
+/// @brief The members of a JSON object as a grammar: listed members in any order (a rule per
+/// set of members written so far) or in a fixed order, additional members between them, and
+/// the keys that are none of the listed names. JSON Schema's properties / required /
+/// additionalProperties / dependentRequired compile to these (json_schema_spec.hpp).
+///
+/// The functions build the members between the braces; the caller adds the braces and the
+/// whitespace inside them.
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "inferlab/constrain/grammar.hpp"
+
+namespace inferlab {
+
+/// @brief Appends the members of an object in any order: each listed member at most once,
+/// the required ones at least once, additional members anywhere between them; returns its
+/// expression.
+/// @param g the grammar the expressions and rules are added to
+/// @param members the expression of each listed member (`"key": value`)
+/// @param optional optional[i] true: members[i] may be left out
+/// @param extra the expression of one additional member, or -1 when none is allowed
+/// @param separator the expression written between two members
+/// @param needs needs[i] bit j set: when members[i] is written, members[j] must be too
+///        (dependentRequired); empty when no member needs another
+/// @return the index of the expression in g.exprs (which may match no member at all when
+///         none is required)
+/// @note One rule per subset of the listed members written so far: 2^n rules for n members,
+/// which is why JsonSchemaLimits::max_free_order_properties bounds n. JSON Schema does not
+/// order properties, so this is the exact language.
+int members_in_any_order(Grammar& g, const std::vector<int>& members,
+                         const std::vector<bool>& optional, int extra, int separator,
+                         const std::vector<std::uint32_t>& needs = {});
+
+/// @brief Appends the members of an object in the listed order (required ones present,
+/// optional ones optional), then any additional members; returns its expression.
+/// @param g the grammar the expressions are added to
+/// @param members the expression of each listed member (`"key": value`)
+/// @param optional optional[i] true: members[i] may be left out
+/// @param extra the expression of one additional member, or -1 when none is allowed
+/// @param separator makes a new expression written between two members (called once per
+///        place a separator is written)
+/// @return the index of the expression in g.exprs
+/// @note A valid instance whose keys come in another order is rejected: for objects with too
+/// many properties to track which were written, the grammar is a subset of the schema, never
+/// a superset.
+int members_in_order(Grammar& g, const std::vector<int>& members, const std::vector<bool>& optional,
+                     int extra, const std::function<int()>& separator);
+
+/// @brief Appends a key, with its quotes, that is none of @p names: a trie of the names that
+/// the key leaves at its first differing character, spelled canonically (json.dumps's single
+/// spelling of each character) so that no escape can disguise a listed name; returns its
+/// expression.
+int key_other_than(Grammar& g, const std::vector<std::string>& names);
+
+}  // namespace inferlab

@@ -1,0 +1,123 @@
+// The members of a JSON object: in any order, in a fixed order, and the keys outside a list.
+#include "inferlab/constrain/object_members.hpp"
+
+#include <map>
+
+#include <fmt/format.h>
+
+#include "inferlab/constrain/regex.hpp"
+
+namespace inferlab {
+
+int members_in_any_order(Grammar& g, const std::vector<int>& members,
+                         const std::vector<bool>& optional, int extra, int separator,
+                         const std::vector<std::uint32_t>& needs) {
+  const std::size_t n = members.size();
+  // The object may end after `seen` when the required members and those the written ones
+  // need are all in it.
+  auto complete = [&](std::size_t seen, std::uint32_t required) {
+    if ((seen & required) != required) return false;
+    for (std::size_t i = 0; i < needs.size(); ++i) {
+      if ((seen >> i & 1) && (seen & needs[i]) != needs[i]) return false;
+    }
+    return true;
+  };
+  std::uint32_t required = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!optional[i]) required |= std::uint32_t{1} << i;
+  }
+  // after[seen]: what may follow once at least one member was written, `seen` the listed ones.
+  std::vector<int> after(std::size_t{1} << n);
+  const std::string base = fmt::format("members{}_", g.rules.size());
+  for (std::size_t seen = 0; seen < after.size(); ++seen)
+    after[seen] = g.add_rule(base + std::to_string(seen));
+  for (std::size_t seen = 0; seen < after.size(); ++seen) {
+    std::vector<int> alts;
+    if (complete(seen, required)) alts.push_back(g.empty());
+    for (std::size_t i = 0; i < n; ++i) {
+      if (!(seen >> i & 1))
+        alts.push_back(g.seq({separator, members[i], g.ref(after[seen | std::size_t{1} << i])}));
+    }
+    if (extra >= 0) alts.push_back(g.seq({separator, extra, g.ref(after[seen])}));
+    g.define(after[seen], g.alt(std::move(alts)));
+  }
+  std::vector<int> first;
+  if (complete(0, required)) first.push_back(g.empty());
+  for (std::size_t i = 0; i < n; ++i)
+    first.push_back(g.seq({members[i], g.ref(after[std::size_t{1} << i])}));
+  if (extra >= 0) first.push_back(g.seq({extra, g.ref(after[0])}));
+  return g.alt(std::move(first));
+}
+
+int members_in_order(Grammar& g, const std::vector<int>& members, const std::vector<bool>& optional,
+                     int extra, const std::function<int()>& separator) {
+  const std::size_t n = members.size();
+  // first[i]: members i.. when none has been written yet; after[i]: when one has.
+  std::vector<int> first(n + 1), after(n + 1);
+  const int extras_after = extra >= 0 ? g.repeat(g.seq({separator(), extra}), 0, -1) : g.empty();
+  after[n] = extras_after;
+  first[n] = extra >= 0 ? g.repeat(g.seq({extra, extras_after}), 0, 1) : g.empty();
+  for (std::size_t i = n; i-- > 0;) {
+    const int with = g.seq({separator(), members[i], after[i + 1]});
+    after[i] = optional[i] ? g.alt({with, after[i + 1]}) : with;
+    const int with_first = g.seq({members[i], after[i + 1]});
+    first[i] = optional[i] ? g.alt({with_first, first[i + 1]}) : with_first;
+  }
+  return first[0];
+}
+
+int key_other_than(Grammar& g, const std::vector<std::string>& names) {
+  struct Node {
+    std::map<std::uint32_t, int> next;  // code point -> child node
+    bool end = false;                   // a name ends here
+  };
+  std::vector<Node> trie(1);
+  for (const auto& name : names) {
+    int t = 0;
+    for (std::size_t i = 0; i < name.size();) {
+      const auto b0 = static_cast<unsigned char>(name[i]);
+      const int len = b0 < 0x80 ? 1 : b0 >= 0xF0 ? 4 : b0 >= 0xE0 ? 3 : 2;
+      std::uint32_t cp = len == 1 ? b0 : b0 & (0xFF >> (len + 1));
+      for (int k = 1; k < len && i + static_cast<std::size_t>(k) < name.size(); ++k)
+        cp = (cp << 6) | (static_cast<unsigned char>(name[i + static_cast<std::size_t>(k)]) & 0x3F);
+      i += static_cast<std::size_t>(len);
+      const auto found = trie[static_cast<std::size_t>(t)].next.find(cp);
+      if (found != trie[static_cast<std::size_t>(t)].next.end()) {
+        t = found->second;
+        continue;
+      }
+      const int child = static_cast<int>(trie.size());
+      trie.emplace_back();  // (invalidates references into trie)
+      trie[static_cast<std::size_t>(t)].next.emplace(cp, child);
+      t = child;
+    }
+    trie[static_cast<std::size_t>(t)].end = true;
+  }
+  // One rule for the free tail, called last (a tail call, see parser.cpp): wherever the key
+  // leaves the names' trie, it continues in the same states.
+  const int any_char = json_string_chars(g, {{0, 0x10FFFF}}, true);
+  const int tail_rule = g.add_rule(fmt::format("key{}_tail", g.rules.size()));
+  g.define(tail_rule, g.seq({g.repeat(any_char, 0, -1), g.literal("\"")}));
+  const int free_tail = g.ref(tail_rule);
+  std::vector<int> rule(trie.size());
+  for (std::size_t t = 0; t < trie.size(); ++t)
+    rule[t] = g.add_rule(fmt::format("key{}_{}", g.rules.size(), t));
+  for (std::size_t t = 0; t < trie.size(); ++t) {
+    std::vector<int> alts;
+    if (!trie[t].end) alts.push_back(g.literal("\""));
+    CodePointRanges others;
+    std::uint32_t next = 0;
+    for (const auto& [cp, child] : trie[t].next) {
+      alts.push_back(g.seq(
+          {json_string_chars(g, {{cp, cp}}, true), g.ref(rule[static_cast<std::size_t>(child)])}));
+      if (cp > next) others.emplace_back(next, cp - 1);
+      next = cp + 1;
+    }
+    if (next <= 0x10FFFF) others.emplace_back(next, 0x10FFFF);
+    alts.push_back(g.seq({json_string_chars(g, others, true), free_tail}));
+    g.define(rule[t], g.alt(std::move(alts)));
+  }
+  return g.seq({g.literal("\""), g.ref(rule[0])});
+}
+
+}  // namespace inferlab
