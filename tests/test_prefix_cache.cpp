@@ -544,9 +544,9 @@ TEST_CASE("side channel: without a tenant salt a seen prefix answers faster, wit
   CHECK_THROWS_AS(measure_side_channel(serve, 0, 1.0, false), Error);
 }
 
-TEST_CASE("the seed's worked number: a 2,000-token prefill of Llama-3-70B on 4x A100",
+TEST_CASE("the worked example: a 2,000-token prefill of Llama-3-70B on 4x A100",
           "[prefix][unit]") {
-  const PrefillSaving seed = seed_prefill_saving();
+  const PrefillSaving seed = worked_example_prefill_saving();
   // The same roofline by hand: one A100 with 4x its FLOP/s, bandwidth and memory.
   Hardware four = hardware_by_name("a100-sxm");
   four.peak_flops *= 4;
@@ -557,7 +557,7 @@ TEST_CASE("the seed's worked number: a 2,000-token prefill of Llama-3-70B on 4x 
   CHECK(seed.prefill_seconds == hand.prefill_seconds);
   CHECK(seed.rate == 100.0);
   CHECK(seed.gpu_seconds_saved_per_second == Approx(seed.prefill_seconds * 100.0));
-  // The seed says about 400 ms per request and 40 GPU-seconds saved per second.
+  // About 400 ms per request and 40 GPU-seconds saved per second.
   CHECK(seed.prefill_seconds > 0.1);
   CHECK(seed.prefill_seconds < 1.0);
 }

@@ -201,10 +201,10 @@ std::string generate_error(const WorkloadSpec& spec) {
 
 }  // namespace
 
-TEST_CASE("workload: random is unchanged from chapter 04 (values computed before the new kinds)",
+TEST_CASE("workload: random with seed 1 draws its golden requests",
           "[unit][workload]") {
-  // Printed by the generator as it was before shared-prefix workloads existed (commit 98805a7):
-  // id, arrival, prompt_len, max_tokens, output_len.
+  // Golden values of the random kind's first six requests (arrival, prompt_len, max_tokens,
+  // output_len): a generator change that moves them moves every serving chapter's numbers.
   struct Row {
     double arrival;
     int prompt_len, max_tokens, output_len;
