@@ -18,14 +18,16 @@ TEST_CASE("a UTF-8 lead byte gives the character's length, 0 for bytes that cann
           "[unit][utf8]") {
   CHECK(utf8_sequence_length(0x00) == 1);
   CHECK(utf8_sequence_length(0x7F) == 1);
-  for (int b = 0x80; b <= 0xC1; ++b) CHECK(utf8_sequence_length(static_cast<unsigned char>(b)) == 0);
+  for (int b = 0x80; b <= 0xC1; ++b)
+    CHECK(utf8_sequence_length(static_cast<unsigned char>(b)) == 0);
   CHECK(utf8_sequence_length(0xC2) == 2);
   CHECK(utf8_sequence_length(0xDF) == 2);
   CHECK(utf8_sequence_length(0xE0) == 3);
   CHECK(utf8_sequence_length(0xEF) == 3);
   CHECK(utf8_sequence_length(0xF0) == 4);
   CHECK(utf8_sequence_length(0xF4) == 4);
-  for (int b = 0xF5; b <= 0xFF; ++b) CHECK(utf8_sequence_length(static_cast<unsigned char>(b)) == 0);
+  for (int b = 0xF5; b <= 0xFF; ++b)
+    CHECK(utf8_sequence_length(static_cast<unsigned char>(b)) == 0);
 }
 
 TEST_CASE("continuation bytes are 80-BF", "[unit][utf8]") {
@@ -61,8 +63,8 @@ TEST_CASE("every code point decodes back from its encoding; surrogates do not", 
     append_utf8(bytes, cp);
     const Utf8Char c = decode_utf8("x" + bytes, 1);
     const bool surrogate = cp >= 0xD800 && cp <= 0xDFFF;
-    const bool right = surrogate ? c.length == 0
-                                 : c.code_point == cp && c.length == int(bytes.size());
+    const bool right =
+        surrogate ? c.length == 0 : c.code_point == cp && c.length == int(bytes.size());
     if (!right && wrong++ == 0) first_wrong = cp;
   }
   INFO("first wrong code point: " << first_wrong);
@@ -70,8 +72,11 @@ TEST_CASE("every code point decodes back from its encoding; surrogates do not", 
 }
 
 TEST_CASE("bytes that are not UTF-8 decode to length 0", "[unit][utf8]") {
-  CHECK(decode_utf8("\xC3", 0).length == 0);              // the text ends inside it
-  CHECK(decode_utf8("\xC3" "A", 0).length == 0);          // not a continuation byte
+  CHECK(decode_utf8("\xC3", 0).length == 0);  // the text ends inside it
+  CHECK(decode_utf8("\xC3"
+                    "A",
+                    0)
+            .length == 0);                                // not a continuation byte
   CHECK(decode_utf8("\xC0\xAF", 0).length == 0);          // overlong '/'
   CHECK(decode_utf8("\xE0\x80\xAF", 0).length == 0);      // overlong '/'
   CHECK(decode_utf8("\xED\xA0\x80", 0).length == 0);      // U+D800

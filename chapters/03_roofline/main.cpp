@@ -79,9 +79,8 @@ void print_report(const RooflineReport& report, const std::string& plot_path) {
   std::printf(
       "decode, batch %d, context %lld: %.3f ms per step -> %.1f tokens/s in all, %.1f "
       "tokens/s per sequence (%s-bound)\n",
-      p.batch, static_cast<long long>(p.context), decode.seconds * 1e3,
-      decode.tokens_per_second, decode.tokens_per_second_per_sequence,
-      decode.step.memory_bound() ? "memory" : "compute");
+      p.batch, static_cast<long long>(p.context), decode.seconds * 1e3, decode.tokens_per_second,
+      decode.tokens_per_second_per_sequence, decode.step.memory_bound() ? "memory" : "compute");
   std::printf("  bytes per step: weights %s, KV %s; FLOPs %.3g (arithmetic would take %.3f ms)\n",
               format_bytes(decode.step.weight_bytes).c_str(),
               format_bytes(decode.step.kv_bytes).c_str(), decode.step.flops,

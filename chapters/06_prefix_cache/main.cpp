@@ -44,12 +44,12 @@ constexpr double kMiB = 1024.0 * 1024.0;
 
 // What the chapter ran with, beside the study itself.
 struct Result {
-  bool sim = false;                  // --clock sim
-  std::string model;                 // the model's name, or the simulated configuration
-  std::string workload;              // the workload's description
-  DType kv_type = DType::f32;        // KV storage (cached blocks included)
-  std::size_t kv_bytes_budget = 0;   // the paged KV memory
-  PrefixStudy study;                 // the caches side by side, the side channel, the example
+  bool sim = false;                   // --clock sim
+  std::string model;                  // the model's name, or the simulated configuration
+  std::string workload;               // the workload's description
+  DType kv_type = DType::f32;         // KV storage (cached blocks included)
+  std::size_t kv_bytes_budget = 0;    // the paged KV memory
+  PrefixStudy study;                  // the caches side by side, the side channel, the example
   std::optional<PrefillSaving> here;  // sim: the example on the simulated machine and model
 };
 
@@ -148,7 +148,9 @@ int run(const Options& o) {
   plan.simulated = sim;
   plan.context = config.seq_len;
   if (!f.json)
-    plan.progress = [](const std::string& line) { std::fprintf(stderr, "[%s...]\n", line.c_str()); };
+    plan.progress = [](const std::string& line) {
+      std::fprintf(stderr, "[%s...]\n", line.c_str());
+    };
   res.study = run_prefix_study(plan, serve);
   if (sim) res.here = prefill_saving(config, sim_engine.hardware, sim_engine.cost, 2000, 100.0);
   if (!o.plot.empty())

@@ -13,7 +13,8 @@ namespace {
 json finite_or_null(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
 
 json op_json(const OpCost& op) {
-  return {{"name", op.name}, {"flops", op.flops}, {"bytes", op.bytes}, {"intensity", op.intensity()}};
+  return {
+      {"name", op.name}, {"flops", op.flops}, {"bytes", op.bytes}, {"intensity", op.intensity()}};
 }
 
 json point_json(const MeasuredPoint& m, const Hardware& hw) {
@@ -160,45 +161,44 @@ json to_json(const RooflineReport& report) {
     by_context.push_back(
         {{"context", b.context}, {"critical_batch", finite_or_null(b.critical_batch)}});
   const DecodeBound& decode = p.decode;
-  return {
-      {"config", report.config_name},
-      {"hardware", hardware_json(hw)},
-      {"threads", report.threads},
-      {"weight_dtype", dtype_name(p.cost.weight_dtype)},
-      {"ridge_point", hw.ridge_point()},
-      {"linear_intensity", linear},
-      {"decode_attention",
-       {{"context", p.attention_context},
-        {"intensity", p.attention.intensity()},
-        {"intensity_limit", p.attention_intensity_limit},
-        {"gqa_group", p.config.kv_group()}}},
-      {"memory_fit", p.memory_fit ? memory_fit_json(*p.memory_fit) : json(nullptr)},
-      {"decode_bound",
-       {{"batch", p.batch},
-        {"context", p.context},
-        {"seconds_per_step", decode.seconds},
-        {"tokens_per_second", decode.tokens_per_second},
-        {"tokens_per_second_per_sequence", decode.tokens_per_second_per_sequence},
-        {"memory_bound", decode.step.memory_bound()},
-        {"weight_bytes", decode.step.weight_bytes},
-        {"kv_bytes", decode.step.kv_bytes},
-        {"flops", decode.step.flops}}},
-      {"critical_batch",
-       {{"formula", "B* = W / (F * BW / P - K); weights only: (bytes per weight / 2) * P / BW"},
-        {"weights_only", finite_or_null(p.critical_textbook)},
-        {"with_activations", finite_or_null(p.critical_with_activations)},
-        {"by_context", by_context}}},
-      {"prefill",
-       {{"tokens", p.prompt_tokens},
-        {"seconds_at_peak", p.prefill_seconds_at_peak},
-        {"utilisation", p.utilisation},
-        {"seconds", p.prefill_seconds}}},
-      {"textbook",
-       {{"decode_seconds_per_token", p.decode_textbook.seconds},
-        {"tokens_per_second", p.decode_textbook.tokens_per_second},
-        {"critical_batch", p.critical_textbook},
-        {"prefill_seconds", p.prefill_seconds_textbook}}},
-      {"measured", report.measured ? machine_json(*report.measured, hw) : json(nullptr)}};
+  return {{"config", report.config_name},
+          {"hardware", hardware_json(hw)},
+          {"threads", report.threads},
+          {"weight_dtype", dtype_name(p.cost.weight_dtype)},
+          {"ridge_point", hw.ridge_point()},
+          {"linear_intensity", linear},
+          {"decode_attention",
+           {{"context", p.attention_context},
+            {"intensity", p.attention.intensity()},
+            {"intensity_limit", p.attention_intensity_limit},
+            {"gqa_group", p.config.kv_group()}}},
+          {"memory_fit", p.memory_fit ? memory_fit_json(*p.memory_fit) : json(nullptr)},
+          {"decode_bound",
+           {{"batch", p.batch},
+            {"context", p.context},
+            {"seconds_per_step", decode.seconds},
+            {"tokens_per_second", decode.tokens_per_second},
+            {"tokens_per_second_per_sequence", decode.tokens_per_second_per_sequence},
+            {"memory_bound", decode.step.memory_bound()},
+            {"weight_bytes", decode.step.weight_bytes},
+            {"kv_bytes", decode.step.kv_bytes},
+            {"flops", decode.step.flops}}},
+          {"critical_batch",
+           {{"formula", "B* = W / (F * BW / P - K); weights only: (bytes per weight / 2) * P / BW"},
+            {"weights_only", finite_or_null(p.critical_textbook)},
+            {"with_activations", finite_or_null(p.critical_with_activations)},
+            {"by_context", by_context}}},
+          {"prefill",
+           {{"tokens", p.prompt_tokens},
+            {"seconds_at_peak", p.prefill_seconds_at_peak},
+            {"utilisation", p.utilisation},
+            {"seconds", p.prefill_seconds}}},
+          {"textbook",
+           {{"decode_seconds_per_token", p.decode_textbook.seconds},
+            {"tokens_per_second", p.decode_textbook.tokens_per_second},
+            {"critical_batch", p.critical_textbook},
+            {"prefill_seconds", p.prefill_seconds_textbook}}},
+          {"measured", report.measured ? machine_json(*report.measured, hw) : json(nullptr)}};
 }
 
 }  // namespace inferlab

@@ -66,8 +66,8 @@ void print_linear_intensity(const RooflinePrediction& p) {
 }
 
 void print_thread_roofs(const MachineRoofline& measured) {
-  std::printf("this machine, per thread count:\n  %7s  %14s  %16s  %16s\n", "threads",
-              "read GB/s", "FMA GFLOP/s", "Eigen GFLOP/s");
+  std::printf("this machine, per thread count:\n  %7s  %14s  %16s  %16s\n", "threads", "read GB/s",
+              "FMA GFLOP/s", "Eigen GFLOP/s");
   for (const ThreadMeasurement& r : measured.machine.per_threads)
     std::printf("  %7d  %14.2f  %16.2f  %16.2f\n", r.threads, r.read_bandwidth / 1e9,
                 r.fma_flops / 1e9, r.gemm_flops / 1e9);
@@ -82,9 +82,9 @@ void print_measured_roofline(const RooflineReport& report) {
   std::printf("  %-26s  %10s  %10s  %11s  %11s  %12s\n", "kernel", "FLOP/byte", "ms", "GB/s",
               "GFLOP/s", "roof GFLOP/s");
   auto row = [&](const MeasuredPoint& k) {
-    std::printf("  %-26s  %10.2f  %10.3f  %11.2f  %11.2f  %12.2f\n", k.name.c_str(),
-                k.intensity(), k.seconds * 1e3, k.bytes_per_second() / 1e9,
-                k.flops_per_second() / 1e9, attainable_flops(hw, k.intensity()) / 1e9);
+    std::printf("  %-26s  %10.2f  %10.3f  %11.2f  %11.2f  %12.2f\n", k.name.c_str(), k.intensity(),
+                k.seconds * 1e3, k.bytes_per_second() / 1e9, k.flops_per_second() / 1e9,
+                attainable_flops(hw, k.intensity()) / 1e9);
   };
   for (const MeasuredPoint& k : m.linear) row(k);
   for (const MeasuredPoint& k : m.attention) row(k);
@@ -126,8 +126,8 @@ void print_measured_roofline(const RooflineReport& report) {
   const ModelPoint& d1 = m.model->batched.front();
   std::printf("\n  the whole model (%s, random weights), median of the repetitions:\n",
               report.config_name.c_str());
-  std::printf("  %-16s  %10s  %12s  %10s  %11s  %12s  %8s\n", "workload", "FLOP/byte",
-              "tokens/s", "GB/s", "GFLOP/s", "roof GFLOP/s", "vs B=1");
+  std::printf("  %-16s  %10s  %12s  %10s  %11s  %12s  %8s\n", "workload", "FLOP/byte", "tokens/s",
+              "GB/s", "GFLOP/s", "roof GFLOP/s", "vs B=1");
   auto model_row = [&](const ModelPoint& w) {
     std::printf("  %-16s  %10.2f  %12.1f  %10.2f  %11.2f  %12.2f  %7.2fx\n", w.name.c_str(),
                 w.intensity(), w.tokens_per_second(), w.bytes_per_second() / 1e9,

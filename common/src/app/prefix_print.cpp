@@ -75,8 +75,9 @@ void print_prefix_study(const PrefixStudy& study, bool simulated) {
                 100 * study.other_order->token_hit_rate);
   if (!simulated)
     std::printf("each request's tokens with every cache: %s\n",
-                study.same_tokens ? "identical (cached keys and values are the ones prefill computes)"
-                               : "DIFFERENT (the prefix cache is broken!)");
+                study.same_tokens
+                    ? "identical (cached keys and values are the ones prefill computes)"
+                    : "DIFFERENT (the prefix cache is broken!)");
   std::printf(
       "\nside channel (%d-token prefix; alice sends it, then bob sends it, then bob sends "
       "an unseen one; medians of 5 rounds):\n",
@@ -86,7 +87,8 @@ void print_prefix_study(const PrefixStudy& study, bool simulated) {
       "one (%.1fx): bob learns what alice sent\n",
       study.open.ttft_seen_s * 1e3, study.open.ttft_unseen_s * 1e3, study.open.ratio());
   std::printf("  salted by tenant: %.3f ms vs %.3f ms (%.1fx): nothing to learn\n",
-              study.closed.ttft_seen_s * 1e3, study.closed.ttft_unseen_s * 1e3, study.closed.ratio());
+              study.closed.ttft_seen_s * 1e3, study.closed.ttft_unseen_s * 1e3,
+              study.closed.ratio());
   const PrefillSaving& w = study.worked_example;
   std::printf(
       "\nthe seed's worked number (roofline, llama3-70b on 4x A100, 2,000-token system "
