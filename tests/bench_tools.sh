@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The benchmarks' own plumbing (issue 11): bench_cpu_roofline --save-model writes the model it
+# The benchmarks' own plumbing: bench_cpu_roofline --save-model writes the model it
 # would measure as a llama2.c file that loads back to the same bytes, and refuses a path it
 # cannot write; bench/compare_llamacpp.sh refuses a missing llama.cpp build or a bad thread
 # count with a clear message (exit 2), and stops with the tool's name when one fails. Plain bash.

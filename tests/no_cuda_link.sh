@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A CPU run pays nothing for the CUDA backend (issue 11): no chapter, tool or bench that runs the
+# A CPU run pays nothing for the CUDA backend: no chapter, tool or bench that runs the
 # model links the CUDA runtime or cuBLAS; the core loads libinferlab_cuda_backend.so with dlopen
 # only when --device cuda asks for it. Checked with ldd on every chapter binary and on the
 # benches and tools that use the runner. The GPU tests and the CUDA kernel benches (bench_<op>)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Every chapter's plot, as the program saves it with --plot, is readable (issue 12): each picture
+# Every chapter's plot, as the program saves it with --plot, is readable: each picture
 # at most 1,200 px wide, every text inside it, no two texts overlapping. The chapters run in
 # their quick or simulated modes; tools/svg_check.cpp reads the saved files back.
 #   tests/plots_readable.sh BIN_DIR SKIP_CODE

@@ -1,6 +1,7 @@
-// Tests of the checks every entry point shares (issue 10): regular files only, bounded reads and
-// lines, atomic outputs, the flag validators, allocation sizes, UTF-8; and of what they protect:
-// the priority-queue BPE against run.c's quadratic one, 64-bit workload-file integers, finite weights.
+// Tests of the checks every entry point shares: regular files only, bounded reads and lines,
+// atomic outputs, the flag validators, allocation sizes, UTF-8; and of what they protect: the
+// priority-queue BPE against run.c's quadratic one, 64-bit workload-file integers, finite
+// weights.
 #include <sys/stat.h>
 #include <unistd.h>
 

@@ -178,7 +178,7 @@ TEST_CASE("the KV storage implements f32, f16 and int8 and refuses the other for
       CHECK(kernels::kv_element_bytes(t) == std::size_t(dtype_bytes(t)));
     }
   }
-  // --kv-dtype's old spellings still work.
+  // --kv-dtype also takes the fp spellings.
   CHECK(parse_kv_dtype("fp32") == DType::f32);
   CHECK(parse_kv_dtype("fp16") == DType::f16);
   // A known format the storage lacks: every entry point says which ones it has.

@@ -63,7 +63,7 @@ TEST_CASE("every number format, and quantisation scales", "[unit][kv_calc]") {
   CHECK_THROWS_AS(inferlab::parse_dtype("fp6"), Error);
 }
 
-TEST_CASE("one DType: every name parses back to its type, old spellings too", "[unit][dtype]") {
+TEST_CASE("one DType: every name parses back to its type, other spellings too", "[unit][dtype]") {
   // The printed names are the enumerators'; the KV flags' f32/f16/int8 are among them.
   const std::vector<std::string> names = {"f32", "f16", "bf16", "fp8", "int8", "int4"};
   REQUIRE(inferlab::all_dtypes().size() == names.size());
@@ -76,7 +76,7 @@ TEST_CASE("one DType: every name parses back to its type, old spellings too", "[
   const std::vector<double> bytes = {4.0, 2.0, 2.0, 1.0, 1.0, 0.5};
   for (std::size_t i = 0; i < bytes.size(); ++i)
     CHECK(inferlab::dtype_bytes(inferlab::all_dtypes()[i]) == bytes[i]);
-  // The spellings of the two enums this one replaced, and the long ones.
+  // The fp spellings and the long ones.
   CHECK(inferlab::parse_dtype("fp32") == DType::f32);
   CHECK(inferlab::parse_dtype("float32") == DType::f32);
   CHECK(inferlab::parse_dtype("fp16") == DType::f16);

@@ -544,9 +544,9 @@ TEST_CASE("side channel: without a tenant salt a seen prefix answers faster, wit
   CHECK_THROWS_AS(measure_side_channel(serve, 0, 1.0, false), Error);
 }
 
-TEST_CASE("the seed's worked number: a 2,000-token prefill of Llama-3-70B on 4x A100",
+TEST_CASE("the worked example: a 2,000-token prefill of Llama-3-70B on 4x A100",
           "[prefix][unit]") {
-  const PrefillSaving seed = seed_prefill_saving();
+  const PrefillSaving seed = worked_example_prefill_saving();
   // The same roofline by hand: one A100 with 4x its FLOP/s, bandwidth and memory.
   Hardware four = hardware_by_name("a100-sxm");
   four.peak_flops *= 4;
@@ -557,7 +557,75 @@ TEST_CASE("the seed's worked number: a 2,000-token prefill of Llama-3-70B on 4x 
   CHECK(seed.prefill_seconds == hand.prefill_seconds);
   CHECK(seed.rate == 100.0);
   CHECK(seed.gpu_seconds_saved_per_second == Approx(seed.prefill_seconds * 100.0));
-  // The seed says about 400 ms per request and 40 GPU-seconds saved per second.
+  // About 400 ms per request and 40 GPU-seconds saved per second.
   CHECK(seed.prefill_seconds > 0.1);
   CHECK(seed.prefill_seconds < 1.0);
+}
+
+TEST_CASE("the prefix study: every cache on one workload, the radix cache in both orders, and the "
+          "side channel",
+          "[prefix][engine]") {
+  SimEngine e;
+  e.config = named_config("llama3-8b");
+  e.hardware = hardware_by_name("h100-sxm");
+  e.cost = cost_options_for(e.hardware);
+  e.memory.allocator = Allocator::paged;
+  e.memory.block_size = 16;
+  e.memory.budget_bytes = kv_storage_bytes_per_token(e.config, DType::f32) * 16 * 1024;
+  WorkloadSpec spec;
+  spec.kind = WorkloadKind::shared_prefix;
+  spec.requests = 60;
+  spec.rate = 20.0;
+  spec.prompt = parse_length_distribution("lognormal:48:0.5");
+  spec.output = parse_length_distribution("lognormal:32:0.5");
+  spec.max_prompt = 96;
+  spec.max_output = 64;
+  PrefixStudyPlan plan;
+  plan.requests = generate_workload(spec);
+  plan.caches = {PrefixCacheKind::off, PrefixCacheKind::hash, PrefixCacheKind::radix};
+  plan.order = Order::fcfs;
+  plan.simulated = true;
+  plan.context = e.config.seq_len;
+  std::vector<std::string> said;
+  plan.progress = [&](const std::string& line) { said.push_back(line); };
+  std::vector<std::pair<PrefixCacheKind, Order>> served;
+  const PrefixServe serve = [&](const std::vector<Request>& reqs, PrefixCacheKind cache,
+                                Order order) {
+    served.emplace_back(cache, order);
+    SimEngine with = e;
+    with.memory.prefix_cache = cache;
+    SchedulerConfig sc{Policy::continuous, 16, 512};
+    sc.order = order;
+    return run_sim(reqs, sc, with);
+  };
+  const PrefixStudy s = run_prefix_study(plan, serve);
+  REQUIRE(s.runs.size() == 3);
+  REQUIRE(s.summaries.size() == 3);
+  CHECK(s.summaries[0].cache == "off");
+  CHECK(s.summaries[1].cache == "hash");
+  CHECK(s.summaries[2].cache == "radix");
+  CHECK(s.summaries[0].prefill_tokens_saved == 0);
+  CHECK(s.summaries[2].prefill_tokens_saved > 0);
+  CHECK(s.same_tokens);
+  CHECK(s.other == Order::longest_prefix);
+  REQUIRE(s.other_order);
+  CHECK(s.other_order->cache == "radix");
+  // Three caches, the radix cache in the other order, then the side channel's two probes.
+  REQUIRE(served.size() == 6);
+  CHECK(served[3] == std::pair(PrefixCacheKind::radix, Order::longest_prefix));
+  CHECK(served[4] == std::pair(PrefixCacheKind::radix, Order::fcfs));
+  CHECK(said.front() == "serving with prefix cache off");
+  CHECK(said.back() == "side channel probe");
+  CHECK(s.probe_tokens == 2000);
+  CHECK(s.open.ratio() > 3.0);
+  CHECK(s.closed.ratio() == Approx(1.0).epsilon(0.02));
+  CHECK(s.worked_example.prefill_seconds == worked_example_prefill_saving().prefill_seconds);
+
+  // Without the radix cache there is no second order to compare; a short context bounds the
+  // probe's prefix.
+  plan.caches = {PrefixCacheKind::hash};
+  plan.context = 300;
+  const PrefixStudy h = run_prefix_study(plan, serve);
+  CHECK_FALSE(h.other_order);
+  CHECK(h.probe_tokens == 284);
 }

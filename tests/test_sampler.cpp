@@ -477,11 +477,12 @@ TEST_CASE("draws follow distribution() (chi-square) and never hit a filtered tok
   REQUIRE(chi2 < critical);
 }
 
-TEST_CASE("softmax_with_temperature through the softmax kernel gives the former loop's bits",
+TEST_CASE("softmax_with_temperature through the softmax kernel gives a plain loop's bits",
           "[unit][sampler]") {
-  // The loop the sampler had before it called kernels::softmax_cpu: the statistical tests'
-  // distributions are unchanged because every probability keeps its bits.
-  auto former = [](std::vector<float> z, float T) {
+  // The plain loop (subtract the max, exp of the scaled difference, one double total): every
+  // probability the kernel gives has its bits, so the statistical tests' distributions are the
+  // ones this loop defines.
+  auto plain_loop = [](std::vector<float> z, float T) {
     const float max_logit = *std::max_element(z.begin(), z.end());
     double total = 0.0;
     for (float& v : z) {
@@ -501,7 +502,7 @@ TEST_CASE("softmax_with_temperature through the softmax kernel gives the former 
         v = static_cast<float>(static_cast<std::int64_t>(state >> 40) % 2000) / 97.0f - 10.0f;
       }
       if (n > 2) z[1] = -std::numeric_limits<float>::infinity();  // a masked token
-      const std::vector<float> want = former(z, T);
+      const std::vector<float> want = plain_loop(z, T);
       inferlab::softmax_with_temperature(z, T);
       INFO("n " << n << " T " << T);
       CHECK(std::memcmp(z.data(), want.data(), z.size() * sizeof(float)) == 0);

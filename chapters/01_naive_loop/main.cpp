@@ -76,12 +76,7 @@ int run(const GenerationFlags& f, int reps) {
 
   GenerateOptions g = generate_options(f);
   g.loop = LoopKind::naive;
-  GenerationResult r = generate(*m.model, *m.tokenizer, g, [&](std::string_view piece) {
-    if (!f.json) {
-      std::fwrite(piece.data(), 1, piece.size(), stdout);
-      std::fflush(stdout);
-    }
-  });
+  GenerationResult r = generate(*m.model, *m.tokenizer, g, stdout_text_stream(f));
   if (!f.dump_logits.empty()) write_logits_file(f.dump_logits, r);
   if (!f.json && reps > 1)
     std::fprintf(stderr, "\n[repeating the generation %d more times...]", reps - 1);

@@ -6,7 +6,8 @@
 // forwards one token and stays nearly flat; both give the same logits, bit for bit. With
 // --compare-kv it measures what storing the cache in f16 or int8 costs in accuracy, and with
 // --kv-calc it sizes the cache of real models with the calculator (whose prediction for the
-// loaded model is checked against the bytes the cache really allocates).
+// loaded model is checked against the bytes the cache really allocates). The measurements are
+// in analysis/loop_compare.hpp and analysis/kv_sizing.hpp; this file wires and prints them.
 #include <algorithm>
 #include <cstdio>
 #include <iostream>
@@ -16,16 +17,16 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "inferlab/app/chapter_cli.hpp"
-#include "inferlab/base/error.hpp"
-#include "inferlab/base/units.hpp"
-#include "inferlab/runtime/generate.hpp"
-#include "inferlab/app/cli_checks.hpp"
-#include "inferlab/analysis/kv_calc.hpp"
 #include "inferlab/analysis/kv_sizing.hpp"
 #include "inferlab/analysis/loop_compare.hpp"
+#include "inferlab/app/analysis_json.hpp"
+#include "inferlab/app/analysis_print.hpp"
+#include "inferlab/app/chapter_cli.hpp"
+#include "inferlab/app/cli_checks.hpp"
+#include "inferlab/app/plots.hpp"
+#include "inferlab/base/error.hpp"
 #include "inferlab/base/safe_files.hpp"
-#include "inferlab/app/svg.hpp"
+#include "inferlab/runtime/generate.hpp"
 
 using namespace inferlab;
 
@@ -41,40 +42,7 @@ struct Options {
   std::int64_t kv_context = 4096;
 };
 
-// The golden prompts of the reference outputs: a fixed, varied set for the quality comparison.
-const std::vector<std::string> kQualityPrompts = {"Once upon a time",
-                                                  "",
-                                                  "Lily and Tom went to the",
-                                                  "The cat sat on the",
-                                                  "One day, a little boy named Tim found a",
-                                                  "Hi"};
-
-// Positions 8, 16, 32, ... up to the last forwarded one.
-std::vector<int> lesson_positions(int last) {
-  std::vector<int> p;
-  for (int x = 8; x < last; x *= 2) p.push_back(x);
-  p.push_back(last);
-  return p;
-}
-
-void write_plot(const std::string& path, const std::vector<StepLatency>& steps,
-                const std::string& model) {
-  SvgPlot plot("Step latency: naive loop vs KV cache (" + model + ")");
-  plot.set_x_axis("position (tokens already in the sequence)", AxisScale::linear);
-  plot.set_y_axis("step time (ms)", AxisScale::log);
-  std::vector<double> x, naive, cached;
-  for (const StepLatency& s : steps) {
-    x.push_back(s.position);
-    naive.push_back(s.naive_s * 1e3);
-    cached.push_back(s.cached_s * 1e3);
-  }
-  plot.add_line("naive: re-forward the whole sequence", x, naive);
-  plot.add_line("KV cache: forward one token", x, cached);
-  plot.set_legend(LegendPosition::top_left);
-  plot.save(path);
-}
-
-// Everything the chapter measured, for print_result() and result_json().
+// Everything the chapter measured, for print_result() and the JSON.
 struct Result {
   GenerationResult generation;          // the cached loop's run
   DType kv_type = DType::f32;           // its KV storage
@@ -84,81 +52,17 @@ struct Result {
   std::optional<KVSizingTable> sizing;  // --kv-calc
 };
 
-nlohmann::json sizing_json(const KVSizingTable& t) {
-  nlohmann::json rows = nlohmann::json::array();
-  for (const KVSizingRow& r : t.rows)
-    rows.push_back({{"dtype", dtype_name(r.dtype)},
-                    {"bytes_per_token", r.bytes_per_token},
-                    {"bytes_per_sequence", r.bytes_per_sequence},
-                    {"one_gpu_80GB",
-                     {{"fits", r.one_gpu.fits},
-                      {"needed_bytes", r.one_gpu.needed_bytes},
-                      {"message", memory_fit_message(r.one_gpu)}}},
-                    {"gpus_80GB", r.gpus},
-                    {"max_sequences", r.max_sequences}});
-  return {{"config", t.name}, {"context_tokens", t.context_tokens}, {"rows", rows}};
-}
-
-// Bytes per token for every type, the total at the chosen context, and the concurrency on the
-// fewest 80 GB GPUs that hold the bf16 weights.
-void print_sizing(const KVSizingTable& t) {
-  const ModelConfig& c = t.config;
-  std::printf(
-      "\nKV cache calculator: %s (%d layers x %d KV heads x head dim %d x 2 for K and V), "
-      "%lld tokens of context\n",
-      t.name.c_str(), c.n_layers, c.n_kv_heads, c.head_size(),
-      static_cast<long long>(t.context_tokens));
-  std::printf("  %5s  %14s  %26s  %s\n", "type", "bytes/token", "per sequence",
-              "sequences that fit");
-  std::string one_gpu_note;  // set when bf16 weights + one bf16 sequence exceed one 80 GB GPU
-  for (const KVSizingRow& r : t.rows) {
-    std::printf("  %5s  %14.0f  %26s  %lld on %dx 80 GB\n", dtype_name(r.dtype), r.bytes_per_token,
-                format_bytes(r.bytes_per_sequence).c_str(), static_cast<long long>(r.max_sequences),
-                r.gpus);
-    if (r.dtype == DType::bf16 && !r.one_gpu.fits) one_gpu_note = memory_fit_message(r.one_gpu);
-  }
-  std::printf("  (GiB = 2^30 bytes, GB = 10^9 bytes; weights in bf16, no memory reserved)\n");
-  if (!one_gpu_note.empty())
-    std::printf("  %s on one 80 GB GPU, with one bf16 sequence: %s\n", t.name.c_str(),
-                one_gpu_note.c_str());
-}
-
 nlohmann::json result_json(const LoadedModel& m, const Options& o, const Result& res) {
   const GenerationResult& r = res.generation;
-  const KVPredictionCheck& p = res.prediction;
   nlohmann::json out = generation_json("02_kv_cache", m, o.gen, r);
-  out["kv_calculator_check"] = {{"dtype", dtype_name(p.type)},
-                                {"predicted_bytes_per_token", p.predicted_bytes_per_token},
-                                {"allocated_bytes_per_token", p.allocated_bytes_per_token},
-                                {"equal", p.equal()}};
-  if (res.sizing) out["kv_calc"] = sizing_json(*res.sizing);
+  out["kv_calculator_check"] = to_json(res.prediction);
+  if (res.sizing) out["kv_calc"] = to_json(*res.sizing);
   out["kv_cache"] = {{"dtype", dtype_name(res.kv_type)},
                      {"bytes_per_token", r.kv_bytes_per_token},
                      {"bytes_in_use", r.kv_bytes_in_use}};
-  nlohmann::json rows = nlohmann::json::array();
-  for (const StepLatency& s : res.lesson)
-    rows.push_back({{"position", s.position},
-                    {"naive_s", s.naive_s},
-                    {"cached_s", s.cached_s},
-                    {"naive_spread", s.naive_spread},
-                    {"cached_spread", s.cached_spread},
-                    {"identical_logits", s.identical}});
-  out["naive_vs_cached"] = rows;
+  out["naive_vs_cached"] = to_json(res.lesson);
   out["reps"] = o.reps;
-  if (!res.quality.empty()) {
-    nlohmann::json q = nlohmann::json::array();
-    for (const KVQuality& k : res.quality)
-      q.push_back({{"dtype", dtype_name(k.type)},
-                   {"bytes_per_token", k.bytes_per_token},
-                   {"max_abs_logit_diff", k.max_abs_logit_diff},
-                   {"mean_abs_logit_diff", k.mean_abs_logit_diff},
-                   {"positions", k.positions},
-                   {"argmax_changed", k.argmax_changed},
-                   {"sequences", k.sequences},
-                   {"sequences_changed", k.sequences_changed},
-                   {"tokens_changed", k.tokens_changed}});
-    out["kv_quality"] = q;
-  }
+  if (!res.quality.empty()) out["kv_quality"] = to_json(res.quality);
   return out;
 }
 
@@ -193,19 +97,8 @@ void print_result(const Options& o, const Result& res) {
                       "but over a different cache history)");
   if (!o.plot.empty()) std::printf("  plot written to %s\n", o.plot.c_str());
 
-  if (!res.quality.empty()) {
-    std::printf(
-        "\nKV storage type vs f32 over %zu prompts (teacher-forced logits; free-running "
-        "greedy tokens):\n",
-        kQualityPrompts.size());
-    std::printf("  %5s  %11s  %13s  %14s  %16s  %15s\n", "type", "bytes/token", "max |dlogit|",
-                "mean |dlogit|", "argmax changed", "tokens changed");
-    for (const KVQuality& k : res.quality)
-      std::printf("  %5s  %11zu  %13.5f  %14.6f  %9d / %-5d  %8d in %d/%d\n", dtype_name(k.type),
-                  k.bytes_per_token, k.max_abs_logit_diff, k.mean_abs_logit_diff, k.argmax_changed,
-                  k.positions, k.tokens_changed, k.sequences_changed, k.sequences);
-  }
-  if (res.sizing) print_sizing(*res.sizing);
+  if (!res.quality.empty()) print_kv_quality(res.quality);
+  if (res.sizing) print_kv_sizing(*res.sizing);
   std::printf(
       "\nNext: chapter 03 asks why a decode step costs what it costs: bytes moved vs "
       "FLOPs done (the roofline).\n");
@@ -223,7 +116,7 @@ int run(const Options& o) {
   if (o.compare_kv) {
     // The comparison generates from its own prompts with the same --steps: check them now.
     const int allowed = f.steps == 0 ? c.seq_len : f.steps;
-    for (const std::string& p : kQualityPrompts) {
+    for (const std::string& p : kv_quality_prompts()) {
       const std::size_t n = m.tokenizer->encode(p, /*bos=*/true).size();
       if (n > static_cast<std::size_t>(allowed))
         throw Error(
@@ -242,35 +135,27 @@ int run(const Options& o) {
                                  kv_type == DType::int8 ? " + per-head scales" : ""));
   }
 
-  // --- generate with the cache ---
   GenerateOptions g = generate_options(f);
   g.loop = LoopKind::cached;
   g.kv_type = kv_type;
-  res.generation = generate(*m.model, *m.tokenizer, g, [&](std::string_view piece) {
-    if (!f.json) {
-      std::fwrite(piece.data(), 1, piece.size(), stdout);
-      std::fflush(stdout);
-    }
-  });
+  res.generation = generate(*m.model, *m.tokenizer, g, stdout_text_stream(f));
   const GenerationResult& r = res.generation;
   if (!f.dump_logits.empty()) write_logits_file(f.dump_logits, r);
 
-  // --- the lesson: naive vs cached step, at growing positions of the sequence just generated ---
-  const int last = static_cast<int>(r.tokens.size()) - 2;  // last forwarded position
+  // The lesson: naive vs cached step, at growing positions of the sequence just generated.
+  const std::vector<int> positions = doubling_positions(static_cast<int>(r.tokens.size()) - 2);
   if (!f.json)
     std::fprintf(stderr, "\n[measuring naive vs cached steps at %zu positions...]",
-                 lesson_positions(last).size());
-  res.lesson = compare_step_latency(*m.model, r.tokens, lesson_positions(last), kv_type, o.reps);
-  if (!o.plot.empty()) write_plot(o.plot, res.lesson, title_model_name(m.model->name()));
-
-  if (o.compare_kv) {
-    for (DType t : {DType::f32, DType::f16, DType::int8}) {
+                 positions.size());
+  res.lesson = compare_step_latency(*m.model, r.tokens, positions, kv_type, o.reps);
+  if (!o.plot.empty())
+    step_latency_plot(res.lesson, title_model_name(m.model->name())).save(o.plot);
+  if (o.compare_kv)
+    res.quality = compare_kv_types(*m.model, *m.tokenizer, f.steps, [&](DType t) {
       if (!f.json)
         std::fprintf(stderr, "\n[comparing %s against f32 over %zu prompts...]", dtype_name(t),
-                     kQualityPrompts.size());
-      res.quality.push_back(compare_kv_type(*m.model, *m.tokenizer, kQualityPrompts, f.steps, t));
-    }
-  }
+                     kv_quality_prompts().size());
+    });
 
   if (f.json)
     std::cout << result_json(m, o, res).dump(1) << '\n';

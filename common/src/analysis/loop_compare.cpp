@@ -15,6 +15,13 @@
 
 namespace inferlab {
 
+std::vector<int> doubling_positions(int last) {
+  std::vector<int> p;
+  for (int x = 8; x < last; x *= 2) p.push_back(x);
+  p.push_back(last);
+  return p;
+}
+
 std::vector<StepLatency> compare_step_latency(const Model& model, const std::vector<int>& tokens,
                                               const std::vector<int>& positions, DType kv_type,
                                               int reps, Device device) {
@@ -119,6 +126,26 @@ KVQuality compare_kv_type(const Model& model, const Tokenizer& tokenizer,
   }
   q.mean_abs_logit_diff = count ? sum / double(count) : 0.0;
   return q;
+}
+
+const std::vector<std::string>& kv_quality_prompts() {
+  static const std::vector<std::string> prompts = {"Once upon a time",
+                                                   "",
+                                                   "Lily and Tom went to the",
+                                                   "The cat sat on the",
+                                                   "One day, a little boy named Tim found a",
+                                                   "Hi"};
+  return prompts;
+}
+
+std::vector<KVQuality> compare_kv_types(const Model& model, const Tokenizer& tokenizer, int steps,
+                                        const std::function<void(DType)>& progress) {
+  std::vector<KVQuality> out;
+  for (DType t : {DType::f32, DType::f16, DType::int8}) {
+    if (progress) progress(t);
+    out.push_back(compare_kv_type(model, tokenizer, kv_quality_prompts(), steps, t));
+  }
+  return out;
 }
 
 }  // namespace inferlab

@@ -68,6 +68,10 @@ RooflinePrediction predict_roofline(const ModelConfig& c, const Hardware& hw,
   p.config = c;
   p.hardware = hw;
   p.cost = cost_options_for(hw);
+  p.batch = r.batch;
+  p.context = r.context;
+  p.prompt_tokens = r.prompt_tokens;
+  p.utilisation = r.utilisation;
   CostOptions textbook = p.cost;
   textbook.textbook_accounting = true;
   CostOptions at_utilisation = p.cost;

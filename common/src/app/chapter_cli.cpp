@@ -241,6 +241,14 @@ void print_stop_reason(const GenerationResult& r) {
   }
 }
 
+std::function<void(std::string_view)> stdout_text_stream(const GenerationFlags& f) {
+  if (f.json) return [](std::string_view) {};
+  return [](std::string_view piece) {
+    std::fwrite(piece.data(), 1, piece.size(), stdout);
+    std::fflush(stdout);
+  };
+}
+
 nlohmann::json generation_json(const char* chapter, const LoadedModel& m, const GenerationFlags& f,
                                const GenerationResult& r) {
   const RequestMetrics& mt = r.metrics;

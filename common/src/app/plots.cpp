@@ -6,6 +6,7 @@
 #include <fstream>
 #include <map>
 #include <numeric>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,22 @@
 #include "inferlab/base/safe_files.hpp"
 
 namespace inferlab {
+
+SvgPlot step_latency_plot(const std::vector<StepLatency>& steps, const std::string& model) {
+  SvgPlot plot("Step latency: naive loop vs KV cache (" + model + ")");
+  plot.set_x_axis("position (tokens already in the sequence)", AxisScale::linear);
+  plot.set_y_axis("step time (ms)", AxisScale::log);
+  std::vector<double> x, naive, cached;
+  for (const StepLatency& s : steps) {
+    x.push_back(s.position);
+    naive.push_back(s.naive_s * 1e3);
+    cached.push_back(s.cached_s * 1e3);
+  }
+  plot.add_line("naive: re-forward the whole sequence", x, naive);
+  plot.add_line("KV cache: forward one token", x, cached);
+  plot.set_legend(LegendPosition::top_left);
+  return plot;
+}
 
 SvgPlot roofline_plot(const Hardware& hw, const std::vector<RooflinePoint>& points,
                       const std::string& title) {
@@ -166,6 +183,22 @@ SvgPlot ttft_cdf_plot(const std::vector<const EngineRun*>& runs, const std::stri
                   x, y);
   }
   return plot;
+}
+
+void save_prefix_plots(const std::string& path, const std::vector<EngineRun>& runs,
+                       const std::string& title) {
+  std::vector<const EngineRun*> views;
+  for (const EngineRun& r : runs) views.push_back(&r);
+  const SvgPlot ttft = ttft_cdf_plot(views, title);
+  std::vector<const SvgPlot*> plots = {&ttft};
+  std::optional<SvgPlot> trie;
+  for (const EngineRun& r : runs)
+    if (!r.trie.empty())
+      trie.emplace(trie_plot(r.trie,
+                             "The radix trie at the end of the run (tokens per edge, "
+                             "matches through the node)"));
+  if (trie) plots.push_back(&*trie);
+  save_stacked(path, plots);
 }
 
 SvgPlot trie_plot(const std::vector<TrieNodeView>& trie, const std::string& title, int max_nodes) {

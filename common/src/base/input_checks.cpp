@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "inferlab/base/error.hpp"
+#include "inferlab/base/utf8.hpp"
 
 namespace inferlab {
 
@@ -50,38 +51,9 @@ void require_allocation(double bytes, const std::string& what) {
 std::size_t invalid_utf8_offset(std::string_view text) {
   std::size_t i = 0;
   while (i < text.size()) {
-    const auto b = static_cast<unsigned char>(text[i]);
-    int len = 0;
-    unsigned char lo = 0x80, hi = 0xBF;  // the allowed range of the second byte
-    if (b < 0x80)
-      len = 1;
-    else if (b >= 0xC2 && b <= 0xDF)
-      len = 2;
-    else if (b == 0xE0) {
-      len = 3;
-      lo = 0xA0;
-    } else if (b == 0xED) {
-      len = 3;
-      hi = 0x9F;
-    } else if (b >= 0xE1 && b <= 0xEF)
-      len = 3;
-    else if (b == 0xF0) {
-      len = 4;
-      lo = 0x90;
-    } else if (b == 0xF4) {
-      len = 4;
-      hi = 0x8F;
-    } else if (b >= 0xF1 && b <= 0xF3)
-      len = 4;
-    else
-      return i;
-    if (i + len > text.size()) return i;
-    for (int k = 1; k < len; ++k) {
-      const auto c = static_cast<unsigned char>(text[i + k]);
-      const unsigned char l = k == 1 ? lo : 0x80, h = k == 1 ? hi : 0xBF;
-      if (c < l || c > h) return i;
-    }
-    i += static_cast<std::size_t>(len);
+    const Utf8Char c = decode_utf8(text, i);
+    if (c.length == 0) return i;
+    i += static_cast<std::size_t>(c.length);
   }
   return std::string_view::npos;
 }

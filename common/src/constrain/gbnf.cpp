@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "inferlab/base/error.hpp"
+#include "inferlab/base/utf8.hpp"
 
 namespace inferlab {
 
@@ -250,13 +251,10 @@ class GbnfParser {
           fail(at, fmt::format("unknown escape '\\{}'", c));
       }
     }
-    const auto b0 = static_cast<unsigned char>(t_[pos_]);
-    const int n = b0 < 0x80 ? 1 : b0 >= 0xF0 ? 4 : b0 >= 0xE0 ? 3 : b0 >= 0xC0 ? 2 : 0;
-    if (n == 0 || pos_ + static_cast<std::size_t>(n) > t_.size()) fail(at, "invalid UTF-8");
-    std::uint32_t cp = n == 1 ? b0 : b0 & (0xFF >> (n + 1));
-    for (int i = 1; i < n; ++i) cp = (cp << 6) | (static_cast<unsigned char>(t_[pos_ + i]) & 0x3F);
-    pos_ += static_cast<std::size_t>(n);
-    return cp;
+    const Utf8Char c = decode_utf8(t_, pos_);
+    if (c.length == 0) fail(at, "invalid UTF-8");
+    pos_ += static_cast<std::size_t>(c.length);
+    return c.code_point;
   }
 
   int parse_literal() {

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "inferlab/base/error.hpp"
+#include "inferlab/base/utf8.hpp"
 
 namespace inferlab {
 
@@ -176,13 +177,10 @@ class RegexParser {
 
   // Reads one UTF-8 encoded code point of the pattern itself.
   std::uint32_t read_cp() {
-    const auto b0 = static_cast<unsigned char>(p_[pos_]);
-    int n = b0 < 0x80 ? 1 : b0 >= 0xF0 ? 4 : b0 >= 0xE0 ? 3 : b0 >= 0xC0 ? 2 : 0;
-    if (n == 0 || pos_ + static_cast<std::size_t>(n) > p_.size()) fail("invalid UTF-8 in pattern");
-    std::uint32_t cp = n == 1 ? b0 : b0 & (0xFF >> (n + 1));
-    for (int i = 1; i < n; ++i) cp = (cp << 6) | (static_cast<unsigned char>(p_[pos_ + i]) & 0x3F);
-    pos_ += static_cast<std::size_t>(n);
-    return cp;
+    const Utf8Char c = decode_utf8(p_, pos_);
+    if (c.length == 0) fail("invalid UTF-8 in pattern");
+    pos_ += static_cast<std::size_t>(c.length);
+    return c.code_point;
   }
 
   // An escape after '\': a class (\d...) or one code point. Sets `cls` for classes.

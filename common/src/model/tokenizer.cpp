@@ -23,6 +23,7 @@
 
 #include "inferlab/base/error.hpp"
 #include "inferlab/base/safe_files.hpp"
+#include "inferlab/base/utf8.hpp"
 
 namespace inferlab {
 
@@ -91,42 +92,8 @@ std::vector<char> read_file_bytes(const std::string& path) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// UTF-8
+// Printable bytes
 // ---------------------------------------------------------------------------------------------
-
-bool is_continuation_byte(unsigned char b) { return (b & 0xC0) == 0x80; }
-
-/// Length of the UTF-8 sequence that @p lead starts: 1..4, or 0 if it cannot start one (a
-/// continuation byte, the overlong leads C0/C1, or F5..FF which would lie beyond U+10FFFF).
-int utf8_sequence_length(unsigned char lead) {
-  if (lead < 0x80) return 1;
-  if (lead >= 0xC2 && lead <= 0xDF) return 2;
-  if (lead >= 0xE0 && lead <= 0xEF) return 3;
-  if (lead >= 0xF0 && lead <= 0xF4) return 4;
-  return 0;
-}
-
-/// Whether @p b may extend the incomplete sequence @p prefix. The second byte has narrower
-/// ranges after some leads (Unicode table 3-7): they rule out overlong forms (E0, F0),
-/// UTF-16 surrogates (ED) and code points above U+10FFFF (F4).
-bool extends_utf8_sequence(std::string_view prefix, unsigned char b) {
-  if (!is_continuation_byte(b)) return false;
-  if (prefix.size() == 1) {
-    switch (static_cast<unsigned char>(prefix[0])) {
-      case 0xE0:
-        return b >= 0xA0;
-      case 0xED:
-        return b <= 0x9F;
-      case 0xF0:
-        return b >= 0x90;
-      case 0xF4:
-        return b <= 0x8F;
-      default:
-        break;
-    }
-  }
-  return true;
-}
 
 /// The ASCII bytes llama2.c's safe_printf lets through: isprint or isspace in the C locale.
 /// (Written out rather than calling <cctype>, whose answer depends on the current locale.)
@@ -385,7 +352,7 @@ std::vector<int> Tokenizer::encode(std::string_view text, bool bos, bool eos,
     // (A stray continuation byte starts a group of its own, exactly as run.c groups them.)
     std::size_t len = 1;
     while (i + len < text.size() && len < 4 &&
-           is_continuation_byte(static_cast<unsigned char>(text[i + len]))) {
+           utf8_is_continuation(static_cast<unsigned char>(text[i + len]))) {
       ++len;
     }
     add_code_point(text.substr(i, len));
@@ -494,11 +461,10 @@ std::string StreamDecoder::push(int prev_token, int token) {
   for (const char c : bytes) {
     const auto b = static_cast<unsigned char>(c);
     if (!pending_.empty()) {
-      if (extends_utf8_sequence(pending_, b)) {
+      const auto lead = static_cast<unsigned char>(pending_[0]);
+      if (utf8_continues(lead, pending_.size(), b)) {
         pending_ += c;
-        const auto complete =
-            static_cast<std::size_t>(utf8_sequence_length(static_cast<unsigned char>(pending_[0])));
-        if (pending_.size() == complete) {
+        if (pending_.size() == static_cast<std::size_t>(utf8_sequence_length(lead))) {
           out += pending_;
           pending_.clear();
         }

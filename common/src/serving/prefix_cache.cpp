@@ -138,57 +138,61 @@ RadixPrefixCache::Node* RadixPrefixCache::split(Node* node, int k) {
   return up;
 }
 
-int RadixPrefixCache::peek(std::span<const int> tokens, int max_tokens, std::uint64_t salt) const {
-  const Node* node = root(salt);
+// The one walk of the trie that peek(), match() and insert() share: whole edges while the next
+// token names a child, then as far into one more edge as the tokens agree. It changes nothing.
+RadixPrefixCache::Walk RadixPrefixCache::descend(std::span<const int> tokens, int max_tokens,
+                                                 std::uint64_t salt) const {
+  Walk w;
+  w.node = root(salt);
+  if (!w.node) return w;
   const int limit = std::min(max_tokens, static_cast<int>(tokens.size()));
   int m = 0;
-  while (node && m < limit) {
-    const auto it = node->children.find(tokens[std::size_t(m)]);
-    if (it == node->children.end()) break;
-    const Node* child = it->second.get();
-    const int cap = std::min(static_cast<int>(child->tokens.size()), limit - m);
+  while (m < limit) {
+    const auto it = w.node->children.find(tokens[std::size_t(m)]);
+    if (it == w.node->children.end()) break;
+    Node* child = it->second.get();
+    const int edge = static_cast<int>(child->tokens.size());
+    const int cap = std::min(edge, limit - m);
     int k = 0;
     while (k < cap && child->tokens[std::size_t(k)] == tokens[std::size_t(m + k)]) ++k;
+    if (k < edge) {
+      w.edge = child;
+      w.into = k;
+      break;
+    }
+    w.node = child;
     m += k;
-    if (k < static_cast<int>(child->tokens.size())) break;
-    node = child;
   }
-  return m;
+  return w;
+}
+
+int RadixPrefixCache::peek(std::span<const int> tokens, int max_tokens, std::uint64_t salt) const {
+  const Walk w = descend(tokens, max_tokens, salt);
+  return w.node ? w.node->end() + w.into : 0;
 }
 
 PrefixMatch RadixPrefixCache::match(std::span<const int> tokens, int max_tokens,
                                     std::uint64_t salt) {
   PrefixMatch out;
-  Node* node = root(salt);
-  if (!node) return out;
-  const int limit = std::min(max_tokens, static_cast<int>(tokens.size()));
-  std::vector<Node*> path;
-  int m = 0;
-  while (m < limit) {
-    const auto it = node->children.find(tokens[std::size_t(m)]);
-    if (it == node->children.end()) break;
-    Node* child = it->second.get();
-    const int cap = std::min(static_cast<int>(child->tokens.size()), limit - m);
-    int k = 0;
-    while (k < cap && child->tokens[std::size_t(k)] == tokens[std::size_t(m + k)]) ++k;
-    // Token-exact: a match that ends inside an edge splits it, so a node ends exactly there.
-    if (k < static_cast<int>(child->tokens.size())) child = split(child, k);
-    node = child;
-    path.push_back(node);
-    m += k;
-  }
+  const Walk w = descend(tokens, max_tokens, salt);
+  if (!w.node) return out;
+  // Token-exact: a match that ends inside an edge splits it, so a node ends exactly there.
+  Node* node = w.edge ? split(w.edge, w.into) : w.node;
+  const int m = node->end();
   if (m == 0) return out;
   ++clock_;
   out.tokens = m;
   out.blocks.assign(std::size_t(ceil_div(m, block_size_)), -1);
-  // Root to leaf, so the deepest node reaching into a block has the last word on it.
-  for (Node* n : path) {
+  // Leaf to root: the deepest node reaching into a block has the last word on it (its writer
+  // had the same tokens before it), so a block already taken by a deeper node stays.
+  for (Node* n = node; n->parent; n = n->parent) {
     n->last_access = clock_;
     ++n->hits;
     const int first = n->depth / block_size_;
-    for (std::size_t i = 0; i < n->blocks.size(); ++i)
-      if (first + int(i) < static_cast<int>(out.blocks.size()))
-        out.blocks[std::size_t(first) + i] = n->blocks[i];
+    for (std::size_t i = 0; i < n->blocks.size(); ++i) {
+      const std::size_t at = std::size_t(first) + i;
+      if (at < out.blocks.size() && out.blocks[at] == -1) out.blocks[at] = n->blocks[i];
+    }
   }
   out.handle = reinterpret_cast<std::uintptr_t>(node);
   return out;
@@ -202,49 +206,40 @@ std::uint64_t RadixPrefixCache::insert(std::span<const int> tokens, std::span<co
                             ceil_div(len, B), B, blocks.size()));
   }
   if (len == 0) return 0;
-  Node* node = root(salt);
-  if (!node) {
+  if (!root(salt)) {
     roots_.push_back(std::make_unique<Node>());
     roots_salt_.push_back(salt);
-    node = roots_.back().get();
   }
   ++clock_;
-  int m = 0;
-  while (m < len) {
+  const Walk w = descend(tokens, len, salt);
+  for (Node* n = w.node; n; n = n->parent) n->last_access = clock_;
+  Node* node = w.node;
+  if (w.edge) {
+    if (w.node->end() + w.into == len) {  // the tokens end inside this edge: all cached already
+      w.edge->last_access = clock_;
+      return reinterpret_cast<std::uintptr_t>(w.edge);
+    }
+    node = split(w.edge, w.into);  // they part ways inside the edge
     node->last_access = clock_;
-    const auto it = node->children.find(tokens[std::size_t(m)]);
-    if (it == node->children.end()) {
-      // The new part: a leaf holding the blocks of positions m .. len - 1.
-      auto leaf = std::make_unique<Node>();
-      leaf->tokens.assign(tokens.begin() + m, tokens.end());
-      leaf->depth = m;
-      leaf->parent = node;
-      leaf->last_access = clock_;
-      leaf->serial = ++serial_;
-      for (int i = m / B; i <= (len - 1) / B; ++i) {
-        alloc_.retain(blocks[std::size_t(i)]);
-        leaf->blocks.push_back(blocks[std::size_t(i)]);
-      }
-      Node* l = leaf.get();
-      node->children[tokens[std::size_t(m)]] = std::move(leaf);
-      ++nodes_;
-      return reinterpret_cast<std::uintptr_t>(l);
-    }
-    Node* child = it->second.get();
-    const int cap = std::min(static_cast<int>(child->tokens.size()), len - m);
-    int k = 0;
-    while (k < cap && child->tokens[std::size_t(k)] == tokens[std::size_t(m + k)]) ++k;
-    if (k < static_cast<int>(child->tokens.size())) {
-      if (m + k == len) {  // the tokens end inside this edge: all cached already
-        child->last_access = clock_;
-        return reinterpret_cast<std::uintptr_t>(child);
-      }
-      child = split(child, k);  // they part ways inside the edge
-    }
-    node = child;
-    m += k;
   }
-  node->last_access = clock_;
+  const int m = node->end();
+  if (m < len) {
+    // The new part: a leaf holding the blocks of positions m .. len - 1.
+    auto leaf = std::make_unique<Node>();
+    leaf->tokens.assign(tokens.begin() + m, tokens.end());
+    leaf->depth = m;
+    leaf->parent = node;
+    leaf->last_access = clock_;
+    leaf->serial = ++serial_;
+    for (int i = m / B; i <= (len - 1) / B; ++i) {
+      alloc_.retain(blocks[std::size_t(i)]);
+      leaf->blocks.push_back(blocks[std::size_t(i)]);
+    }
+    Node* l = leaf.get();
+    node->children[tokens[std::size_t(m)]] = std::move(leaf);
+    ++nodes_;
+    return reinterpret_cast<std::uintptr_t>(l);
+  }
   return reinterpret_cast<std::uintptr_t>(node);
 }
 

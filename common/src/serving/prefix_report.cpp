@@ -1,5 +1,5 @@
-// Chapter 06's measurements: a prefix cache's savings, its pictures, the side channel, the seed's
-// worked number and the cost of the cache's own operations.
+// Chapter 06's measurements: a prefix cache's savings, the side channel, the worked example, the
+// whole study, and the cost of the cache's own operations.
 #include "inferlab/serving/prefix_report.hpp"
 
 #include <algorithm>
@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "inferlab/base/error.hpp"
+#include "inferlab/serving/run_compare.hpp"
 #include "inferlab/runtime/metrics.hpp"
 #include "inferlab/runtime/sampler.hpp"
 #include "inferlab/base/timer.hpp"
@@ -99,13 +100,48 @@ PrefillSaving prefill_saving(const ModelConfig& config, const Hardware& hardware
   return s;
 }
 
-PrefillSaving seed_prefill_saving() {
+PrefillSaving worked_example_prefill_saving() {
   Hardware four = hardware_by_name("a100-sxm");
   four.name = "4x a100-sxm";
   four.peak_flops *= 4;
   four.bandwidth *= 4;
   four.memory_bytes *= 4;
   return prefill_saving(named_config("llama3-70b"), four, cost_options_for(four), 2000, 100.0);
+}
+
+PrefixStudy run_prefix_study(const PrefixStudyPlan& plan, const PrefixServe& serve) {
+  auto say = [&](const std::string& line) {
+    if (plan.progress) plan.progress(line);
+  };
+  PrefixStudy s;
+  s.order = plan.order;
+  for (PrefixCacheKind c : plan.caches) {
+    say(fmt::format("serving with prefix cache {}", prefix_cache_name(c)));
+    s.runs.push_back(serve(plan.requests, c, plan.order));
+  }
+  for (const EngineRun& r : s.runs) s.summaries.push_back(prefix_summary(r));
+  // The agreement check: reusing keys and values never changes a token.
+  s.same_tokens = same_tokens(s.runs);
+
+  // Cache-aware scheduling: the radix cache under the other order too.
+  s.other = plan.order == Order::fcfs ? Order::longest_prefix : Order::fcfs;
+  if (std::find(plan.caches.begin(), plan.caches.end(), PrefixCacheKind::radix) !=
+      plan.caches.end()) {
+    say(fmt::format("radix cache, {} order", order_name(s.other)));
+    s.other_order = prefix_summary(serve(plan.requests, PrefixCacheKind::radix, s.other));
+  }
+
+  // The side channel: a prefix about as long as the context allows.
+  s.probe_tokens = std::max(1, std::min(plan.simulated ? 2000 : 448, plan.context - 16));
+  const double spacing = plan.simulated ? 1.0 : 0.15;
+  auto probe_serve = [&](const std::vector<Request>& reqs) {
+    return serve(reqs, PrefixCacheKind::radix, Order::fcfs);
+  };
+  say("side channel probe");
+  s.open = measure_side_channel(probe_serve, s.probe_tokens, spacing, /*salted=*/false);
+  s.closed = measure_side_channel(probe_serve, s.probe_tokens, spacing, /*salted=*/true);
+  s.worked_example = worked_example_prefill_saving();
+  return s;
 }
 
 CacheOpCost measure_cache_ops(PrefixCacheKind kind, int prompt_tokens, int block_size, int reps) {

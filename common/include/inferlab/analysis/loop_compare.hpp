@@ -4,6 +4,7 @@
 /// fewer bits costs in accuracy.
 
 #include <cstddef>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,10 @@ struct StepLatency {
   double cached_spread = 0.0;  ///< (max - min) / median of the cached step's times
   bool identical = false;      ///< the two steps' logits have the same bits
 };
+
+/// @brief The positions chapter 02 times both ways: 8, 16, 32, ... below @p last, then @p last
+/// (the last position a generation forwarded).
+std::vector<int> doubling_positions(int last);
 
 /// @brief Times one generation step both ways at each of @p positions of @p tokens: the naive
 /// step re-forwards tokens[0..pos]; the cached step forwards tokens[pos] into a cache already
@@ -50,5 +55,17 @@ struct KVQuality {
 /// greedy generations are compared token by token.
 KVQuality compare_kv_type(const Model& model, const Tokenizer& tokenizer,
                           const std::vector<std::string>& prompts, int steps, DType type);
+
+/// @brief The prompts of the KV storage comparison: those of the reference outputs, a fixed,
+/// varied set (one of them empty).
+const std::vector<std::string>& kv_quality_prompts();
+
+/// @brief compare_kv_type() of f32, f16 and int8, in that order, over kv_quality_prompts().
+/// @param model the model
+/// @param tokenizer its tokenizer
+/// @param steps positions each generation may forward (0: the model's context)
+/// @param progress called with each type before it is measured (may be empty)
+std::vector<KVQuality> compare_kv_types(const Model& model, const Tokenizer& tokenizer, int steps,
+                                        const std::function<void(DType)>& progress = {});
 
 }  // namespace inferlab

@@ -48,9 +48,13 @@ struct ContextCriticalBatch {
 
 /// @brief Everything the cost model predicts for one model on one machine.
 struct RooflinePrediction {
-  ModelConfig config;  ///< the model's shapes
-  Hardware hardware;   ///< the machine (measured for "this")
-  CostOptions cost;    ///< cost_options_for(hardware)
+  ModelConfig config;        ///< the model's shapes
+  Hardware hardware;         ///< the machine (measured for "this")
+  CostOptions cost;          ///< cost_options_for(hardware)
+  int batch = 1;             ///< the request's batch: sequences decoding together
+  std::int64_t context = 0;  ///< the request's context: tokens in each sequence's KV cache
+  int prompt_tokens = 0;     ///< the request's prompt length, for the prefill estimate
+  double utilisation = 1.0;  ///< the request's share of peak FLOP/s a prefill reaches
   /// Intensities at 1, 8, 64, 512 tokens, the request's batch (if not one of those), the prompt.
   std::vector<LinearIntensityRow> linear;
   std::int64_t attention_context = 0;      ///< the request's context, or 4096 when it is 0

@@ -7,6 +7,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
@@ -67,6 +68,11 @@ LoadedModel load_model(const GenerationFlags& f);
 /// @return the model (possibly unset) and its tokenizer (always set)
 /// @throws inferlab::Error as load_model() does.
 LoadedModel load_model_or_tokenizer(const GenerationFlags& f);
+
+/// @brief The text stream of a generating chapter, to pass to generate() as its `on_text`:
+/// writes each piece to stdout as it comes (flushed, so the text appears token by token), or
+/// nothing under --json, whose object carries the text instead.
+std::function<void(std::string_view)> stdout_text_stream(const GenerationFlags& f);
 
 /// @brief Prints what a chapter runs on: model and its shape, tokenizer, device, threads,
 /// sampling parameters, then @p extra (a chapter's own line) if not empty.

@@ -1,13 +1,14 @@
 #pragma once
 /// @file plots.hpp
-/// @brief The chapters' pictures of core results: the roofline (chapter 03), KV memory over
-/// time and block tables (chapter 05), TTFT distributions and the radix trie (chapter 06). The
-/// core computes the numbers; these functions only draw them.
+/// @brief The chapters' pictures of core results: step latency (chapter 02), the roofline
+/// (chapter 03), KV memory over time and block tables (chapter 05), TTFT distributions and the
+/// radix trie (chapter 06). The core computes the numbers; these functions only draw them.
 
 #include <string>
 #include <vector>
 
 #include "inferlab/analysis/hardware.hpp"
+#include "inferlab/analysis/loop_compare.hpp"
 #include "inferlab/analysis/roofline.hpp"
 #include "inferlab/app/svg.hpp"
 #include "inferlab/serving/engine.hpp"
@@ -15,6 +16,12 @@
 #include "inferlab/serving/prefix_report.hpp"
 
 namespace inferlab {
+
+/// @brief Chapter 02's step time against the position (log time axis): the naive step, which
+/// re-forwards the whole sequence, and the cached step, which forwards one token.
+/// @param steps the timed positions (compare_step_latency())
+/// @param model the model's name, for the title
+SvgPlot step_latency_plot(const std::vector<StepLatency>& steps, const std::string& model);
 
 /// @brief A log-log roofline of @p hardware: the memory roof up to the ridge, the compute roof
 /// from it, the ridge marked, and the points labelled (analytic: hollow colour; measured:
@@ -35,6 +42,12 @@ void save_stacked(const std::string& path, const std::vector<const SvgPlot*>& pl
 
 /// @brief TTFT's distribution (empirical CDF, log time axis) of each run, one line per cache.
 SvgPlot ttft_cdf_plot(const std::vector<const EngineRun*>& runs, const std::string& title);
+
+/// @brief Chapter 06's picture, written to @p path: the TTFT distributions of @p runs (titled
+/// @p title) and, below it, the radix trie of the last run that kept one.
+/// @throws inferlab::Error if the file cannot be written.
+void save_prefix_plots(const std::string& path, const std::vector<EngineRun>& runs,
+                       const std::string& title);
 
 /// @brief The radix trie drawn as a tree: one box per node (at most @p max_nodes, breadth
 /// first), labelled with its tokens and hits, its width proportional to log(tokens).

@@ -152,8 +152,16 @@ class RadixPrefixCache final : public PrefixCache {
   Node* root(std::uint64_t salt) const;
   Node* split(Node* node, int k);
   void remove_leaf(Node* node);
-  Node* descend(std::span<const int> tokens, int max_tokens, std::uint64_t salt, bool split_edge,
-                int& matched) const;
+  // Where a walk from the root of a salt along a query stops: `node` is the deepest node whose
+  // whole edge matched (the root when none did; nullptr when the salt has no trie), so its end()
+  // tokens matched; `edge` is the child of `node` whose edge matched only its first `into`
+  // tokens (nullptr and 0 when the walk stopped between nodes).
+  struct Walk {
+    Node* node = nullptr;
+    Node* edge = nullptr;
+    int into = 0;
+  };
+  Walk descend(std::span<const int> tokens, int max_tokens, std::uint64_t salt) const;
   std::vector<std::unique_ptr<Node>> roots_;  // one trie per salt, found by roots_salt_
   std::vector<std::uint64_t> roots_salt_;
   std::size_t nodes_ = 0;     // all nodes but the roots

@@ -1,11 +1,13 @@
 #pragma once
 /// @file prefix_report.hpp
-/// @brief Chapter 06's measurements of a prefix cache: what it saved over one run, the pictures
-/// (TTFT with and without it, the trie), the timing side channel that a tenant salt closes, and
-/// the seed's worked number on the roofline.
+/// @brief Chapter 06's measurements of a prefix cache: what it saved over one run, the timing
+/// side channel that a tenant salt closes, the worked example on the roofline (a 2,000-token
+/// system prompt of Llama-3-70B on 4x A100), and the whole study: one workload served with
+/// each cache, side by side.
 
 #include <cstddef>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -62,7 +64,7 @@ struct SideChannel {
 SideChannel measure_side_channel(const std::function<EngineRun(const std::vector<Request>&)>& serve,
                                  int prefix_tokens, double spacing_s, bool salted, int rounds = 5);
 
-/// @brief The seed's worked number: every request repeats a @p prefix_tokens system prompt.
+/// @brief What a prefix cache saves when every request repeats the same system prompt.
 struct PrefillSaving {
   double prefill_seconds = 0.0;               ///< one prefill of the prefix on the roofline
   double gpu_seconds_saved_per_second = 0.0;  ///< prefill_seconds * rate
@@ -73,9 +75,10 @@ struct PrefillSaving {
 PrefillSaving prefill_saving(const ModelConfig& config, const Hardware& hardware,
                              const CostOptions& cost, int prefix_tokens, double rate);
 
-/// @brief The seed's worked number itself: Llama-3-70B on 4x A100 (tensor parallel: 4x the
-/// FLOP/s, the bandwidth and the memory of one), a 2,000-token system prompt, 100 requests/s.
-PrefillSaving seed_prefill_saving();
+/// @brief The worked example: Llama-3-70B on 4x A100 (tensor parallel: 4x the FLOP/s, the
+/// bandwidth and the memory of one), a 2,000-token system prompt, 100 requests/s: about 400 ms
+/// of prefill per request, 40 GPU-seconds saved every second.
+PrefillSaving worked_example_prefill_saving();
 
 /// @brief Match + insert cost of a prefix cache, per request.
 struct CacheOpCost {
@@ -87,5 +90,47 @@ struct CacheOpCost {
 /// @p block_size) that share 3/4 of their tokens with one of 8 cached prompts; median of
 /// @p reps rounds of 64 requests.
 CacheOpCost measure_cache_ops(PrefixCacheKind kind, int prompt_tokens, int block_size, int reps);
+
+/// @brief An engine that serves requests with a given prefix cache and admission order, the rest
+/// of its configuration fixed (run_real() or run_sim() over one MemoryConfig).
+using PrefixServe =
+    std::function<EngineRun(const std::vector<Request>&, PrefixCacheKind cache, Order order)>;
+
+/// @brief What chapter 06 serves.
+struct PrefixStudyPlan {
+  std::vector<Request> requests;        ///< the workload
+  std::vector<PrefixCacheKind> caches;  ///< served with each of these, in this order
+  Order order = Order::fcfs;            ///< admission order of those runs
+  /// A simulated clock: the side channel probes a 2,000-token prefix 1 s apart (as long as the
+  /// worked example's system prompt) instead of 448 tokens 0.15 s apart on a real model.
+  bool simulated = false;
+  int context = 0;  ///< the model's context (seq_len): the probe leaves 16 positions of it free
+  /// Called with a short line (e.g. "serving with prefix cache radix") before each part.
+  std::function<void(const std::string&)> progress;
+};
+
+/// @brief Chapter 06's results.
+struct PrefixStudy {
+  std::vector<EngineRun> runs;           ///< one per plan cache
+  std::vector<PrefixSummary> summaries;  ///< runs[i]'s
+  bool same_tokens = true;               ///< each request's tokens equal with every cache
+  Order order = Order::fcfs;             ///< the plan's order
+  /// The other order (longest_prefix after fcfs, else fcfs), which the radix cache, when it is
+  /// among the caches, also serves the workload in: cache-aware scheduling.
+  Order other = Order::fcfs;
+  std::optional<PrefixSummary> other_order;  ///< the radix cache in that order
+  int probe_tokens = 0;                      ///< the side channel's prefix
+  SideChannel open;                          ///< the side channel without a tenant salt
+  SideChannel closed;                        ///< ... and with one
+  PrefillSaving worked_example;              ///< worked_example_prefill_saving()
+};
+
+/// @brief Serves @p plan.requests with each cache, checks that no cache changed a token, serves
+/// them again with the radix cache in the other order, and measures the side channel with the
+/// radix cache (unsalted, then salted).
+/// @param plan the workload, caches, order and clock
+/// @param serve the engine
+/// @throws inferlab::Error as @p serve does.
+PrefixStudy run_prefix_study(const PrefixStudyPlan& plan, const PrefixServe& serve);
 
 }  // namespace inferlab

@@ -1,0 +1,100 @@
+// Chapter 06's tables and lines (see prefix_print.hpp).
+#include "inferlab/app/prefix_print.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "inferlab/app/serving_cli.hpp"
+
+namespace inferlab {
+
+namespace {
+
+constexpr double kMiB = 1024.0 * 1024.0;
+
+// One column per cache, one row per number.
+void print_summaries(const std::vector<PrefixSummary>& s) {
+  std::vector<std::string> names;
+  for (const PrefixSummary& x : s) names.push_back(x.cache);
+  std::vector<std::pair<std::string, std::vector<std::string>>> rows;
+  auto row = [&](const char* label, auto&& cell) {
+    std::vector<std::string> cells;
+    for (const PrefixSummary& x : s) cells.push_back(cell(x));
+    rows.emplace_back(label, std::move(cells));
+  };
+  row("token hit rate",
+      [](const PrefixSummary& x) { return fmt::format("{:.1f}%", 100 * x.token_hit_rate); });
+  row("request hit rate (>= 1 block)",
+      [](const PrefixSummary& x) { return fmt::format("{:.1f}%", 100 * x.request_hit_rate); });
+  row("prefill tokens computed",
+      [](const PrefixSummary& x) { return std::to_string(x.prefill_tokens_computed); });
+  row("prefill tokens saved",
+      [](const PrefixSummary& x) { return std::to_string(x.prefill_tokens_saved); });
+  row("evicted blocks", [](const PrefixSummary& x) { return std::to_string(x.evictions); });
+  row("TTFT p50 (ms)",
+      [](const PrefixSummary& x) { return fmt::format("{:.2f}", x.ttft_p50 * 1e3); });
+  row("TTFT p99 (ms)",
+      [](const PrefixSummary& x) { return fmt::format("{:.2f}", x.ttft_p99 * 1e3); });
+  row("throughput (tokens/s)",
+      [](const PrefixSummary& x) { return fmt::format("{:.1f}", x.throughput_tokens_per_s); });
+  row("steps / mean running / preemptions", [](const PrefixSummary& x) {
+    return fmt::format("{}/{:.1f}/{}", x.steps, x.mean_running, x.preemptions);
+  });
+  row("cache size, peak (MiB)",
+      [](const PrefixSummary& x) { return fmt::format("{:.2f}", x.cache_bytes / kMiB); });
+  print_columns("prefix cache", names, rows, 36, 14);
+}
+
+}  // namespace
+
+void print_prefix_study(const PrefixStudy& study, bool simulated) {
+  print_summaries(study.summaries);
+  const PrefixSummary *off = nullptr, *radix = nullptr;
+  for (const PrefixSummary& s : study.summaries) {
+    if (s.cache == "off") off = &s;
+    if (s.cache == "radix") radix = &s;
+  }
+  std::printf("\n");
+  for (const PrefixSummary& s : study.summaries) {
+    if (s.cache == "off" || !off) continue;
+    std::printf(
+        "%-5s vs no cache: %.0f%% of the prompt tokens never prefilled; TTFT p50 %.2f -> "
+        "%.2f ms (%.2fx), p99 %.2f -> %.2f ms; throughput %.2fx\n",
+        s.cache.c_str(), 100 * s.token_hit_rate, off->ttft_p50 * 1e3, s.ttft_p50 * 1e3,
+        off->ttft_p50 / std::max(s.ttft_p50, 1e-12), off->ttft_p99 * 1e3, s.ttft_p99 * 1e3,
+        s.throughput_tokens_per_s / std::max(off->throughput_tokens_per_s, 1e-12));
+  }
+  if (study.other_order)
+    std::printf("scheduling (radix): %s order hits %.1f%% of prompt tokens, %s order %.1f%%\n",
+                order_name(study.order), 100 * radix->token_hit_rate, order_name(study.other),
+                100 * study.other_order->token_hit_rate);
+  if (!simulated)
+    std::printf("each request's tokens with every cache: %s\n",
+                study.same_tokens
+                    ? "identical (cached keys and values are the ones prefill computes)"
+                    : "DIFFERENT (the prefix cache is broken!)");
+  std::printf(
+      "\nside channel (%d-token prefix; alice sends it, then bob sends it, then bob sends "
+      "an unseen one; medians of 5 rounds):\n",
+      study.probe_tokens);
+  std::printf(
+      "  no tenant salt:  bob's TTFT %.3f ms for alice's prefix vs %.3f ms for an unseen "
+      "one (%.1fx): bob learns what alice sent\n",
+      study.open.ttft_seen_s * 1e3, study.open.ttft_unseen_s * 1e3, study.open.ratio());
+  std::printf("  salted by tenant: %.3f ms vs %.3f ms (%.1fx): nothing to learn\n",
+              study.closed.ttft_seen_s * 1e3, study.closed.ttft_unseen_s * 1e3,
+              study.closed.ratio());
+  const PrefillSaving& w = study.worked_example;
+  std::printf(
+      "\nthe seed's worked number (roofline, llama3-70b on 4x A100, 2,000-token system "
+      "prompt): %.0f ms of prefill per request;\n  at %.0f requests/s a prefix cache saves "
+      "%.1f GPU-seconds every second (the seed says ~400 ms and 40 s)\n",
+      w.prefill_seconds * 1e3, w.rate, w.gpu_seconds_saved_per_second);
+}
+
+}  // namespace inferlab
