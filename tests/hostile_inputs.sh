@@ -300,6 +300,19 @@ check reject 1 "ids_over_context.jsonl.*(context|512)" "$ch06" --synthetic stori
 check reject 1 "parent_forward.jsonl:1: .*parent" "$ch06" --synthetic stories260K --workload-file parent_forward.jsonl
 check ok 0 "" "${q06[@]}" --clock sim --json
 
+# Chapter 07: the core's parameter errors, printed as the chapter's flags before any output.
+ch07="$bin/ch07_speculative_decoding"
+q07=("$ch07" --synthetic stories260K --threads 1 --steps 24)
+check reject 1 "--k 0: must be in \[1, 511\]" "${q07[@]}" --k 0
+check reject 1 "--exit-layer 9: must be in \[1, 4\]" "${q07[@]}" --exit-layer 9
+check reject 1 "--block-size 1000: larger than the model's context" "${q07[@]}" --kv paged --block-size 1000
+check reject 1 "--tree-branch 16 --tree-depth 4: 69904 nodes \(at most 4096\)" "${q07[@]}" --tree-branch 16 --tree-depth 4
+check reject 2 "--ngram: 0 is outside" "${q07[@]}" --ngram 0
+check reject 1 "--acceptance 1.5: must be in \[0, 1\]" "$ch07" --clock sim --acceptance 1.5
+check reject 1 "--k 0: must be >= 1" "$ch07" --clock sim --k 0
+check reject 1 "--context -1: must be >= 0" "$ch07" --clock sim --context -1
+check ok 0 "" "$ch07" --clock sim --json
+
 # Allocation sizes are checked before trying (a limit on the address space makes this
 # deterministic; sanitizer builds reserve terabytes of address space, so they skip it).
 if ldd "$ch01" 2>/dev/null | grep -q libasan; then

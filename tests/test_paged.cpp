@@ -7,15 +7,18 @@
 #include <map>
 #include <random>
 #include <set>
+#include <type_traits>
 
 #include <nlohmann/json.hpp>
 
 #include "inferlab/serving/engine.hpp"
+#include "inferlab/base/units.hpp"
 #include "inferlab/base/error.hpp"
 #include "inferlab/kernels/kv_quant.hpp"
 #include "inferlab/kernels/attention.hpp"
 #include "inferlab/serving/kv_manager.hpp"
 #include "inferlab/serving/paging.hpp"
+#include "inferlab/runtime/paged_sequence.hpp"
 #include "inferlab/runtime/runner.hpp"
 #include "inferlab/runtime/sampler.hpp"
 #include "inferlab/serving/workload.hpp"
@@ -193,6 +196,59 @@ TEST_CASE("block manager: reference counts, copy-on-write and fork on random ope
   }
   for (auto& s : live) kv.free(*s);
   CHECK(kv.allocator().num_free() == blocks);
+}
+
+TEST_CASE("paged sequence: growth, copy-on-write, truncation, fork and release of a block table",
+          "[paged][unit]") {
+  static_assert(ceil_div(0, 4) == 0 && ceil_div(1, 4) == 1 && ceil_div(4, 4) == 1 &&
+                ceil_div(5, 4) == 2);
+  static_assert(std::is_same_v<decltype(ceil_div(5L, 4)), long>);
+  const Model model = make_synthetic_model("stories260K");
+  HostKVPool pool(model.config(), 8, 4, DType::f32);
+  BlockAllocator alloc(8);
+  KVSequence a(pool);
+  CHECK(paged::blocks_to_write(a, alloc, 0, 10) == 3);  // ceil(10 / 4) new blocks
+  paged::prepare_write(a, alloc, 0, 10);
+  a.set_length(10);
+  REQUIRE(a.blocks().size() == 3);
+  CHECK(alloc.num_used() == 3);
+  CHECK(paged::blocks_to_write(a, alloc, 10, 10) == 0);  // nothing to write: nothing needed
+
+  // A fork of 6 positions shares the 2 blocks that hold them; nothing is copied.
+  KVSequence b(pool);
+  paged::fork(a, b, alloc, 6);
+  CHECK(b.length() == 6);
+  CHECK(b.blocks() == std::vector<int>(a.blocks().begin(), a.blocks().begin() + 2));
+  CHECK(alloc.ref_count(a.blocks()[1]) == 2);
+  CHECK(alloc.num_used() == 3);
+
+  // b writes positions 6..8: block 1 is shared (one copy), block 2 is new.
+  const int shared = a.blocks()[1];
+  std::vector<std::uint8_t> bytes(pool.bytes_per_block());
+  for (std::size_t i = 0; i < bytes.size(); ++i) bytes[i] = std::uint8_t(i * 7 + 1);
+  pool.write_block(shared, bytes);
+  CHECK(paged::blocks_to_write(b, alloc, 6, 9) == 2);
+  paged::prepare_write(b, alloc, 6, 9);
+  CHECK(b.length() == 6);  // the valid length is the forward pass's to move
+  CHECK(b.blocks()[0] == a.blocks()[0]);
+  CHECK(b.blocks()[1] != shared);
+  CHECK(alloc.ref_count(shared) == 1);
+  CHECK(alloc.num_used() == 5);
+  std::vector<std::uint8_t> copied(pool.bytes_per_block());
+  pool.read_block(b.blocks()[1], copied);
+  CHECK(copied == bytes);
+
+  // a keeps 4 positions: its last two blocks go back; block 0 only loses a's reference.
+  paged::truncate(a, alloc, 4);
+  CHECK(a.length() == 4);
+  CHECK(a.blocks().size() == 1);
+  CHECK(alloc.num_used() == 3);
+  CHECK(alloc.ref_count(a.blocks()[0]) == 2);
+  paged::release(a, alloc);
+  CHECK(a.blocks().empty());
+  CHECK(alloc.ref_count(b.blocks()[0]) == 1);
+  paged::release(b, alloc);
+  CHECK(alloc.num_used() == 0);
 }
 
 TEST_CASE("block manager: copy-on-write keeps a forked sequence's own tokens", "[paged][unit]") {

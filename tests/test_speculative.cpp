@@ -16,14 +16,21 @@
 #include <omp.h>
 
 #include "inferlab/analysis/chi_square.hpp"
+#include "inferlab/app/cli_checks.hpp"
+#include "inferlab/app/speculative_cli.hpp"
+#include "inferlab/app/speculative_json.hpp"
+#include "inferlab/analysis/speculative_compare.hpp"
 #include "inferlab/base/error.hpp"
 #include "inferlab/runtime/forward.hpp"
 #include "inferlab/analysis/hardware.hpp"
 #include "inferlab/kernels/attention.hpp"
 #include "inferlab/kernels/kv_quant.hpp"
 #include "inferlab/model/model.hpp"
-#include "inferlab/runtime/speculative.hpp"
 #include "inferlab/analysis/speculative_sim.hpp"
+#include "inferlab/analysis/speculative_speedup.hpp"
+#include "inferlab/runtime/kv_rollback.hpp"
+#include "inferlab/runtime/generate.hpp"
+#include "inferlab/runtime/speculative_decoder.hpp"
 #include "inferlab/model/tokenizer.hpp"
 #include "model_cases.hpp"
 #include "test_support.hpp"
@@ -38,6 +45,22 @@ std::vector<float> random_floats(std::size_t n, unsigned seed) {
   std::vector<float> v(n);
   for (float& x : v) x = d(gen);
   return v;
+}
+
+// What chapter 07 prints for the error @p f throws: a core ParameterError named by the flag that
+// sets the parameter (the core's own message names no flag).
+template <class F>
+std::string printed_error(F&& f) {
+  static CLI::App app;
+  static SpeculativeFlags flags;
+  static const bool declared = (add_speculative_flags(app, flags), true);
+  (void)declared;
+  try {
+    f();
+  } catch (const std::exception& e) {
+    return flag_error_message(&app, e);
+  }
+  return "(nothing thrown)";
 }
 
 bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
@@ -381,8 +404,10 @@ TEST_CASE("n-gram lookup proposes the continuation of the latest longest match",
   CHECK(t.tokens == std::vector<int>{8, 9});
   ngram.propose(std::vector<int>{1, 2, 3}, 10, t);  // no earlier occurrence of anything
   CHECK(t.size() == 0);
-  CHECK_THROWS_WITH(NgramProposer(0, 4, 100), Catch::Contains("--ngram 0"));
-  CHECK_THROWS_WITH(NgramProposer(2, 0, 100), Catch::Contains("--k 0"));
+  CHECK_THAT(printed_error([] { NgramProposer(0, 4, 100); }), Catch::Contains("--ngram 0"));
+  CHECK_THAT(printed_error([] { NgramProposer(2, 0, 100); }), Catch::Contains("--k 0"));
+  CHECK_THROWS_WITH(NgramProposer(0, 4, 100), !Catch::Contains("--"));
+  CHECK_THROWS_AS(NgramProposer(2, 0, 100), ParameterError);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -728,9 +753,126 @@ TEST_CASE(
   CHECK_FALSE(points.back().verify_memory_bound);
   // A sequence's tokens/s is its speed-up over the plain step's one token per step.
   for (const SpecSimPoint& p : points) CHECK(p.tokens_per_s == Approx(p.speedup / p.plain_step_s));
-  CHECK_THROWS_WITH(simulate_speculation(named_config("llama3-70b"), named_config("llama3-8b"),
-                                         h100, 1.5, 4, 1024, batches),
-                    Catch::Contains("--acceptance 1.5"));
+  const auto bad_alpha = [&] {
+    simulate_speculation(named_config("llama3-70b"), named_config("llama3-8b"), h100, 1.5, 4,
+                         1024, batches);
+  };
+  CHECK_THAT(printed_error(bad_alpha), Catch::Contains("--acceptance 1.5"));
+  CHECK_THROWS_WITH(bad_alpha(), !Catch::Contains("--"));
+}
+
+TEST_CASE("simulated K sweep: one curve per K over batches 1, 2, 4, ..., each simulate_speculation",
+          "[unit][speculative]") {
+  CHECK(k_values(4, false) == std::vector<int>{4});
+  CHECK(k_values(4, true) == std::vector<int>{1, 2, 3, 4, 5, 6, 7, 8});
+  const Hardware h100 = hardware_by_name("h100-sxm");
+  const ModelConfig target = named_config("llama3-70b"), draft = named_config("llama3-8b");
+  const SpecSimSweep sweep =
+      simulate_k_sweep(target, draft, h100, 0.8, std::vector<int>{1, 4}, 1024, 64);
+  CHECK(sweep.batches == std::vector<int>{1, 2, 4, 8, 16, 32, 64});
+  CHECK(sweep.alpha == 0.8);
+  CHECK(sweep.context == 1024);
+  REQUIRE(sweep.curves.size() == 2);
+  CHECK(sweep.curves[0].k == 1);
+  CHECK(sweep.curves[1].k == 4);
+  const auto direct =
+      simulate_speculation(target, draft, h100, 0.8, 4, 1024, sweep.batches, cost_options_for(h100));
+  REQUIRE(sweep.curves[1].points.size() == direct.size());
+  for (std::size_t i = 0; i < direct.size(); ++i)
+    CHECK(sweep.curves[1].points[i].speedup == direct[i].speedup);
+  CHECK(sweep.curves[1].break_even == break_even_batch(direct));
+  CHECK_THROWS_WITH(simulate_k_sweep(target, draft, h100, 0.8, std::vector<int>{4}, 1024, 0),
+                    Catch::Contains("batch 0"));
+}
+
+TEST_CASE("the stopping rule: the first generated BOS ends the sequence, else `steps` positions",
+          "[unit][speculative]") {
+  std::vector<int> t = {kBosToken, 5, 6, 7, 8};  // a round appended 6, 7, 8
+  CHECK_FALSE(generation_stop(t, 3, 10, 512).has_value());
+  CHECK(t.size() == 5);
+  t.insert(t.end(), {9, kBosToken, 11, kBosToken});  // a round appended 4, BOS the second
+  CHECK(generation_stop(t, 4, 10, 512) == GenerationStop::eos);
+  CHECK(t == std::vector<int>{kBosToken, 5, 6, 7, 8, 9, kBosToken});
+  std::vector<int> u = {kBosToken, 5, 6, 7};  // 4 tokens: 3 positions forwarded
+  CHECK_FALSE(generation_stop(u, 1, 4, 512).has_value());
+  CHECK(generation_stop(u, 1, 3, 512) == GenerationStop::max_steps);
+  CHECK(generation_stop(u, 1, 3, 3) == GenerationStop::context);
+  // Only the appended tokens are looked at: the prompt's own BOS ends nothing.
+  std::vector<int> v = {kBosToken, 5};
+  CHECK_FALSE(generation_stop(v, 1, 10, 512).has_value());
+}
+
+TEST_CASE("chapter 07's checks: the core names the parameter, the chapter prints its flag",
+          "[unit][speculative]") {
+  const ModelConfig c = named_config("stories260K");
+  REQUIRE(c.seq_len == 512);
+  REQUIRE(c.n_layers == 5);
+  ProposerChoice choice;
+  choice.k = 0;
+  CHECK(printed_error([&] { check_proposer_choice(choice, c, false); }) ==
+        "--k 0: must be in [1, 511] (the context is 512 tokens)");
+  choice.k = 512;
+  CHECK_THROWS_AS(check_proposer_choice(choice, c, false), ParameterError);
+  choice.k = 4;
+  choice.exit_layer = 99;
+  CHECK(printed_error([&] { check_proposer_choice(choice, c, false); }) ==
+        "--exit-layer 99: must be in [1, 4] (the model has 5 layers)");
+  choice.exit_layer = 0;
+  CHECK(choice.early_exit_layers(c) == 2);
+  choice.storage.block_size = 1000;
+  CHECK(printed_error([&] { check_proposer_choice(choice, c, false); }) ==
+        "--block-size 1000: larger than the model's context of 512 positions");
+  CHECK_THROWS_WITH(check_proposer_choice(choice, c, false), !Catch::Contains("--"));
+  choice.storage.block_size = 16;
+  CHECK_NOTHROW(check_proposer_choice(choice, c, false));
+  // The n-gram lookup alone runs no early exit, so its layer count is not checked.
+  choice.proposer = "ngram";
+  CHECK(printed_error([&] { check_proposer_choice(choice, c, false); }) == "(nothing thrown)");
+  // The tree runs on the CPU only.
+  choice.proposer = "tree";
+  CHECK(choice.tree_runs());
+  choice.storage.device = Device::cuda;
+  CHECK_FALSE(choice.tree_runs());
+  CHECK(tree_node_count(2, 3) == 14.0);
+  CHECK(tree_node_count(16, 4) > kMaxTreeNodes);
+}
+
+TEST_CASE("chapter 07's experiment: plain decoding, then every chosen proposer at every K",
+          "[model][speculative]") {
+  const Model target = make_synthetic_model("stories260K");
+  SamplingParams greedy;
+  greedy.temperature = 0.0f;
+  ProposerChoice choice;  // "all", without a draft model: early exit, n-gram, the tree
+  choice.k = 2;
+  choice.tree_branch = 2;
+  choice.tree_depth = 2;
+  const std::vector<int> prompt = {kBosToken, 50, 60};
+  const ProposerComparison res = compare_proposers(target, nullptr, prompt, 24, greedy, choice);
+  CHECK(res.plain.tokens.size() <= 25);
+  REQUIRE(res.runs.size() == 3);
+  CHECK(res.runs[0].name == "early-exit");
+  CHECK(res.runs[1].name == "ngram");
+  CHECK(res.runs[2].name == "tree");
+  CHECK(res.runs[2].k == 2);  // the tree's K is its depth
+  for (const ProposerRun& r : res.runs) {
+    CHECK(r.same_as_plain);
+    CHECK(r.run.tokens == res.plain.tokens);
+    CHECK(r.report.tokens_per_s > 0.0);
+  }
+  const nlohmann::json out = to_json(res);
+  CHECK(out["tokens"] == res.runs.front().run.tokens);
+  REQUIRE(out["proposers"].size() == 3);
+  CHECK(out["proposers"][2]["name"] == "tree");
+  CHECK(out["proposers"][0].contains("same_tokens_as_plain"));
+
+  choice.sweep_k = true;
+  choice.proposer = "ngram";
+  const ProposerComparison sweep = compare_proposers(target, nullptr, prompt, 24, greedy, choice);
+  REQUIRE(sweep.runs.size() == std::size_t(kSweepMaxK));
+  for (int k = 1; k <= kSweepMaxK; ++k) CHECK(sweep.runs[std::size_t(k - 1)].k == k);
+  choice.proposer = "draft";  // and no draft model
+  CHECK_THROWS_WITH(compare_proposers(target, nullptr, prompt, 24, greedy, choice),
+                    Catch::Contains("no proposer"));
 }
 
 TEST_CASE("chi-square helper: known quantiles, pooling, impossible observations",
@@ -758,9 +900,13 @@ TEST_CASE("bad input: a draft with another vocabulary, K < 1, a bad tree shape",
   DraftModelProposer proposer(draft, p, 2, "draft");
   CHECK_THROWS_WITH(SpeculativeDecoder(target, proposer, p),
                     Catch::Contains("600") && Catch::Contains("512"));
-  CHECK_THROWS_WITH(DraftModelProposer(target, p, 0, "draft"), Catch::Contains("--k 0"));
-  CHECK_THROWS_WITH(TreeProposer(target, p, 0, 3), Catch::Contains("--tree-branch 0"));
-  CHECK_THROWS_WITH(TreeProposer(target, p, 2, 0), Catch::Contains("--tree-depth 0"));
+  CHECK_THAT(printed_error([&] { DraftModelProposer(target, p, 0, "draft"); }),
+             Catch::Contains("--k 0"));
+  CHECK_THAT(printed_error([&] { TreeProposer(target, p, 0, 3); }),
+             Catch::Contains("--tree-branch 0"));
+  CHECK_THAT(printed_error([&] { TreeProposer(target, p, 2, 0); }),
+             Catch::Contains("--tree-depth 0"));
+  CHECK_THROWS_WITH(TreeProposer(target, p, 2, 0), !Catch::Contains("--"));
   CHECK_THROWS_WITH(TreeProposer(target, p, 16, 4), Catch::Contains("4096"));
   const std::vector<int> prompt = {1, 2, 3};
   CHECK_THROWS_WITH(plain_generate(target, prompt, 2, p), Catch::Contains("steps"));
@@ -768,7 +914,9 @@ TEST_CASE("bad input: a draft with another vocabulary, K < 1, a bad tree shape",
   // Storage: a negative block size, a capacity beyond the context, a forward past capacity.
   SpecModelOptions bad;
   bad.block_size = -1;
-  CHECK_THROWS_WITH(SpecModel(target_model, bad), Catch::Contains("--block-size -1"));
+  CHECK_THAT(printed_error([&] { SpecModel(target_model, bad); }),
+             Catch::Contains("--block-size -1"));
+  CHECK_THROWS_WITH(SpecModel(target_model, bad), !Catch::Contains("--"));
   SpecModelOptions too_long;
   too_long.capacity = target_model.config().seq_len + 1;
   CHECK_THROWS_WITH(SpecModel(target_model, too_long), Catch::Contains("capacity"));

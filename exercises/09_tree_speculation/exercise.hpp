@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "inferlab/runtime/sampler.hpp"
-#include "inferlab/runtime/speculative.hpp"
+#include "inferlab/runtime/speculative_verify.hpp"
 
 namespace inferlab::ex09 {
 

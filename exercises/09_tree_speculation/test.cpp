@@ -9,7 +9,7 @@
 
 #include "exercise.hpp"
 #include "inferlab/analysis/chi_square.hpp"
-#include "inferlab/runtime/speculative.hpp"
+#include "inferlab/runtime/speculative_verify.hpp"
 
 using namespace inferlab;
 

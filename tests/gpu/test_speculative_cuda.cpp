@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "gpu_test_support.hpp"
-#include "inferlab/runtime/speculative.hpp"
+#include "inferlab/runtime/speculative_decoder.hpp"
 
 using namespace inferlab;
 

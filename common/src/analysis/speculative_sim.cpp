@@ -1,10 +1,12 @@
 // Speculative decoding on the roofline clock.
 #include "inferlab/analysis/speculative_sim.hpp"
 
+#include <utility>
+
 #include <fmt/format.h>
 
 #include "inferlab/base/error.hpp"
-#include "inferlab/runtime/speculative.hpp"
+#include "inferlab/analysis/speculative_speedup.hpp"
 
 namespace inferlab {
 
@@ -13,10 +15,10 @@ std::vector<SpecSimPoint> simulate_speculation(const ModelConfig& target, const 
                                                std::int64_t context, std::span<const int> batches,
                                                const CostOptions& options) {
   if (!(alpha >= 0.0 && alpha <= 1.0)) {
-    throw Error(fmt::format("--acceptance {}: must be in [0, 1]", alpha));
+    throw ParameterError("alpha", fmt::format("{}: must be in [0, 1]", alpha));
   }
-  if (k < 1) throw Error(fmt::format("--k {}: must be >= 1", k));
-  if (context < 0) throw Error(fmt::format("--context {}: must be >= 0", context));
+  if (k < 1) throw ParameterError("k", fmt::format("{}: must be >= 1", k));
+  if (context < 0) throw ParameterError("context", fmt::format("{}: must be >= 0", context));
   std::vector<SpecSimPoint> points;
   for (int b : batches) {
     if (b < 1) throw Error(fmt::format("simulated batch {}: must be >= 1", b));
@@ -47,6 +49,26 @@ int break_even_batch(std::span<const SpecSimPoint> points) {
     if (p.speedup < 1.0) return p.batch;
   }
   return -1;
+}
+
+SpecSimSweep simulate_k_sweep(const ModelConfig& target, const ModelConfig& draft,
+                              const Hardware& hardware, double alpha, std::span<const int> ks,
+                              std::int64_t context, int max_batch) {
+  if (max_batch < 1) throw Error(fmt::format("simulated batch {}: must be >= 1", max_batch));
+  SpecSimSweep sweep;
+  sweep.alpha = alpha;
+  sweep.context = context;
+  for (int b = 1; b <= max_batch; b *= 2) sweep.batches.push_back(b);
+  const CostOptions cost = cost_options_for(hardware);
+  for (int k : ks) {
+    SpecSimCurve c;
+    c.k = k;
+    c.points =
+        simulate_speculation(target, draft, hardware, alpha, k, context, sweep.batches, cost);
+    c.break_even = break_even_batch(c.points);
+    sweep.curves.push_back(std::move(c));
+  }
+  return sweep;
 }
 
 }  // namespace inferlab

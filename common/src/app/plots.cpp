@@ -263,4 +263,46 @@ SvgPlot trie_plot(const std::vector<TrieNodeView>& trie, const std::string& titl
   return plot;
 }
 
+SvgPlot speedup_vs_k_plot(const std::vector<ProposerRun>& runs, const std::string& model) {
+  SvgPlot plot("Speculative decoding: speed-up vs K (" + model + ")");
+  plot.set_x_axis("K (tokens proposed per round)");
+  plot.set_y_axis("speed-up over plain decoding");
+  std::vector<std::string> names;
+  for (const ProposerRun& r : runs)
+    if (std::find(names.begin(), names.end(), r.name) == names.end()) names.push_back(r.name);
+  for (const std::string& name : names) {
+    std::vector<double> k, measured, predicted;
+    for (const ProposerRun& r : runs) {
+      if (r.name != name) continue;
+      k.push_back(r.k);
+      measured.push_back(r.report.speedup_measured);
+      predicted.push_back(r.report.speedup_predicted);
+    }
+    plot.add_line(name + " measured", k, measured);
+    SvgStyle dashed;
+    dashed.dashed = true;
+    plot.add_line(name + " predicted", k, predicted, dashed);
+  }
+  plot.add_hline(1.0, "plain decoding");
+  plot.set_legend(LegendPosition::top_right);
+  return plot;
+}
+
+SvgPlot speculation_batch_plot(const SpecSimSweep& sweep, const std::string& title) {
+  SvgPlot plot(title);
+  plot.set_x_axis("batch (sequences decoding together)", AxisScale::log);
+  plot.set_y_axis("speed-up over plain decoding");
+  for (const SpecSimCurve& c : sweep.curves) {
+    std::vector<double> x, y;
+    for (const SpecSimPoint& p : c.points) {
+      x.push_back(p.batch);
+      y.push_back(p.speedup);
+    }
+    plot.add_line(fmt::format("K = {}", c.k), x, y);
+  }
+  plot.add_hline(1.0, "plain decoding");
+  plot.set_legend(LegendPosition::top_right);
+  return plot;
+}
+
 }  // namespace inferlab

@@ -1,6 +1,7 @@
 // The autoregressive generation loop.
 #include "inferlab/runtime/generate.hpp"
 
+#include <algorithm>
 #include <memory>
 
 #include <fmt/format.h>
@@ -21,6 +22,18 @@ const char* generation_stop_name(GenerationStop reason) {
       return "context";
   }
   return "unknown";
+}
+
+std::optional<GenerationStop> generation_stop(std::vector<int>& tokens, std::size_t appended,
+                                              int steps, int seq_len) {
+  const auto bos = std::find(tokens.end() - std::ptrdiff_t(appended), tokens.end(), kBosToken);
+  if (bos != tokens.end()) {  // the model's end-of-text signal
+    tokens.erase(bos + 1, tokens.end());
+    return GenerationStop::eos;
+  }
+  if (tokens.size() < std::size_t(steps) + 1) return std::nullopt;
+  // The context is the hard limit; --steps below it is the user's.
+  return steps == seq_len ? GenerationStop::context : GenerationStop::max_steps;
 }
 
 GenerationResult generate(const Model& model, const Tokenizer& tokenizer,
@@ -105,14 +118,11 @@ GenerationResult generate(const Model& model, const Tokenizer& tokenizer,
     }
     seq.push_back(next);
     r.timeline.token_times.push_back(now_seconds());
-    if (next == kBosToken) {  // the model's end-of-text signal
-      r.stop_reason = GenerationStop::eos;
-      break;
-    }
-    emit(seq.size() - 1);
-    if (forwarded >= steps) {
-      // The context is the hard limit; --steps below it is the user's.
-      r.stop_reason = steps == c.seq_len ? GenerationStop::context : GenerationStop::max_steps;
+    // seq holds forwarded + 1 tokens: the rule stops once `steps` positions are forwarded.
+    const std::optional<GenerationStop> stop = generation_stop(seq, 1, steps, c.seq_len);
+    if (stop != GenerationStop::eos) emit(seq.size() - 1);
+    if (stop) {
+      r.stop_reason = *stop;
       break;
     }
   }

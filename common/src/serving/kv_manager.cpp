@@ -7,7 +7,9 @@
 #include <fmt/format.h>
 
 #include "inferlab/base/error.hpp"
+#include "inferlab/base/units.hpp"
 #include "inferlab/runtime/kv_cache.hpp"
+#include "inferlab/runtime/paged_sequence.hpp"
 #include "inferlab/runtime/runner.hpp"
 
 namespace inferlab {
@@ -30,7 +32,6 @@ void KVManager::swap_out(Sequence&) {
 void KVManager::swap_in(Sequence&) { throw Error(fmt::format("{} KV memory cannot swap", name())); }
 
 namespace {
-int ceil_div(long a, long b) { return static_cast<int>((a + b - 1) / b); }
 // The positions a sequence will have forwarded when it finishes: P + max_new_tokens - 1 (the
 // last generated token is never forwarded).
 int final_positions(const Sequence& seq) { return seq.prompt_tokens + seq.max_new_tokens - 1; }
@@ -230,14 +231,8 @@ void PagedKVManager::allocate(Sequence& seq) {
 }
 
 int PagedKVManager::blocks_needed(const Sequence& seq, int n) const {
-  if (!seq.kv) return ceil_div(long(seq.computed) + n, block_size_);
-  const int have = static_cast<int>(seq.kv->blocks().size());
-  const int first = seq.computed / block_size_, last = (seq.computed + n - 1) / block_size_;
-  int need = std::max(0, last + 1 - have);
-  // Writing into a block another sequence also holds needs a private copy first.
-  for (int b = first; b <= std::min(last, have - 1); ++b)
-    if (alloc_.ref_count(seq.kv->blocks()[std::size_t(b)]) > 1) ++need;
-  return need;
+  if (!seq.kv) return ceil_div(seq.computed + n, block_size_);
+  return paged::blocks_to_write(*seq.kv, alloc_, seq.computed, seq.computed + n);
 }
 
 bool PagedKVManager::can_append(const Sequence& seq, int n) const {
@@ -250,18 +245,8 @@ void PagedKVManager::append(Sequence& seq, int n) {
                             seq.request.id, blocks_needed(seq, n), alloc_.num_free()));
   }
   make_free(blocks_needed(seq, n));
-  KVSequence& kv = *seq.kv;
-  const int first = seq.computed / block_size_, last = (seq.computed + n - 1) / block_size_;
   // Copy-on-write: the blocks this step writes into must be this sequence's own.
-  for (int b = first; b <= std::min(last, int(kv.blocks().size()) - 1); ++b) {
-    const int shared = kv.blocks()[std::size_t(b)];
-    if (alloc_.ref_count(shared) == 1) continue;
-    const int copy = alloc_.allocate();
-    pool_->copy_block(shared, copy);
-    alloc_.release(shared);
-    kv.replace_block(b, copy);
-  }
-  while (int(kv.blocks().size()) <= last) kv.append_block(alloc_.allocate());
+  paged::prepare_write(*seq.kv, alloc_, seq.computed, seq.computed + n);
 }
 
 void PagedKVManager::free(Sequence& seq) {
@@ -281,7 +266,7 @@ void PagedKVManager::free(Sequence& seq) {
 void PagedKVManager::release(Sequence& seq) {
   if (cache_) cache_->unlock(seq.prefix_lock);
   seq.prefix_lock = 0;
-  for (int id : seq.kv->blocks()) alloc_.release(id);
+  paged::release(*seq.kv, alloc_);
   seq.kv.reset();
   std::erase(live_, &seq);
 }
@@ -293,13 +278,7 @@ void PagedKVManager::fork(const Sequence& parent, Sequence& child, int length) {
     throw Error(
         fmt::format("fork: {} positions asked, the parent has {}", length, parent.kv->length()));
   child.kv = std::make_unique<KVSequence>(*pool_);
-  const int blocks = ceil_div(length, block_size_);
-  for (int i = 0; i < blocks; ++i) {
-    const int id = parent.kv->blocks()[std::size_t(i)];
-    alloc_.retain(id);
-    child.kv->append_block(id);
-  }
-  child.kv->set_length(length);
+  paged::fork(*parent.kv, *child.kv, alloc_, length);
   live_.push_back(&child);
 }
 

@@ -12,6 +12,7 @@
 #include "inferlab/kernels/attention.hpp"
 #include "inferlab/analysis/kv_calc.hpp"
 #include "inferlab/base/timer.hpp"
+#include "inferlab/base/units.hpp"
 
 namespace inferlab {
 
@@ -58,7 +59,7 @@ double measure_attention_step_seconds(const ModelConfig& config, int seqs, int c
   const int KV = config.kv_dim(), Nh = config.n_heads, Nkv = config.n_kv_heads;
   const int hs = config.head_size();
   const int B = block_size > 0 ? block_size : context;
-  const int per_seq = (context + B - 1) / B;
+  const int per_seq = ceil_div(context, B);
   const int blocks = per_seq * seqs;
   std::vector<float> keys(std::size_t(blocks) * B * KV), values(keys.size());
   std::mt19937 rng(3);

@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "inferlab/base/error.hpp"
+#include "inferlab/base/units.hpp"
 
 namespace inferlab {
 
@@ -41,7 +42,6 @@ std::uint64_t mix(std::uint64_t x) {
   x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
   return x ^ (x >> 31);
 }
-int ceil_div(int a, int b) { return (a + b - 1) / b; }
 }  // namespace
 
 std::uint64_t tenant_salt(const std::string& tenant) {

@@ -10,6 +10,7 @@
 
 #include "inferlab/base/error.hpp"
 #include "inferlab/serving/run_compare.hpp"
+#include "inferlab/base/units.hpp"
 #include "inferlab/runtime/metrics.hpp"
 #include "inferlab/runtime/sampler.hpp"
 #include "inferlab/base/timer.hpp"
@@ -154,7 +155,7 @@ CacheOpCost measure_cache_ops(PrefixCacheKind kind, int prompt_tokens, int block
     for (std::size_t i = from; i < v.size(); ++i)
       v[i] = 3 + static_cast<int>(rng.next_u32() % 32000);
   };
-  const int blocks_per_prompt = (prompt_tokens + block_size - 1) / block_size;
+  const int blocks_per_prompt = ceil_div(prompt_tokens, block_size);
   std::vector<double> match_us, insert_us;
   for (int rep = 0; rep < reps; ++rep) {
     BlockAllocator alloc((kBases + kRequests) * blocks_per_prompt + 1);

@@ -2,7 +2,8 @@
 /// @file plots.hpp
 /// @brief The chapters' pictures of core results: step latency (chapter 02), the roofline
 /// (chapter 03), KV memory over time and block tables (chapter 05), TTFT distributions and the
-/// radix trie (chapter 06). The core computes the numbers; these functions only draw them.
+/// radix trie (chapter 06), speculative decoding's speed-up against K and against the batch
+/// (chapter 07). The core computes the numbers; these functions only draw them.
 
 #include <string>
 #include <vector>
@@ -10,6 +11,8 @@
 #include "inferlab/analysis/hardware.hpp"
 #include "inferlab/analysis/loop_compare.hpp"
 #include "inferlab/analysis/roofline.hpp"
+#include "inferlab/analysis/speculative_compare.hpp"
+#include "inferlab/analysis/speculative_sim.hpp"
 #include "inferlab/app/svg.hpp"
 #include "inferlab/serving/engine.hpp"
 #include "inferlab/serving/paging.hpp"
@@ -53,5 +56,17 @@ void save_prefix_plots(const std::string& path, const std::vector<EngineRun>& ru
 /// first), labelled with its tokens and hits, its width proportional to log(tokens).
 SvgPlot trie_plot(const std::vector<TrieNodeView>& trie, const std::string& title,
                   int max_nodes = 40);
+
+/// @brief Speed-up over plain decoding against K, one measured (solid) and one predicted
+/// (dashed) line per proposer of @p runs, and plain decoding's 1 (chapter 07).
+/// @param runs the measured runs (compare_proposers())
+/// @param model the target's name, for the title
+SvgPlot speedup_vs_k_plot(const std::vector<ProposerRun>& runs, const std::string& model);
+
+/// @brief Simulated speed-up against the batch (log scale), one line per K of @p sweep, and
+/// plain decoding's 1 (chapter 07's --clock sim).
+/// @param sweep the simulation (simulate_k_sweep())
+/// @param title the plot's title
+SvgPlot speculation_batch_plot(const SpecSimSweep& sweep, const std::string& title);
 
 }  // namespace inferlab

@@ -2,7 +2,9 @@
 /// @file generate.hpp
 /// @brief The autoregressive generation loop, shared by the chapters.
 
+#include <cstddef>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -47,6 +49,18 @@ enum class GenerationStop {
 /// @param reason why a generation stopped
 /// @return its name, as the chapters print it
 const char* generation_stop_name(GenerationStop reason);
+
+/// @brief The loop's stopping rule, for any loop that appends one or more tokens at a time
+/// (speculative decoding appends several): the sequence ends at the first generated BOS (kept;
+/// tokens appended after it are dropped), or once `steps` positions have been forwarded, i.e.
+/// at steps + 1 tokens (the last token is never forwarded).
+/// @param tokens BOS, prompt, generated; cut after a generated BOS
+/// @param appended how many tokens the last step appended (the ones checked for BOS)
+/// @param steps positions to forward, prompt included (at most @p seq_len)
+/// @param seq_len the model's context: a stop at it is GenerationStop::context
+/// @return why the sequence is done, or std::nullopt while it goes on
+std::optional<GenerationStop> generation_stop(std::vector<int>& tokens, std::size_t appended,
+                                              int steps, int seq_len);
 
 /// @brief One forward call of the loop.
 struct StepRecord {

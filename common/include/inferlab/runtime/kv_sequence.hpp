@@ -59,7 +59,7 @@ class KVSequence {
 
   /// @brief Copies position @p from's keys and values (every layer, scales included) to
   /// position @p to; the length is unchanged. Speculative decoding uses it to close the gaps a
-  /// verified tree path leaves (see speculative.hpp, KVRollback).
+  /// verified tree path leaves (see kv_rollback.hpp).
   /// @throws inferlab::Error if either position is outside [0, capacity()).
   void copy_position(int from, int to);
 

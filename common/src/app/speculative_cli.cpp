@@ -1,0 +1,132 @@
+// Chapter 07's command line: flags, the checks that name them, the draft, the text tables.
+#include "inferlab/app/speculative_cli.hpp"
+
+#include <cstdio>
+
+#include <fmt/format.h>
+
+#include "inferlab/app/cli_checks.hpp"
+#include "inferlab/base/error.hpp"
+#include "inferlab/model/model_files.hpp"
+
+namespace inferlab {
+
+void add_speculative_flags(CLI::App& app, SpeculativeFlags& f) {
+  ProposerChoice& c = f.choice;
+  app.add_option("--proposer", c.proposer, "draft, early-exit, ngram, tree or all (side by side)")
+      ->check(CLI::IsMember({"draft", "early-exit", "ngram", "tree", "all"}))
+      ->capture_default_str();
+  app.add_option("--draft", f.draft, "draft model (a llama2.c file with the target's vocabulary)");
+  app.add_option("--k", c.k, "tokens proposed per round")->capture_default_str();
+  app.add_option("--exit-layer", c.exit_layer,
+                 "early exit: the draft is the target's first N layers (default: half)");
+  app.add_option("--ngram", c.max_n, "n-gram lookup: longest suffix to match")
+      ->check(integer_in(1, 1 << 20))
+      ->capture_default_str();
+  app.add_option("--tree-branch", c.tree_branch, "tree: children per node")
+      ->check(integer_in(1, 1 << 20))
+      ->capture_default_str();
+  app.add_option("--tree-depth", c.tree_depth, "tree: levels")
+      ->check(integer_in(1, 1 << 20))
+      ->capture_default_str();
+  app.add_option("--kv", f.kv, "KV storage of target and drafts: contiguous or paged")
+      ->check(CLI::IsMember({"contiguous", "paged"}))
+      ->capture_default_str();
+  app.add_option("--block-size", f.block_size, "--kv paged: positions per KV block")
+      ->check(integer_in(1, 1 << 20))
+      ->capture_default_str();
+  app.add_flag("--sweep-k", c.sweep_k, "run K = 1..8 for every chain proposer");
+  app.add_option("--clock", f.clock, "real (run the model) or sim (chapter 03's roofline)")
+      ->check(CLI::IsMember({"real", "sim"}))
+      ->capture_default_str();
+  app.add_option("--plot", f.plot,
+                 "write an SVG of speed-up vs K, measured and predicted (real) "
+                 "or vs batch (sim)");
+  app.add_option("--hardware", f.hardware, "sim: the machine (see chapter 03)")
+      ->capture_default_str();
+  app.add_option("--sim-target", f.sim_target, "sim: the target's shape")->capture_default_str();
+  app.add_option("--sim-draft", f.sim_draft, "sim: the draft's shape")->capture_default_str();
+  app.add_option("--acceptance", f.acceptance, "sim: acceptance rate alpha")->capture_default_str();
+  app.add_option("--context", f.context, "sim: cached tokens per sequence")->capture_default_str();
+  set_parameter_flag("max_n", "--ngram");
+  set_parameter_flag("alpha", "--acceptance");
+}
+
+ProposerChoice proposer_choice(const SpeculativeFlags& f, const GenerationFlags& gen) {
+  ProposerChoice choice = f.choice;
+  choice.storage.device = parse_device(gen.device);
+  choice.storage.block_size = f.kv == "paged" ? f.block_size : 0;
+  choice.sweep_k = choice.sweep_k || !f.plot.empty();  // the plot draws every K
+  // An explicit --proposer tree without tree attention is an error; "all" leaves the tree out.
+  if (choice.proposer == "tree" && !choice.tree_runs()) {
+    throw Error(
+        fmt::format("--proposer tree on --device {}: tree verification needs tree attention "
+                    "(each node attends to its ancestors only), which the {} runner does not "
+                    "have; use --device cpu for the tree",
+                    gen.device, gen.device));
+  }
+  if (choice.proposer == "draft" && f.draft.empty()) {
+    throw Error(
+        "--proposer draft needs --draft PATH (a second model with the target's vocabulary)");
+  }
+  return choice;
+}
+
+std::optional<Model> load_draft(const SpeculativeFlags& f, const ProposerChoice& choice,
+                                const ModelConfig& target) {
+  const bool used = !f.draft.empty() && (choice.wants("draft") || choice.wants("tree"));
+  check_proposer_choice(choice, target, used);
+  const double nodes = tree_node_count(choice.tree_branch, choice.tree_depth);
+  if (choice.tree_runs() && nodes > kMaxTreeNodes) {
+    throw Error(fmt::format("--tree-branch {} --tree-depth {}: {} nodes (at most {})",
+                            choice.tree_branch, choice.tree_depth, nodes, kMaxTreeNodes));
+  }
+  if (!used) return std::nullopt;
+  std::optional<Model> draft = Model::load(find_model(f.draft));
+  if (draft->config().vocab_size != target.vocab_size) {
+    throw Error(fmt::format("--draft {}: its vocabulary has {} tokens but the target's has {}",
+                            f.draft, draft->config().vocab_size, target.vocab_size));
+  }
+  return draft;
+}
+
+void print_proposer_table(const std::vector<ProposerRun>& runs) {
+  std::printf("  %-11s %2s  %6s  %6s  %7s  %9s  %7s  %7s  %5s  %5s  %s\n", "proposer", "K", "alpha",
+              "acc/rd", "fwd/tok", "tokens/s", "speedup", "predict", "c", "v",
+              "alpha at depth 1, 2, ...");
+  for (const ProposerRun& r : runs) {
+    const SpecStats& s = r.run.stats;
+    std::printf("  %-11s %2d  %6.3f  %6.2f  %7.3f  %9.0f  %6.2fx  %6.2fx  %5.3f  %5.2f  ",
+                r.name.c_str(), r.k, s.acceptance_rate(), s.mean_accepted_per_round(),
+                r.report.target_forwards_per_token, r.report.tokens_per_s,
+                r.report.speedup_measured, r.report.speedup_predicted, r.report.draft_cost_ratio,
+                r.report.verify_cost_ratio);
+    for (int d = 0; d < static_cast<int>(s.tried_at.size()) && d < 8; ++d)
+      std::printf("%s%.2f", d ? " " : "", s.acceptance_at(d));
+    std::printf("\n");
+  }
+  std::printf(
+      "\n  alpha: accepted / tried positions; acc/rd: draft tokens accepted per round; fwd/tok: "
+      "target forwards per generated token;\n  predict: (1 - alpha^(K+1)) / (1 - alpha) / (K c + "
+      "v) with c = proposer time per position and v = verification time per round, both over "
+      "one plain decode step,\n  measured in this run (the textbook's v = 1 assumes verification "
+      "is free while memory-bound).\n");
+}
+
+void print_sim_sweep(const SpecSimSweep& sweep) {
+  for (const SpecSimCurve& c : sweep.curves) {
+    std::printf("\nK = %d: expected tokens per round %.2f\n", c.k, c.points[0].tokens_per_round);
+    std::printf("  %6s  %12s  %12s  %14s  %8s  %s\n", "batch", "plain ms", "draft ms", "verify ms",
+                "speedup", "verify step");
+    for (const SpecSimPoint& p : c.points)
+      std::printf("  %6d  %12.3f  %12.3f  %14.3f  %7.2fx  %s\n", p.batch, p.plain_step_s * 1e3,
+                  p.draft_step_s * 1e3, p.verify_step_s * 1e3, p.speedup,
+                  p.verify_memory_bound ? "memory-bound" : "compute-bound");
+    if (c.break_even > 0)
+      std::printf("  speculation stops paying at batch %d (speed-up < 1)\n", c.break_even);
+    else
+      std::printf("  speculation pays at every simulated batch up to %d\n", sweep.batches.back());
+  }
+}
+
+}  // namespace inferlab
