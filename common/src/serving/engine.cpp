@@ -443,6 +443,18 @@ EngineRun run_sim(const std::vector<Request>& requests, const SchedulerConfig& c
   return serve(seqs, config, *kv, engine.config.seq_len, clock, run_step, "sim");
 }
 
+EngineRun ServingEngine::serve(const std::vector<Request>& requests, const SchedulerConfig& config,
+                               const MemoryConfig& memory) const {
+  if (sim) {
+    SimEngine engine = *sim;
+    engine.memory = memory;
+    return run_sim(requests, config, engine);
+  }
+  RealEngine engine = real;
+  engine.memory = memory;
+  return run_real(requests, config, engine);
+}
+
 ServingMetrics run_serving_metrics(const EngineRun& run, const Slo& slo) {
   std::vector<RequestMetrics> metrics;
   for (const RequestResult& r : run.requests) metrics.push_back(r.metrics);
