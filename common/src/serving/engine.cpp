@@ -283,7 +283,7 @@ EngineRun EngineLoop::result(const char* clock_name) {
   if (const PrefixCache* cache = kv_.prefix_cache()) {
     run.prefix_cache = cache->name();
     run.evicted_blocks = cache->evicted_blocks();
-    if (const auto* radix = dynamic_cast<const RadixPrefixCache*>(cache)) run.trie = radix->view();
+    run.trie = cache->view();
   }
   return run;
 }
