@@ -231,6 +231,42 @@ TEST_CASE("engine rejects requests it cannot serve", "[engine]") {
   CHECK_THROWS_AS(run_sim({ok}, {Policy::continuous, 0, 16}, engine), Error);
 }
 
+TEST_CASE("comparisons serve one workload each way, in order, on the engine given", "[engine]") {
+  ServingEngine engine;
+  engine.sim = h100_llama();
+  WorkloadSpec spec;
+  spec.requests = 12;
+  spec.rate = 20.0;
+  const std::vector<Request> reqs = generate_workload(spec);
+  const SchedulerConfig stat{Policy::static_batching, 4, 256}, cont{Policy::continuous, 4, 256};
+  std::vector<Policy> served;
+  const PolicyComparison p = compare_policies(
+      reqs, {stat, cont}, engine, {0.5, 0.05},
+      [&](const SchedulerConfig& c) { served.push_back(c.policy); });
+  CHECK(served == std::vector<Policy>{Policy::static_batching, Policy::continuous});
+  REQUIRE(p.runs.size() == 2);
+  REQUIRE(p.metrics.size() == 2);
+  CHECK(p.runs[1].scheduler.policy == Policy::continuous);
+  CHECK(p.runs[1].steps.size() == run_sim(reqs, cont, *engine.sim).steps.size());
+  CHECK(p.metrics[1].goodput == run_serving_metrics(p.runs[1], {0.5, 0.05}).goodput);
+  CHECK(p.same_tokens);
+
+  MemoryConfig memory;
+  memory.block_size = 16;
+  memory.budget_bytes = 4096 * kv_storage_bytes_per_token(engine.sim->config, DType::f32);
+  const AllocatorComparison a =
+      compare_allocators(reqs, cont, memory, {Allocator::contiguous, Allocator::paged}, engine);
+  REQUIRE(a.runs.size() == 2);
+  REQUIRE(a.memory.size() == 2);
+  REQUIRE(a.metrics.size() == 2);
+  CHECK(a.runs[0].allocator == "contiguous");
+  CHECK(a.runs[1].allocator == "paged");
+  CHECK(a.memory[1].block_size == 16);
+  CHECK(a.memory[0].kv_bytes_budget == a.memory[1].kv_bytes_budget);
+  CHECK(a.metrics[1].duration == a.runs[1].metrics.duration);
+  CHECK(a.same_tokens);
+}
+
 TEST_CASE("a request the KV memory cannot hold is an error on kv_memory", "[engine]") {
   Request big;
   big.prompt_len = 500;

@@ -283,7 +283,7 @@ EngineRun EngineLoop::result(const char* clock_name) {
   if (const PrefixCache* cache = kv_.prefix_cache()) {
     run.prefix_cache = cache->name();
     run.evicted_blocks = cache->evicted_blocks();
-    if (const auto* radix = dynamic_cast<const RadixPrefixCache*>(cache)) run.trie = radix->view();
+    run.trie = cache->view();
   }
   return run;
 }
@@ -441,6 +441,18 @@ EngineRun run_sim(const std::vector<Request>& requests, const SchedulerConfig& c
     return clock.now();
   };
   return serve(seqs, config, *kv, engine.config.seq_len, clock, run_step, "sim");
+}
+
+EngineRun ServingEngine::serve(const std::vector<Request>& requests, const SchedulerConfig& config,
+                               const MemoryConfig& memory) const {
+  if (sim) {
+    SimEngine engine = *sim;
+    engine.memory = memory;
+    return run_sim(requests, config, engine);
+  }
+  RealEngine engine = real;
+  engine.memory = memory;
+  return run_real(requests, config, engine);
 }
 
 ServingMetrics run_serving_metrics(const EngineRun& run, const Slo& slo) {

@@ -14,6 +14,7 @@
 /// The same requests can go through both: the scheduler's decisions depend only on the order of
 /// events, not on what the clock says.
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -162,6 +163,17 @@ struct SimEngine {
   const Tokenizer* tokenizer = nullptr;  ///< only to count the tokens of text prompts
   DType kv_type = DType::f32;            ///< storage type, for the KV memory's bytes per token
   MemoryConfig memory;                   ///< how KV memory is managed (sizes only: no storage)
+};
+
+/// @brief The engine a serving chapter runs: the simulated one when `sim` holds one (--clock
+/// sim), else the real model.
+struct ServingEngine {
+  std::optional<SimEngine> sim;  ///< the simulated machine and model, or none: the real clock
+  RealEngine real;               ///< the real model (used when sim is empty)
+  /// @brief run_sim() or run_real() of @p requests under @p config, with KV memory @p memory
+  /// (instead of the engine's own).
+  EngineRun serve(const std::vector<Request>& requests, const SchedulerConfig& config,
+                  const MemoryConfig& memory) const;
 };
 
 /// @brief Serves @p requests with the real model: each step is one ModelRunner::step.

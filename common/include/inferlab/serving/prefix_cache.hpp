@@ -110,6 +110,12 @@ class PrefixCache {
   virtual int cached_blocks() const = 0;
   /// @brief Entries (trie nodes, or hashed blocks).
   virtual std::size_t entries() const = 0;
+  /// @brief The trie of @p salt, root first, each node after its parent (for drawing); empty
+  /// for a cache that keeps no trie.
+  virtual std::vector<TrieNodeView> view(std::uint64_t salt = 0) const {
+    (void)salt;
+    return {};
+  }
 
   int block_size() const { return block_size_; }                ///< positions per block
   long long evicted_blocks() const { return evicted_blocks_; }  ///< blocks freed by evict()
@@ -144,8 +150,7 @@ class RadixPrefixCache final : public PrefixCache {
   int evictable_blocks() const override;
   int cached_blocks() const override;
   std::size_t entries() const override { return nodes_; }
-  /// @brief The trie of @p salt, root first, each node after its parent (for drawing).
-  std::vector<TrieNodeView> view(std::uint64_t salt = 0) const;
+  std::vector<TrieNodeView> view(std::uint64_t salt = 0) const override;
 
  private:
   struct Node;
