@@ -91,9 +91,8 @@ void with_loader(const KVRowsView& view, int head_size, const char* op, F&& f) {
 
 void attention_ref(float* out, const float* q, const float* k_cache, const float* v_cache,
                    const int* pos, int T, int n_heads, int n_kv_heads, int head_size) {
-  attend_ref(
-      out, q, k_cache, v_cache, [pos](int t) { return detail::CausalRows{pos[t] + 1}; }, T,
-      n_heads, n_kv_heads, head_size);
+  const auto causal = [pos](int t) { return detail::CausalRows{pos[t] + 1}; };
+  attend_ref(out, q, k_cache, v_cache, causal, T, n_heads, n_kv_heads, head_size);
 }
 
 void attention_cpu(float* out, const float* q, const float* k_cache, const float* v_cache,
@@ -134,12 +133,10 @@ void attention_kv_rows_ref(float* out, const float* q, const KVRowsView& k, cons
   for (int i = begin[0]; i < begin[T]; ++i) n = std::max(n, rows[i] + 1);
   const std::vector<float> kf = load_positions(k, n, n_kv_heads, head_size);
   const std::vector<float> vf = load_positions(v, n, n_kv_heads, head_size);
-  attend_ref(
-      out, q, kf.data(), vf.data(),
-      [begin, rows](int t) {
-        return detail::ListedRows{rows + begin[t], begin[t + 1] - begin[t]};
-      },
-      T, n_heads, n_kv_heads, head_size);
+  const auto listed = [begin, rows](int t) {
+    return detail::ListedRows{rows + begin[t], begin[t + 1] - begin[t]};
+  };
+  attend_ref(out, q, kf.data(), vf.data(), listed, T, n_heads, n_kv_heads, head_size);
 }
 
 void attention_kv_rows_cpu(float* out, const float* q, const KVRowsView& k, const KVRowsView& v,

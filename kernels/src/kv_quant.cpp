@@ -6,7 +6,6 @@
 
 #include <Eigen/Core>  // Eigen::half: IEEE binary16 with round-to-nearest-even conversions
 
-
 namespace inferlab::kernels {
 
 std::size_t kv_element_bytes(DType type) {

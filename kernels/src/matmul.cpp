@@ -681,9 +681,8 @@ void matmul_packed_slice(float* y, const float* x, const PackedMatrix& w, int T,
 
 PackedMatrix::PackedMatrix(const float* w, int n, int d) : n_(n), d_(d) {
   if (w == nullptr || n < 1 || d < 1) {
-    throw Error(
-        "PackedMatrix: need a weight matrix with n >= 1 and d >= 1 (got n " + std::to_string(n) +
-        ", d " + std::to_string(d) + ")");
+    throw Error("PackedMatrix: need a weight matrix with n >= 1 and d >= 1 (got n " +
+                std::to_string(n) + ", d " + std::to_string(d) + ")");
   }
   panels_ = (d + kPanelRows - 1) / kPanelRows;
   const std::size_t floats = std::size_t(panels_) * kPanelRows * std::size_t(n);
