@@ -13,6 +13,8 @@
 #include "inferlab/constrain/gbnf.hpp"
 #include "inferlab/constrain/json_schema.hpp"
 #include "inferlab/constrain/maskbench.hpp"
+#include "inferlab/constrain/number_range.hpp"
+#include "inferlab/constrain/object_members.hpp"
 #include "inferlab/constrain/regex.hpp"
 #include "inferlab/base/error.hpp"
 #include "test_support.hpp"
@@ -257,6 +259,93 @@ TEST_CASE("JSON Schema: decimal bounds on numbers are exact", "[unit][constrain]
     }
   }
   CHECK(checked > 5000);
+}
+
+// A grammar whose root is the expression `build` appends.
+Grammar grammar_of(const std::function<int(Grammar&)>& build) {
+  Grammar g;
+  g.root = g.add_rule("root");
+  g.define(g.root, build(g));
+  return g;
+}
+
+TEST_CASE("number ranges: the integers and decimals between bounds, the multiples of a divisor",
+          "[unit][constrain]") {
+  PushdownParser both(grammar_of([](Grammar& g) { return integer_range(g, {-37, 1234}); }));
+  PushdownParser below(grammar_of([](Grammar& g) { return integer_range(g, {{}, -5}); }));
+  PushdownParser sevens(grammar_of([](Grammar& g) { return multiple_of(g, 7); }));
+  for (long x = -2000; x <= 2000; ++x) {
+    INFO(x);
+    CHECK(matches(both, std::to_string(x)) == (x >= -37 && x <= 1234));
+    CHECK(matches(below, std::to_string(x)) == (x <= -5));
+    CHECK(matches(sevens, std::to_string(x)) == (x % 7 == 0));
+  }
+  CHECK(matches(both, "12.000"));  // an integer may carry a fraction of zeros
+  CHECK_FALSE(matches(both, "12.5"));
+  CHECK_FALSE(matches(both, "-0"));
+  CHECK_FALSE(matches(both, "012"));
+
+  const auto digits = decimal_digits(0.1);
+  REQUIRE(digits);
+  CHECK(digits->whole == 0);
+  CHECK(digits->frac == "1");  // the shortest digits, not 0.1000000000000000055
+  CHECK_FALSE(decimal_digits(1e15));
+  CHECK_FALSE(decimal_digits(1e-13));
+  // -2.5 < x <= 0.25: x >= 0 up to 0.25, and x < 0 as "-" with a magnitude below 2.5.
+  DecimalRange range;
+  range.nonnegative = MagnitudeRange{std::nullopt, false, decimal_digits(0.25), false};
+  range.negative = MagnitudeRange{DecimalDigits{}, true, decimal_digits(2.5), true};
+  PushdownParser decimals(grammar_of([&](Grammar& g) { return decimal_range(g, range); }));
+  for (const char* ok : {"0", "0.25", "0.2499", "-0.1", "-2", "-2.49999", "0.250"}) {
+    INFO(ok);
+    CHECK(matches(decimals, ok));
+  }
+  for (const char* bad : {"0.26", "0.2501", "1", "-2.5", "-2.50", "-3", "-0", "1e-3"}) {
+    INFO(bad);
+    CHECK_FALSE(matches(decimals, bad));
+  }
+}
+
+TEST_CASE("object members: any order with dependencies, a fixed order, keys outside a list",
+          "[unit][constrain]") {
+  // Members A (required), B (optional, needs C) and C (optional), separated by ",".
+  const auto members = [](Grammar& g) {
+    return std::vector<int>{g.literal("A"), g.literal("B"), g.literal("C")};
+  };
+  const std::vector<bool> optional = {false, true, true};
+  PushdownParser any(grammar_of([&](Grammar& g) {
+    return members_in_any_order(g, members(g), optional, -1, g.literal(","), {0, 1u << 2, 0});
+  }));
+  for (const char* ok : {"A", "A,C", "C,A", "B,C,A", "A,C,B", "C,B,A"}) {
+    INFO(ok);
+    CHECK(matches(any, ok));
+  }
+  for (const char* bad : {"", "B,A", "A,B", "A,A", "C", "A,C,C", "A,"}) {
+    INFO(bad);
+    CHECK_FALSE(matches(any, bad));
+  }
+  PushdownParser ordered(grammar_of([&](Grammar& g) {
+    return members_in_order(g, members(g), optional, g.literal("X"),
+                            [&g] { return g.literal(","); });
+  }));
+  for (const char* ok : {"A", "A,C", "A,B,C", "A,X,X", "A,B,X"}) {
+    INFO(ok);
+    CHECK(matches(ordered, ok));
+  }
+  for (const char* bad : {"C,A", "B,A", "A,X,C", ""}) {
+    INFO(bad);
+    CHECK_FALSE(matches(ordered, bad));
+  }
+  PushdownParser other(grammar_of([](Grammar& g) { return key_other_than(g, {"a", "ab"}); }));
+  for (const char* ok : {R"("")", R"("b")", R"("abc")", R"("aa")", R"("\"")", R"("é")"}) {
+    INFO(ok);
+    CHECK(matches(other, ok));
+  }
+  // A listed name in any spelling, and keys that are not canonical (json.dumps's) spellings.
+  for (const char* bad : {R"("a")", R"("ab")", R"("a\u0062")", R"("\u0061")", R"("a\/")"}) {
+    INFO(bad);
+    CHECK_FALSE(matches(other, bad));
+  }
 }
 
 TEST_CASE("JSON Schema: free objects with propertyNames and property counts", "[unit][constrain]") {

@@ -104,11 +104,13 @@ class SchemaEmitter {
     g_.define(integer_, g_.seq({g_.repeat(lit("-"), 0, 1), int_part, integer_zero_fraction(g_)}));
 
     value_ = g_.add_rule("value");
+    const auto any_member = [this] {
+      const int value = ref(value_);  // the value's expression first, then the key's
+      return member(ref(string_), value);
+    };
     const int object = g_.seq(
         {lit("{"), ref(ws_),
-         g_.repeat(g_.seq({member(ref(string_), ref(value_)),
-                           g_.repeat(g_.seq({comma(), member(ref(string_), ref(value_))}), 0, -1)}),
-                   0, 1),
+         g_.repeat(g_.seq({any_member(), g_.repeat(g_.seq({comma(), any_member()}), 0, -1)}), 0, 1),
          ref(ws_), lit("}")});
     const int array = g_.seq(
         {lit("["), ref(ws_),
@@ -216,7 +218,7 @@ class SchemaEmitter {
     std::vector<std::string> names;
     std::vector<std::uint32_t> needs;
     for (const auto& p : o.properties) {
-      const int value = emit(p.value);  // the value's rule first, then the key
+      const int value = emit(p.value);  // the value's expressions first, then the key's
       members.push_back(member(lit(Json(p.name).dump(-1, ' ', false)), value));
       optional.push_back(!p.required);
       names.push_back(p.name);
