@@ -5,6 +5,8 @@
 #include <climits>
 #include <cstdint>
 #include <map>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include <catch2/catch.hpp>
@@ -296,6 +298,31 @@ std::vector<Request> shared_prefix_requests(int vocab) {
   }
   return out;
 }
+
+// Llama-3-8B on an H100, simulated, with paged KV memory of `blocks` blocks of 16 positions.
+SimEngine paged_h100(std::size_t blocks) {
+  SimEngine e;
+  e.config = named_config("llama3-8b");
+  e.hardware = hardware_by_name("h100-sxm");
+  e.cost = cost_options_for(e.hardware);
+  e.memory.allocator = Allocator::paged;
+  e.memory.block_size = 16;
+  e.memory.budget_bytes = kv_storage_bytes_per_token(e.config, DType::f32) * 16 * blocks;
+  return e;
+}
+
+// 120 short requests of one workload kind at 20 requests/s.
+WorkloadSpec short_requests(WorkloadKind kind) {
+  WorkloadSpec spec;
+  spec.kind = kind;
+  spec.requests = 120;
+  spec.rate = 20.0;
+  spec.prompt = parse_length_distribution("lognormal:48:0.5");
+  spec.output = parse_length_distribution("lognormal:32:0.5");
+  spec.max_prompt = 96;
+  spec.max_output = 64;
+  return spec;
+}
 }  // namespace
 
 TEST_CASE("engine: with a prefix cache every request's greedy tokens equal those without one",
@@ -488,25 +515,11 @@ TEST_CASE("prefix cache: needs paged memory", "[prefix][engine]") {
 TEST_CASE(
     "engine: every shared-prefix workload saves prefill, the trie at least as much as the hashes",
     "[prefix][engine]") {
-  SimEngine e;
-  e.config = named_config("llama3-8b");
-  e.hardware = hardware_by_name("h100-sxm");
-  e.cost = cost_options_for(e.hardware);
-  e.memory.allocator = Allocator::paged;
-  e.memory.block_size = 16;
-  e.memory.budget_bytes = kv_storage_bytes_per_token(e.config, DType::f32) * 16 * 2048;
+  SimEngine e = paged_h100(2048);
   for (WorkloadKind kind : {WorkloadKind::shared_prefix, WorkloadKind::few_shot,
                             WorkloadKind::multi_turn, WorkloadKind::rag}) {
     INFO(workload_kind_name(kind));
-    WorkloadSpec spec;
-    spec.kind = kind;
-    spec.requests = 120;
-    spec.rate = 20.0;
-    spec.prompt = parse_length_distribution("lognormal:48:0.5");
-    spec.output = parse_length_distribution("lognormal:32:0.5");
-    spec.max_prompt = 96;
-    spec.max_output = 64;
-    const std::vector<Request> reqs = generate_workload(spec);
+    const std::vector<Request> reqs = generate_workload(short_requests(kind));
     std::map<std::string, PrefixSummary> s;
     std::vector<int> tokens_off;
     for (PrefixCacheKind cache :
@@ -528,14 +541,8 @@ TEST_CASE(
 
 TEST_CASE("side channel: without a tenant salt a seen prefix answers faster, with one it does not",
           "[prefix][engine]") {
-  SimEngine e;
-  e.config = named_config("llama3-8b");
-  e.hardware = hardware_by_name("h100-sxm");
-  e.cost = cost_options_for(e.hardware);
-  e.memory.allocator = Allocator::paged;
-  e.memory.block_size = 16;
+  SimEngine e = paged_h100(1024);
   e.memory.prefix_cache = PrefixCacheKind::radix;
-  e.memory.budget_bytes = kv_storage_bytes_per_token(e.config, DType::f32) * 16 * 1024;
   auto serve = [&](const std::vector<Request>& reqs) { return run_sim(reqs, {}, e); };
   const SideChannel open = measure_side_channel(serve, 2000, 1.0, /*salted=*/false);
   const SideChannel closed = measure_side_channel(serve, 2000, 1.0, /*salted=*/true);
@@ -565,23 +572,9 @@ TEST_CASE("the worked example: a 2,000-token prefill of Llama-3-70B on 4x A100",
 TEST_CASE("the prefix study: every cache on one workload, the radix cache in both orders, and the "
           "side channel",
           "[prefix][engine]") {
-  SimEngine e;
-  e.config = named_config("llama3-8b");
-  e.hardware = hardware_by_name("h100-sxm");
-  e.cost = cost_options_for(e.hardware);
-  e.memory.allocator = Allocator::paged;
-  e.memory.block_size = 16;
-  e.memory.budget_bytes = kv_storage_bytes_per_token(e.config, DType::f32) * 16 * 1024;
-  WorkloadSpec spec;
-  spec.kind = WorkloadKind::shared_prefix;
-  spec.requests = 60;
-  spec.rate = 20.0;
-  spec.prompt = parse_length_distribution("lognormal:48:0.5");
-  spec.output = parse_length_distribution("lognormal:32:0.5");
-  spec.max_prompt = 96;
-  spec.max_output = 64;
+  const SimEngine e = paged_h100(1024);
   PrefixStudyPlan plan;
-  plan.requests = generate_workload(spec);
+  plan.requests = generate_workload(short_requests(WorkloadKind::shared_prefix));
   plan.caches = {PrefixCacheKind::off, PrefixCacheKind::hash, PrefixCacheKind::radix};
   plan.order = Order::fcfs;
   plan.simulated = true;

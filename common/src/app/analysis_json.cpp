@@ -17,27 +17,29 @@ json op_json(const OpCost& op) {
       {"name", op.name}, {"flops", op.flops}, {"bytes", op.bytes}, {"intensity", op.intensity()}};
 }
 
-json point_json(const MeasuredPoint& m, const Hardware& hw) {
+// What every timed point has: its work, its time, its rate and the roof above it.
+template <class Point>
+json timed_point_json(const Point& m, const Hardware& hw) {
   return {{"name", m.name},
           {"flops", m.flops},
           {"bytes", m.bytes},
           {"seconds", m.seconds},
           {"intensity", m.intensity()},
           {"flops_per_second", m.flops_per_second()},
-          {"bytes_per_second", m.bytes_per_second()},
           {"attainable_flops_per_second", attainable_flops(hw, m.intensity())}};
 }
 
+json point_json(const MeasuredPoint& m, const Hardware& hw) {
+  json out = timed_point_json(m, hw);
+  out["bytes_per_second"] = m.bytes_per_second();
+  return out;
+}
+
 json model_point_json(const ModelPoint& m, const Hardware& hw) {
-  return {{"name", m.name},
-          {"tokens", m.tokens},
-          {"flops", m.flops},
-          {"bytes", m.bytes},
-          {"seconds", m.seconds},
-          {"tokens_per_second", m.tokens_per_second()},
-          {"intensity", m.intensity()},
-          {"flops_per_second", m.flops_per_second()},
-          {"attainable_flops_per_second", attainable_flops(hw, m.intensity())}};
+  json out = timed_point_json(m, hw);
+  out["tokens"] = m.tokens;
+  out["tokens_per_second"] = m.tokens_per_second();
+  return out;
 }
 
 json memory_fit_json(const MemoryFit& fit) {
