@@ -2,6 +2,7 @@
 // line), the writer, and the real SmolLM2 file and llama.cpp vocabularies when present.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -15,6 +16,9 @@
 #include "inferlab/kernels/quant_formats.hpp"
 #include "inferlab/model/gguf.hpp"
 #include "inferlab/model/gguf_writer.hpp"
+#include "inferlab/model/model.hpp"
+#include "inferlab/model/model_files.hpp"
+#include "inferlab/runtime/forward.hpp"
 #include "test_support.hpp"
 
 using namespace inferlab;
@@ -387,4 +391,237 @@ TEST_CASE("gguf: llama.cpp's vocabulary files read", "[model]") {
     CHECK(tokens.size() > 30000);
     CHECK_FALSE(f.get_string("tokenizer.ggml.model").empty());
   }
+}
+
+namespace {
+
+// A small GQA shape whose every row length (64 and 96) splits into 32-number blocks.
+ModelConfig small_config(bool shared) {
+  ModelConfig c;
+  c.dim = 64;
+  c.hidden_dim = 96;
+  c.n_layers = 2;
+  c.n_heads = 8;
+  c.n_kv_heads = 4;
+  c.vocab_size = 96;
+  c.seq_len = 32;
+  c.shared_classifier = shared;
+  return c;
+}
+
+std::vector<float> logits_of(const Model& m, const std::vector<int>& tokens) {
+  ForwardPass pass(m);
+  return naive_logits(pass, tokens);
+}
+
+// The weights a file of this type holds for these floats: quantized, then read back.
+std::vector<float> through(TensorType t, const float* x, std::size_t n) {
+  std::vector<std::uint8_t> packed(kernels::tensor_bytes(t, n));
+  kernels::quantize_ref(t, x, packed.data(), n);
+  std::vector<float> y(n);
+  kernels::dequantize_ref(t, packed.data(), y.data(), n);
+  return y;
+}
+
+std::size_t find_bytes(const std::string& haystack, const std::string& needle) {
+  const std::size_t at = haystack.find(needle);
+  REQUIRE(at != std::string::npos);
+  return at;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "gguf models: every tensor type and classifier reads back as the same weights and "
+    "gives the logits of the same weights in llama2.c form",
+    "[invariant]") {
+  const std::vector<int> tokens = {1, 5, 17, 42, 95, 3, 60};
+  for (bool shared : {true, false}) {
+    const Model original = make_synthetic_model(small_config(shared), {}, "small");
+    for (TensorType t : {TensorType::kF32, TensorType::kF16, TensorType::kBF16, TensorType::kQ8_0,
+                         TensorType::kQ4_0, TensorType::kQ4_1}) {
+      CAPTURE(shared, kernels::ggml_type_name(std::uint32_t(t)));
+      const GgufTemp file("", "model");
+      original.save_gguf(file.str(), t);
+      REQUIRE(GgufFile::has_magic(file.str()));
+      const Model loaded = Model::load(file.str());  // detected from the magic
+      const ModelConfig& c = loaded.config();
+      CHECK(c.dim == 64);
+      CHECK(c.n_kv_heads == 4);
+      CHECK(c.shared_classifier == shared);
+      CHECK(c.rope_theta == original.config().rope_theta);
+      CHECK((GgufFile::open(file.str()).find_tensor("output.weight") == nullptr) == shared);
+      CHECK_THAT(loaded.load_note(), Contains("converted to float32 at load"));
+      // Each linear weight is what the type stores for the original floats, bit for bit.
+      const std::size_t wq = std::size_t(c.n_layers) * c.dim * c.dim;
+      CHECK(std::vector<float>(loaded.weights().wq, loaded.weights().wq + wq) ==
+            through(t, original.weights().wq, wq));
+      const std::size_t emb = std::size_t(c.vocab_size) * c.dim;
+      CHECK(std::vector<float>(loaded.weights().wcls, loaded.weights().wcls + emb) ==
+            through(t, original.weights().wcls, emb));
+      // The same weights written as a llama2.c checkpoint give the same logits.
+      const GgufTemp legacy("", "legacy");
+      loaded.save(legacy.str());
+      const Model as_legacy = Model::load(legacy.str());
+      CHECK(as_legacy.load_note().empty());
+      CHECK(logits_of(loaded, tokens) == logits_of(as_legacy, tokens));
+      if (t == TensorType::kF32) CHECK(logits_of(loaded, tokens) == logits_of(original, tokens));
+    }
+  }
+}
+
+TEST_CASE("gguf models: RoPE base, epsilon and scaling round-trip and drive the pass",
+          "[invariant]") {
+  const std::vector<int> tokens = {1, 5, 17, 42, 95, 3, 60, 7, 8, 9};
+  ModelConfig c = small_config(true);
+  c.rope_theta = 500000.0f;
+  c.norm_eps = 1e-6f;
+  c.rope_scaling = RopeScaling::llama3;
+  c.rope_factor = 8.0f;
+  c.rope_low_freq_factor = 1.0f;
+  c.rope_high_freq_factor = 4.0f;
+  c.rope_original_context = 16;
+  const Model original = make_synthetic_model(c, {}, "llama3-scaled");
+  const GgufTemp file("", "llama3");
+  original.save_gguf(file.str());
+  const Model loaded = Model::load(file.str());
+  const ModelConfig& l = loaded.config();
+  CHECK(l.rope_theta == 500000.0f);
+  CHECK(l.norm_eps == 1e-6f);
+  CHECK(l.rope_scaling == RopeScaling::llama3);
+  CHECK(l.rope_factor == 8.0f);
+  CHECK(l.rope_high_freq_factor == 4.0f);
+  CHECK(l.rope_original_context == 16);
+  CHECK(logits_of(loaded, tokens) == logits_of(original, tokens));
+  // The scaling changes the logits (it is read by the pass, not only stored).
+  ModelConfig unscaled = c;
+  unscaled.rope_scaling = RopeScaling::none;
+  const Model plain = make_synthetic_model(unscaled, {}, "unscaled");
+  CHECK(logits_of(plain, tokens) != logits_of(original, tokens));
+}
+
+TEST_CASE("rope_inv_freq: the llama2.c rule, linear and Llama 3 scaling", "[unit]") {
+  ModelConfig c = small_config(true);  // hs = 8: four pairs
+  c.rope_theta = 10000.0f;
+  const std::vector<float> base = c.rope_inv_freq();
+  REQUIRE(base.size() == 4);
+  for (int j = 0; j < 4; ++j)
+    CHECK(base[std::size_t(j)] == 1.0f / std::pow(10000.0f, float(2 * j) / 8.0f));
+  c.rope_scaling = RopeScaling::linear;
+  c.rope_factor = 4.0f;
+  const std::vector<float> linear = c.rope_inv_freq();
+  for (std::size_t j = 0; j < 4; ++j) CHECK(linear[j] == base[j] / 4.0f);
+  // Wavelengths 2*pi/inv_freq: 6.3, 63, 628, 6283. With an original context of 100 and
+  // factors 1 and 4: below 25 kept, above 100 divided by the factor, 63 blended with
+  // smooth = (100/63 - 1) / 3.
+  c.rope_scaling = RopeScaling::llama3;
+  c.rope_original_context = 100;
+  c.rope_low_freq_factor = 1.0f;
+  c.rope_high_freq_factor = 4.0f;
+  const std::vector<float> l3 = c.rope_inv_freq();
+  CHECK(l3[0] == base[0]);
+  const float smooth = (100.0f / (2.0f * 3.14159265f / base[1]) - 1.0f) / 3.0f;
+  CHECK(l3[1] == Approx((1.0f - smooth) * base[1] / 4.0f + smooth * base[1]).epsilon(1e-5));
+  CHECK(l3[2] == base[2] / 4.0f);
+  CHECK(l3[3] == base[3] / 4.0f);
+}
+
+TEST_CASE("gguf models: bad metadata and tensors are refused with one clear line", "[unit]") {
+  const Model original = make_synthetic_model(small_config(false), {}, "small");
+  const GgufTemp good_file("", "goodmodel");
+  original.save_gguf(good_file.str(), TensorType::kQ8_0);
+  std::string good;
+  {
+    std::ifstream in(good_file.path, std::ios::binary);
+    good.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  auto refuse = [&](const std::string& bytes, const std::string& expected) {
+    const GgufTemp bad(bytes, "badmodel");
+    CAPTURE(expected);
+    try {
+      Model::load(bad.str());
+      FAIL("accepted");
+    } catch (const Error& e) {
+      const std::string msg = e.what();
+      CHECK_THAT(msg, Contains(expected));
+      CHECK_THAT(msg, Contains(bad.str()));
+      CHECK(msg.find('\n') == std::string::npos);
+    }
+  };
+  // A u32 value: after the key, its 4-byte type.
+  auto value_at = [&](const std::string& key) { return find_bytes(good, key) + key.size() + 4; };
+  std::string b = good;
+  const std::size_t arch = value_at("general.architecture") + 8;
+  b.replace(arch, 5, "qwen2");
+  refuse(b, "architecture 'qwen2' is not supported (supported: llama)");
+  b = good;
+  b[find_bytes(b, "llama.block_count") + 16] = 'X';
+  refuse(b, "metadata key 'llama.block_count' is missing");
+  b = good;
+  poke<std::uint32_t>(b, value_at("llama.feed_forward_length"), 128);
+  refuse(b, "tensor 'blk.0.ffn_gate.weight' is [64, 96] Q8_0, but the metadata implies [64, 128]");
+  b = good;
+  poke<std::uint32_t>(b, value_at("llama.attention.key_length"), 16);
+  refuse(b, "llama.attention.key_length = 16 differs from embedding_length / head_count = 8");
+  b = good;
+  poke<std::uint32_t>(b, value_at("llama.attention.head_count"), 0);
+  refuse(b, "llama.attention.head_count = 0 (must be in [1, 2147483647])");
+  b = good;
+  b[find_bytes(b, "output_norm.weight") + 17] = 'X';
+  refuse(b, "tensor 'output_norm.weight' is missing");
+  b = good;
+  b[find_bytes(b, "llama.vocab_size") + 16 + 4] = 97;
+  refuse(b, "llama.vocab_size = 97 but token_embd.weight has 96 rows");
+  // A non-finite weight: the first F32 norm's first value.
+  const GgufFile f = GgufFile::open(good_file.str());
+  const GgufTensor* norm = f.find_tensor("blk.0.attn_norm.weight");
+  b = good;
+  poke<float>(b, f.data_offset() + norm->offset, std::nanf(""));
+  refuse(b, "tensor 'blk.0.attn_norm.weight' holds nan at index 0: the weights must be finite");
+}
+
+TEST_CASE("gguf models: SmolLM2-135M-Instruct loads and answers", "[model]") {
+  const std::string path =
+      test::require_file(test::models_dir() / "SmolLM2-135M-Instruct.Q4_1.gguf");
+  CHECK(fs::path(find_model("smollm2")).filename() == kSmolLM2Model);  // the short name
+  const Model m = Model::load(path);
+  const ModelConfig& c = m.config();
+  CHECK(c.dim == 576);
+  CHECK(c.hidden_dim == 1536);
+  CHECK(c.n_layers == 30);
+  CHECK(c.n_heads == 9);
+  CHECK(c.n_kv_heads == 3);
+  CHECK(c.head_size() == 64);
+  CHECK(c.vocab_size == 49152);
+  CHECK(c.seq_len == 8192);
+  CHECK(c.rope_theta == 100000.0f);
+  CHECK(c.norm_eps == 1e-5f);
+  CHECK(c.rope_scaling == RopeScaling::none);
+  CHECK(c.shared_classifier);
+  CHECK_THAT(m.load_note(), Contains("210 Q4_1 tensors") && Contains("1 Q8_0 tensor") &&
+                                Contains("61 F32 tensors") && Contains("tied classifier"));
+  // A chat prompt spelled with whole vocabulary pieces (byte-level BPE: 'Ġ' is a space, 'Ċ' a
+  // newline); greedy decoding must answer it.
+  const GgufFile f = GgufFile::open(path);
+  const auto vocab = f.get_array<std::string_view>("tokenizer.ggml.tokens");
+  auto id = [&](std::string_view piece) {
+    const auto it = std::find(vocab.begin(), vocab.end(), piece);
+    REQUIRE(it != vocab.end());
+    return int(it - vocab.begin());
+  };
+  std::vector<int> tokens;
+  for (const char* piece :
+       {"<|im_start|>", "user", "Ċ", "What", "Ġis", "Ġthe", "Ġcapital", "Ġof", "ĠFrance", "?",
+        "<|im_end|>", "Ċ", "<|im_start|>", "ass", "istant", "Ċ"})
+    tokens.push_back(id(piece));
+  ForwardPass pass(m);
+  std::string answer;
+  for (int step = 0; step < 8; ++step) {
+    const std::vector<float> logits = naive_logits(pass, tokens);
+    const int next = int(std::max_element(logits.begin(), logits.end()) - logits.begin());
+    tokens.push_back(next);
+    answer += std::string(vocab[std::size_t(next)]);
+  }
+  CAPTURE(answer);
+  CHECK_THAT(answer, Contains("Paris"));
 }

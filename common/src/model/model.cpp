@@ -1,4 +1,4 @@
-// Loading and validating llama2.c legacy checkpoints.
+// Loading and validating llama2.c legacy checkpoints (GGUF files: model_gguf.cpp).
 #include "inferlab/model/model.hpp"
 
 #include <fcntl.h>
@@ -15,11 +15,13 @@
 #include <fstream>
 #include <limits>
 #include <mutex>
+#include <numbers>
 
 #include <fmt/format.h>
 
 #include "inferlab/base/error.hpp"
 #include "inferlab/base/safe_files.hpp"
+#include "inferlab/model/gguf.hpp"
 
 namespace inferlab {
 
@@ -121,6 +123,34 @@ std::size_t ModelConfig::bytes_read_per_token() const {
   return floats * sizeof(float);
 }
 
+std::vector<float> ModelConfig::rope_inv_freq() const {
+  const int hs = head_size();
+  std::vector<float> inv_freq(std::size_t(hs / 2));
+  // Llama 3.1's rule (the one its reference code and llama.cpp apply): a wavelength longer
+  // than original/low_freq_factor is stretched by the factor, one shorter than
+  // original/high_freq_factor kept, and the ones between blended linearly in the inverse.
+  const float low_wavelen = float(rope_original_context) / rope_low_freq_factor;
+  const float high_wavelen = float(rope_original_context) / rope_high_freq_factor;
+  for (int j = 0; j < hs / 2; ++j) {
+    // The expression rope_cpu uses, so an unscaled table gives the very same rotations.
+    float f = 1.0f / std::pow(rope_theta, float(2 * j) / float(hs));
+    if (rope_scaling == RopeScaling::linear) {
+      f /= rope_factor;
+    } else if (rope_scaling == RopeScaling::llama3) {
+      const float wavelen = 2.0f * std::numbers::pi_v<float> / f;
+      if (wavelen > low_wavelen) {
+        f /= rope_factor;
+      } else if (wavelen >= high_wavelen) {
+        const float smooth = (float(rope_original_context) / wavelen - rope_low_freq_factor) /
+                             (rope_high_freq_factor - rope_low_freq_factor);
+        f = (1.0f - smooth) * f / rope_factor + smooth * f;
+      }
+    }
+    inv_freq[std::size_t(j)] = f;
+  }
+  return inv_freq;
+}
+
 void ModelConfig::validate(const std::string& source) const {
   auto fail = [&](const std::string& what) {
     throw Error(fmt::format("{}: invalid model configuration: {}", source, what));
@@ -137,6 +167,19 @@ void ModelConfig::validate(const std::string& source) const {
     fail(fmt::format("n_heads {} is not divisible by n_kv_heads {}", n_heads, n_kv_heads));
   if (head_size() % 2 != 0)
     fail(fmt::format("head size {} is odd (RoPE rotates pairs)", head_size()));
+  if (!(rope_theta > 0.0f) || !std::isfinite(rope_theta))
+    fail(fmt::format("rope_theta = {} (must be positive)", rope_theta));
+  if (!(norm_eps > 0.0f) || !std::isfinite(norm_eps))
+    fail(fmt::format("norm_eps = {} (must be positive)", norm_eps));
+  if (rope_scaling != RopeScaling::none && (!(rope_factor >= 1.0f) || !std::isfinite(rope_factor)))
+    fail(fmt::format("RoPE scaling factor = {} (must be at least 1)", rope_factor));
+  if (rope_scaling == RopeScaling::llama3 &&
+      (!(rope_low_freq_factor > 0.0f) || !(rope_high_freq_factor > rope_low_freq_factor) ||
+       !std::isfinite(rope_high_freq_factor) || rope_original_context <= 0))
+    fail(
+        fmt::format("llama3 RoPE scaling needs 0 < low_freq_factor ({}) < high_freq_factor "
+                    "({}) and a positive original context ({})",
+                    rope_low_freq_factor, rope_high_freq_factor, rope_original_context));
   // Guard the size arithmetic: every tensor must be addressable with 64-bit offsets, and each
   // single matrix with int-sized dimensions products used by the kernels' row strides.
   constexpr double kMaxFloats = double(std::numeric_limits<std::int64_t>::max()) / 8;
@@ -230,6 +273,10 @@ Model::Model(Model&&) noexcept = default;
 Model& Model::operator=(Model&&) noexcept = default;
 Model::~Model() = default;
 
+std::size_t Model::body_floats(const ModelConfig& config) { return layout_of(config).total(); }
+
+float* Model::owned_body() { return storage_->owned.data(); }
+
 std::size_t Model::file_size_for(const ModelConfig& config) {
   return kHeaderBytes + layout_of(config).total() * sizeof(float);
 }
@@ -264,6 +311,7 @@ void Model::bind_weights(const float* p) {
 }
 
 Model Model::load(const std::string& path) {
+  if (GgufFile::has_magic(path)) return load_gguf(path);
   auto fail = [&](const std::string& what) -> Error {
     return Error(fmt::format("cannot load model '{}': {}", path, what));
   };
