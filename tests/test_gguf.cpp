@@ -85,6 +85,23 @@ GgufWriter small_writer() {
   return w;
 }
 
+// Writes @p bytes to a scratch file and calls @p load on its path, which must throw one
+// inferlab::Error line containing @p expected and naming the file.
+template <class Load>
+void expect_refused(const std::string& bytes, const std::string& expected, Load load) {
+  const GgufTemp bad(bytes, "bad");
+  CAPTURE(expected);
+  try {
+    load(bad.str());
+    FAIL("accepted");
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    CHECK_THAT(msg, Contains(expected));
+    CHECK_THAT(msg, Contains(bad.str()));
+    CHECK(msg.find('\n') == std::string::npos);
+  }
+}
+
 // The byte offset just past the metadata of small_writer()'s image (where tensor infos start).
 std::size_t tensor_infos_offset(const GgufFile& f) {
   const GgufValue& last = f.metadata().back();
@@ -243,18 +260,8 @@ TEST_CASE("gguf: every bad input is refused with one line naming the file", "[un
   const std::size_t infos = tensor_infos_offset(g);
   const std::size_t data = g.data_offset();
 
-  auto refuse = [&](const std::string& bytes, const std::string& expected) {
-    const GgufTemp bad(bytes, "bad");
-    CAPTURE(expected);
-    try {
-      GgufFile::open(bad.str());
-      FAIL("accepted");
-    } catch (const Error& e) {
-      const std::string msg = e.what();
-      CHECK_THAT(msg, Contains(expected));
-      CHECK_THAT(msg, Contains(bad.str()));
-      CHECK(msg.find('\n') == std::string::npos);
-    }
+  auto refuse = [](const std::string& bytes, const std::string& expected) {
+    expect_refused(bytes, expected, [](const std::string& path) { GgufFile::open(path); });
   };
 
   SECTION("truncated at every section boundary and inside each section") {
@@ -535,18 +542,8 @@ TEST_CASE("gguf models: bad metadata and tensors are refused with one clear line
     std::ifstream in(good_file.path, std::ios::binary);
     good.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
   }
-  auto refuse = [&](const std::string& bytes, const std::string& expected) {
-    const GgufTemp bad(bytes, "badmodel");
-    CAPTURE(expected);
-    try {
-      Model::load(bad.str());
-      FAIL("accepted");
-    } catch (const Error& e) {
-      const std::string msg = e.what();
-      CHECK_THAT(msg, Contains(expected));
-      CHECK_THAT(msg, Contains(bad.str()));
-      CHECK(msg.find('\n') == std::string::npos);
-    }
+  auto refuse = [](const std::string& bytes, const std::string& expected) {
+    expect_refused(bytes, expected, [](const std::string& path) { Model::load(path); });
   };
   // A u32 value: after the key, its 4-byte type.
   auto value_at = [&](const std::string& key) { return find_bytes(good, key) + key.size() + 4; };

@@ -2,12 +2,9 @@
 #include "inferlab/model/gguf.hpp"
 
 #include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cstring>
 #include <limits>
 #include <numeric>
@@ -17,6 +14,7 @@
 
 #include "inferlab/base/error.hpp"
 #include "inferlab/base/safe_files.hpp"
+#include "mapped_file.hpp"
 
 namespace inferlab {
 
@@ -202,14 +200,6 @@ std::string GgufTensor::describe() const {
   return fmt::format("[{}] {}", dims, kernels::ggml_type_name(std::uint32_t(type)));
 }
 
-struct GgufFile::Mapping {
-  void* base = nullptr;
-  std::size_t bytes = 0;
-  ~Mapping() {
-    if (base) ::munmap(base, bytes);
-  }
-};
-
 GgufFile::GgufFile(GgufFile&&) noexcept = default;
 GgufFile& GgufFile::operator=(GgufFile&&) noexcept = default;
 GgufFile::~GgufFile() = default;
@@ -228,31 +218,17 @@ GgufFile GgufFile::open(const std::string& path) {
   auto fail = [&](const std::string& what) {
     return Error(fmt::format("cannot read GGUF file '{}': {}", path, what));
   };
-  // A FIFO, a device or a directory is refused before open(), which would block on a FIFO.
-  if (const std::string why = regular_file_problem(path); !why.empty()) throw fail(why);
-  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) throw fail(std::strerror(errno));
-  struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    throw fail("not a regular file");
-  }
-  const auto file_bytes = static_cast<std::size_t>(st.st_size);
+  MappedFile file(path, fail);
+  const std::size_t file_bytes = file.size();
   if (file_bytes < kHeaderBytes) {
-    ::close(fd);
     throw fail(fmt::format("the file is {} bytes, shorter than the {}-byte GGUF header", file_bytes,
                            kHeaderBytes));
   }
-  void* map = ::mmap(nullptr, file_bytes, PROT_READ, MAP_PRIVATE, fd, 0);
-  ::close(fd);  // the mapping stays valid
-  if (map == MAP_FAILED) throw fail(fmt::format("mmap failed: {}", std::strerror(errno)));
   GgufFile f;
   f.path_ = path;
   f.file_bytes_ = file_bytes;
-  f.mapping_ = std::make_unique<Mapping>();
-  f.mapping_->base = map;
-  f.mapping_->bytes = file_bytes;
-  const auto* base = static_cast<const std::uint8_t*>(map);
+  const std::uint8_t* base = file.data();
+  f.mapping_ = std::make_unique<MappedFile>(std::move(file));
 
   Cursor in(base, file_bytes, f.path_);
   if (std::memcmp(in.take(4), kMagic, 4) != 0) {

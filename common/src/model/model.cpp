@@ -1,12 +1,9 @@
 // Loading and validating llama2.c legacy checkpoints (GGUF files: model_gguf.cpp).
 #include "inferlab/model/model.hpp"
 
-#include <fcntl.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <cstdint>
 #include <cmath>
 #include <cstring>
@@ -15,6 +12,7 @@
 #include <fstream>
 #include <limits>
 #include <mutex>
+#include <optional>
 #include <numbers>
 
 #include <fmt/format.h>
@@ -22,6 +20,7 @@
 #include "inferlab/base/error.hpp"
 #include "inferlab/base/safe_files.hpp"
 #include "inferlab/model/gguf.hpp"
+#include "mapped_file.hpp"
 
 namespace inferlab {
 
@@ -190,12 +189,8 @@ void ModelConfig::validate(const std::string& source) const {
 }
 
 struct Model::Storage {
-  void* map = nullptr;  // mmap'ed file, or
-  std::size_t map_bytes = 0;
-  std::vector<float> owned;  // an owned body (synthetic models)
-  ~Storage() {
-    if (map) munmap(map, map_bytes);
-  }
+  std::optional<MappedFile> map;  // the mapped file, or
+  std::vector<float> owned;       // an owned body (synthetic models, GGUF files)
 };
 
 // The packed linear weights of a model (and of its views): built once, on first use.
@@ -315,21 +310,12 @@ Model Model::load(const std::string& path) {
   auto fail = [&](const std::string& what) -> Error {
     return Error(fmt::format("cannot load model '{}': {}", path, what));
   };
-  // A FIFO, a device or a directory is refused before open(), which would block on a FIFO.
-  if (const std::string why = regular_file_problem(path); !why.empty()) throw fail(why);
-  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) throw fail(std::strerror(errno));
-  struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    throw fail("not a regular file");
-  }
-  const auto file_bytes = static_cast<std::size_t>(st.st_size);
+  MappedFile file(path, fail);
+  const std::size_t file_bytes = file.size();
   std::int32_t header[7];
-  if (file_bytes < kHeaderBytes || ::pread(fd, header, kHeaderBytes, 0) != ssize_t(kHeaderBytes)) {
-    ::close(fd);
+  if (file_bytes < kHeaderBytes)
     throw fail(fmt::format("file is {} bytes, shorter than the 28-byte header", file_bytes));
-  }
+  std::memcpy(header, file.data(), kHeaderBytes);
   ModelConfig c;
   c.dim = header[0];
   c.hidden_dim = header[1];
@@ -339,7 +325,6 @@ Model Model::load(const std::string& path) {
   // llama2.c's convention: a negative vocab_size means the classifier is stored separately.
   c.shared_classifier = header[5] > 0;
   if (header[5] == std::numeric_limits<std::int32_t>::min()) {
-    ::close(fd);
     throw fail(
         fmt::format("invalid model configuration: vocab_size = {} (its magnitude must be "
                     "positive and at most {})",
@@ -347,15 +332,9 @@ Model Model::load(const std::string& path) {
   }
   c.vocab_size = std::abs(header[5]);
   c.seq_len = header[6];
-  try {
-    c.validate(path);
-  } catch (...) {
-    ::close(fd);
-    throw;
-  }
+  c.validate(path);
   const std::size_t expected = file_size_for(c);
   if (file_bytes != expected) {
-    ::close(fd);
     throw fail(fmt::format(
         "file is {} bytes but its header (dim {}, hidden {}, {} layers, {} heads, {} KV heads, "
         "vocab {}, seq_len {}, {} classifier) implies exactly {} bytes: the file is {}",
@@ -363,16 +342,12 @@ Model Model::load(const std::string& path) {
         c.seq_len, c.shared_classifier ? "shared" : "separate", expected,
         file_bytes < expected ? "truncated" : "padded or not a llama2.c version-0 checkpoint"));
   }
-  void* map = ::mmap(nullptr, file_bytes, PROT_READ, MAP_PRIVATE, fd, 0);
-  ::close(fd);  // the mapping stays valid
-  if (map == MAP_FAILED) throw fail(fmt::format("mmap failed: {}", std::strerror(errno)));
   Model m;
   m.config_ = c;
   m.name_ = path;
   m.storage_ = std::make_unique<Storage>();
-  m.storage_->map = map;
-  m.storage_->map_bytes = file_bytes;
-  const auto* body = reinterpret_cast<const float*>(static_cast<const char*>(map) + kHeaderBytes);
+  const auto* body = reinterpret_cast<const float*>(file.data() + kHeaderBytes);
+  m.storage_->map.emplace(std::move(file));
   check_finite_weights(body, c, path);
   m.bind_weights(body);
   m.make_packed();

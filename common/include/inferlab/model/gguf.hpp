@@ -28,6 +28,8 @@
 
 namespace inferlab {
 
+class MappedFile;
+
 /// @brief The value types of GGUF metadata (numbered as in the file).
 enum class GgufType : std::uint32_t {
   kU8 = 0,      ///< uint8
@@ -142,7 +144,6 @@ class GgufFile {
 
  private:
   GgufFile() = default;
-  struct Mapping;
   const GgufValue& require(std::string_view key) const;
   std::string path_;
   std::uint32_t version_ = 0;
@@ -153,7 +154,7 @@ class GgufFile {
   std::vector<GgufTensor> tensors_;
   // Keys and names as views of their bytes in the mapping, which never move.
   std::unordered_map<std::string_view, std::size_t> key_index_, tensor_index_;
-  std::unique_ptr<Mapping> mapping_;
+  std::unique_ptr<MappedFile> mapping_;
 };
 
 }  // namespace inferlab
