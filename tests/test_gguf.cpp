@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -387,7 +388,9 @@ TEST_CASE("gguf: SmolLM2-135M-Instruct's file reads", "[model]") {
 }
 
 TEST_CASE("gguf: llama.cpp's vocabulary files read", "[model]") {
-  const fs::path dir = test::models_dir() / ".." / "tokenizers";
+  // $INFERLAB_TOKENIZERS, else the tokenizers/ folder beside the models folder.
+  const char* env = std::getenv("INFERLAB_TOKENIZERS");
+  const fs::path dir = env && *env ? fs::path(env) : test::models_dir() / ".." / "tokenizers";
   for (const char* name :
        {"ggml-vocab-deepseek-coder.gguf", "ggml-vocab-gpt-2.gguf", "ggml-vocab-llama-bpe.gguf",
         "ggml-vocab-llama-spm.gguf", "ggml-vocab-phi-3.gguf", "ggml-vocab-qwen2.gguf"}) {
