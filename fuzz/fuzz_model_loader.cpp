@@ -1,6 +1,6 @@
 // Fuzz target: Model::load on arbitrary bytes. Anything but a valid llama2.c checkpoint or GGUF
-// model must be refused with inferlab::Error (any other exception, a crash or a sanitizer report is a bug);
-// what loads must be self-consistent.
+// model must be refused with inferlab::Error (any other exception, a crash or a sanitizer
+// report is a bug); what loads must be self-consistent.
 #include <cstdint>
 #include <cstdlib>
 
