@@ -580,6 +580,24 @@ TEST_CASE("gguf models: bad metadata and tensors are refused with one clear line
   refuse(b, "tensor 'blk.0.attn_norm.weight' holds nan at index 0: the weights must be finite");
 }
 
+TEST_CASE("the model short name smollm2 resolves to its GGUF file", "[unit]") {
+  const fs::path dir =
+      fs::temp_directory_path() / ("inferlab_short_name_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  std::ofstream(dir / kSmolLM2Model).put('x');
+  const char* saved = std::getenv("INFERLAB_MODELS");
+  const std::string previous = saved ? saved : "";
+  ::setenv("INFERLAB_MODELS", dir.c_str(), 1);
+  const std::string found = find_model("smollm2");
+  if (saved) {
+    ::setenv("INFERLAB_MODELS", previous.c_str(), 1);
+  } else {
+    ::unsetenv("INFERLAB_MODELS");
+  }
+  fs::remove_all(dir);
+  CHECK(found == (dir / kSmolLM2Model).string());
+}
+
 TEST_CASE("gguf models: SmolLM2-135M-Instruct loads and answers", "[model]") {
   const std::string path =
       test::require_file(test::models_dir() / "SmolLM2-135M-Instruct.Q4_1.gguf");
