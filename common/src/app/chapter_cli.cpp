@@ -24,8 +24,8 @@ int run_chapter(CLI::App& app, int argc, char** argv, const std::function<int()>
 void add_generation_flags(CLI::App& app, GenerationFlags& f) {
   CLI::Option* model =
       app.add_option("--model", f.model,
-                     "model file (llama2.c format); default stories260K.bin found in "
-                     "$INFERLAB_MODELS or models/");
+                     "model file (GGUF or llama2.c), or smollm2; default stories260K.bin "
+                     "found in $INFERLAB_MODELS or models/");
   app.add_option("--tokenizer", f.tokenizer, "tokenizer file; default matches the vocabulary");
   app.add_option("--synthetic", f.synthetic,
                  "run on a generated random-weight model of this shape instead of a file (" +
@@ -161,6 +161,7 @@ void print_run_header(const char* title, const LoadedModel& m, const GenerationF
       "context %d, %.2fM params\n",
       c.dim, c.hidden_dim, c.n_layers, c.n_heads, c.n_kv_heads, c.vocab_size, c.seq_len,
       c.n_params() / 1e6);
+  if (!m.model->load_note().empty()) std::printf("           %s\n", m.model->load_note().c_str());
   std::printf("tokenizer: %s\n", m.tokenizer_source == "synthetic"
                                      ? "synthetic (generated pieces, no file)"
                                      : m.tokenizer_source.c_str());
