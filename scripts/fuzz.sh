@@ -16,8 +16,8 @@ scripts/setup.sh --fuzz  # clang and libFuzzer, only for this step (a no-op when
 cmake --preset fuzz >/dev/null
 cmake --build --preset fuzz
 
-targets=(model_loader tokenizer_loader tokenizer_encode workload_reader constraint_compile)
-declare -A max_len=([model_loader]=4096 [tokenizer_loader]=8192 [tokenizer_encode]=4096 [workload_reader]=4096 [constraint_compile]=2048)
+targets=(model_loader tokenizer_loader tokenizer_encode workload_reader constraint_compile gguf_reader)
+declare -A max_len=([model_loader]=4096 [tokenizer_loader]=8192 [tokenizer_encode]=4096 [workload_reader]=4096 [constraint_compile]=2048 [gguf_reader]=8192)
 mkdir -p build-fuzz/artifacts
 status=0
 summary=()

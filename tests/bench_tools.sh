@@ -26,6 +26,12 @@ check "the file has the legacy format's size" \
   test "$(stat -c %s "$tmp/a.bin")" -eq $((7 * 4 + floats * 4))
 "$bin/bench_cpu_roofline" --model "$tmp/a.bin" --save-model "$tmp/b.bin" > /dev/null
 check "loading and saving again gives the same bytes" cmp -s "$tmp/a.bin" "$tmp/b.bin"
+"$bin/bench_cpu_roofline" --synthetic stories260K --save-model "$tmp/a.gguf" > "$tmp/out.txt"
+check "--save-model NAME.gguf writes a GGUF F32 file" grep -q "GGUF F32" "$tmp/out.txt"
+check "... that starts with the GGUF magic" test "$(head -c 4 "$tmp/a.gguf")" = GGUF
+"$bin/bench_cpu_roofline" --model "$tmp/a.gguf" --save-model "$tmp/d.bin" > /dev/null
+check "the GGUF file loads back to the same weights (saved as llama2.c: the same bytes)" \
+  cmp -s "$tmp/a.bin" "$tmp/d.bin"
 "$bin/bench_cpu_roofline" --synthetic stories15M --save-model "$tmp/c.bin" > /dev/null 2>&1
 # stories15M: embedding 32000 x 288, 6 layers of 288 + 4 x 288x288 + 288 + 3 x 768x288, the
 # final norm, RoPE tables of 256 positions x 24 x 2.

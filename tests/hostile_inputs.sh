@@ -309,6 +309,35 @@ else
     bash -c 'ulimit -v 4000000; exec "$@"' - "$ch01" --synthetic llama2-7b
 fi
 
+# GGUF models: a valid small file written by the core, then broken copies; each is refused at
+# load with one line naming the file (the format is told by the magic, not the name).
+"$bin/bench_cpu_roofline" --synthetic stories260K --save-model good.gguf > /dev/null
+gguf_size=$(stat -c %s good.gguf)
+head -c 20 good.gguf > gguf_short_header.gguf
+head -c 200 good.gguf > gguf_cut_metadata.gguf
+head -c $((gguf_size - 4)) good.gguf > gguf_cut_tensor.gguf
+patch_bytes() {  # FILE OFFSET PRINTF-BYTES: overwrite bytes in place
+  printf "$3" | dd of="$1" bs=1 seek="$2" conv=notrunc status=none
+}
+cp good.gguf gguf_version1.gguf && patch_bytes gguf_version1.gguf 4 '\001\000\000\000'
+cp good.gguf gguf_huge_count.gguf && patch_bytes gguf_huge_count.gguf 16 '\377\377\377\377\377\377\377\377'
+perl -0777 -pe 's/(general\.architecture.{12})llama/${1}qwen2/s' good.gguf > gguf_qwen2.gguf
+perl -0777 -pe 's/(token_embd\.weight\x02\0\0\0.{16})\0\0\0\0/${1}\x0e\0\0\0/s' good.gguf > gguf_q6k.gguf
+perl -0777 -pe 's/llama\.block_count/llama.block_coun_/' good.gguf > gguf_no_layers.gguf
+perl -0777 -pe 's/output_norm\.weight/output_norm.weighX/' good.gguf > gguf_no_norm.gguf
+perl -0777 -pe 's/(llama\.feed_forward_length\x04\0\0\0)\xac\0\0\0/${1}\xad\0\0\0/s' good.gguf > gguf_shape.gguf
+fixtures="$(ls -A | sort)"
+check reject 1 "gguf_short_header.gguf.*shorter than the 24-byte GGUF header" "$ch01" --model gguf_short_header.gguf
+check reject 1 "gguf_cut_metadata.gguf.*(truncated|more than the)" "$ch01" --model gguf_cut_metadata.gguf
+check reject 1 "gguf_cut_tensor.gguf.*tensor 'output_norm.weight' .* runs past the end of the file" "$ch01" --model gguf_cut_tensor.gguf
+check reject 1 "gguf_version1.gguf.*GGUF version 1 is not supported" "$ch01" --model gguf_version1.gguf
+check reject 1 "gguf_huge_count.gguf.*announces 18446744073709551615 metadata entries" "$ch01" --model gguf_huge_count.gguf
+check reject 1 "gguf_qwen2.gguf.*architecture 'qwen2' is not supported \(supported: llama\)" "$ch01" --model gguf_qwen2.gguf
+check reject 1 "gguf_q6k.gguf.*tensor 'token_embd.weight' has type Q6_K" "$ch01" --model gguf_q6k.gguf
+check reject 1 "gguf_no_layers.gguf.*'llama.block_count' is missing" "$ch01" --model gguf_no_layers.gguf
+check reject 1 "gguf_no_norm.gguf.*tensor 'output_norm.weight' is missing" "$ch01" --model gguf_no_norm.gguf
+check reject 1 "gguf_shape.gguf.*tensor 'blk.0.ffn_gate.weight' is \[64, 172\] F32, but the metadata implies \[64, 173\]" "$ch01" --model gguf_shape.gguf
+
 # --- rows that need the real model files --------------------------------------------------------
 if [ -n "$models" ] && [ -f "$models/stories260K.bin" ] && [ -f "$models/tok512.bin" ]; then
   # One infinity in rms_final: found at load, named by tensor and index.

@@ -26,8 +26,12 @@ void rope_ref(float* q, float* k, const int* pos, int T, int n_heads, int n_kv_h
   }
 }
 
-void rope_cpu(float* q, float* k, const int* pos, int T, int n_heads, int n_kv_heads, int head_size,
-              float theta) {
+namespace {
+
+// The fast version's loops, the inverse frequency of pair j given by inv_freq(j).
+template <class InvFreq>
+void rope_rows(float* q, float* k, const int* pos, int T, int n_heads, int n_kv_heads,
+               int head_size, InvFreq inv_freq) {
   const int half = head_size / 2;
   // No scratch buffers (this runs in every layer of every decode step): each pair index j gets
   // its cos/sin once per token and rotates that pair in every query and key head.
@@ -35,8 +39,7 @@ void rope_cpu(float* q, float* k, const int* pos, int T, int n_heads, int n_kv_h
     float* qt = q + std::size_t(t) * n_heads * head_size;
     float* kt = k + std::size_t(t) * n_kv_heads * head_size;
     for (int j = 0; j < half; ++j) {
-      const float inv_freq = 1.0f / std::pow(theta, float(2 * j) / float(head_size));
-      const float angle = float(pos[t]) * inv_freq;
+      const float angle = float(pos[t]) * inv_freq(j);
       const float c = std::cos(angle), s = std::sin(angle);
       auto rotate = [&](float* v, int heads) {
         for (int h = 0; h < heads; ++h) {
@@ -57,6 +60,21 @@ void rope_cpu(float* q, float* k, const int* pos, int T, int n_heads, int n_kv_h
   }
 #pragma omp parallel for schedule(static)
   for (int t = 0; t < T; ++t) token(t);
+}
+
+}  // namespace
+
+void rope_cpu(float* q, float* k, const int* pos, int T, int n_heads, int n_kv_heads, int head_size,
+              float theta) {
+  rope_rows(q, k, pos, T, n_heads, n_kv_heads, head_size, [theta, head_size](int j) {
+    return 1.0f / std::pow(theta, float(2 * j) / float(head_size));
+  });
+}
+
+void rope_cpu(float* q, float* k, const int* pos, int T, int n_heads, int n_kv_heads, int head_size,
+              const float* inv_freq) {
+  rope_rows(q, k, pos, T, n_heads, n_kv_heads, head_size,
+            [inv_freq](int j) { return inv_freq[j]; });
 }
 
 }  // namespace inferlab::kernels

@@ -161,6 +161,7 @@ void print_run_header(const char* title, const LoadedModel& m, const GenerationF
       "context %d, %.2fM params\n",
       c.dim, c.hidden_dim, c.n_layers, c.n_heads, c.n_kv_heads, c.vocab_size, c.seq_len,
       c.n_params() / 1e6);
+  if (!m.model->load_note().empty()) std::printf("           %s\n", m.model->load_note().c_str());
   std::printf("tokenizer: %s\n", m.tokenizer_source == "synthetic"
                                      ? "synthetic (generated pieces, no file)"
                                      : m.tokenizer_source.c_str());

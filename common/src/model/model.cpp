@@ -1,12 +1,9 @@
-// Loading and validating llama2.c legacy checkpoints.
+// Loading and validating llama2.c legacy checkpoints (GGUF files: model_gguf.cpp).
 #include "inferlab/model/model.hpp"
 
-#include <fcntl.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <cstdint>
 #include <cmath>
 #include <cstring>
@@ -15,11 +12,15 @@
 #include <fstream>
 #include <limits>
 #include <mutex>
+#include <optional>
+#include <numbers>
 
 #include <fmt/format.h>
 
 #include "inferlab/base/error.hpp"
 #include "inferlab/base/safe_files.hpp"
+#include "inferlab/model/gguf.hpp"
+#include "mapped_file.hpp"
 
 namespace inferlab {
 
@@ -121,6 +122,34 @@ std::size_t ModelConfig::bytes_read_per_token() const {
   return floats * sizeof(float);
 }
 
+std::vector<float> ModelConfig::rope_inv_freq() const {
+  const int hs = head_size();
+  std::vector<float> inv_freq(std::size_t(hs / 2));
+  // Llama 3.1's rule (the one its reference code and llama.cpp apply): a wavelength longer
+  // than original/low_freq_factor is stretched by the factor, one shorter than
+  // original/high_freq_factor kept, and the ones between blended linearly in the inverse.
+  const float low_wavelen = float(rope_original_context) / rope_low_freq_factor;
+  const float high_wavelen = float(rope_original_context) / rope_high_freq_factor;
+  for (int j = 0; j < hs / 2; ++j) {
+    // The expression rope_cpu uses, so an unscaled table gives the very same rotations.
+    float f = 1.0f / std::pow(rope_theta, float(2 * j) / float(hs));
+    if (rope_scaling == RopeScaling::linear) {
+      f /= rope_factor;
+    } else if (rope_scaling == RopeScaling::llama3) {
+      const float wavelen = 2.0f * std::numbers::pi_v<float> / f;
+      if (wavelen > low_wavelen) {
+        f /= rope_factor;
+      } else if (wavelen >= high_wavelen) {
+        const float smooth = (float(rope_original_context) / wavelen - rope_low_freq_factor) /
+                             (rope_high_freq_factor - rope_low_freq_factor);
+        f = (1.0f - smooth) * f / rope_factor + smooth * f;
+      }
+    }
+    inv_freq[std::size_t(j)] = f;
+  }
+  return inv_freq;
+}
+
 void ModelConfig::validate(const std::string& source) const {
   auto fail = [&](const std::string& what) {
     throw Error(fmt::format("{}: invalid model configuration: {}", source, what));
@@ -137,6 +166,19 @@ void ModelConfig::validate(const std::string& source) const {
     fail(fmt::format("n_heads {} is not divisible by n_kv_heads {}", n_heads, n_kv_heads));
   if (head_size() % 2 != 0)
     fail(fmt::format("head size {} is odd (RoPE rotates pairs)", head_size()));
+  if (!(rope_theta > 0.0f) || !std::isfinite(rope_theta))
+    fail(fmt::format("rope_theta = {} (must be positive)", rope_theta));
+  if (!(norm_eps > 0.0f) || !std::isfinite(norm_eps))
+    fail(fmt::format("norm_eps = {} (must be positive)", norm_eps));
+  if (rope_scaling != RopeScaling::none && (!(rope_factor >= 1.0f) || !std::isfinite(rope_factor)))
+    fail(fmt::format("RoPE scaling factor = {} (must be at least 1)", rope_factor));
+  if (rope_scaling == RopeScaling::llama3 &&
+      (!(rope_low_freq_factor > 0.0f) || !(rope_high_freq_factor > rope_low_freq_factor) ||
+       !std::isfinite(rope_high_freq_factor) || rope_original_context <= 0))
+    fail(
+        fmt::format("llama3 RoPE scaling needs 0 < low_freq_factor ({}) < high_freq_factor "
+                    "({}) and a positive original context ({})",
+                    rope_low_freq_factor, rope_high_freq_factor, rope_original_context));
   // Guard the size arithmetic: every tensor must be addressable with 64-bit offsets, and each
   // single matrix with int-sized dimensions products used by the kernels' row strides.
   constexpr double kMaxFloats = double(std::numeric_limits<std::int64_t>::max()) / 8;
@@ -147,12 +189,8 @@ void ModelConfig::validate(const std::string& source) const {
 }
 
 struct Model::Storage {
-  void* map = nullptr;  // mmap'ed file, or
-  std::size_t map_bytes = 0;
-  std::vector<float> owned;  // an owned body (synthetic models)
-  ~Storage() {
-    if (map) munmap(map, map_bytes);
-  }
+  std::optional<MappedFile> map;  // the mapped file, or
+  std::vector<float> owned;       // an owned body (synthetic models, GGUF files)
 };
 
 // The packed linear weights of a model (and of its views): built once, on first use.
@@ -230,6 +268,10 @@ Model::Model(Model&&) noexcept = default;
 Model& Model::operator=(Model&&) noexcept = default;
 Model::~Model() = default;
 
+std::size_t Model::body_floats(const ModelConfig& config) { return layout_of(config).total(); }
+
+float* Model::owned_body() { return storage_->owned.data(); }
+
 std::size_t Model::file_size_for(const ModelConfig& config) {
   return kHeaderBytes + layout_of(config).total() * sizeof(float);
 }
@@ -264,24 +306,16 @@ void Model::bind_weights(const float* p) {
 }
 
 Model Model::load(const std::string& path) {
+  if (GgufFile::has_magic(path)) return load_gguf(path);
   auto fail = [&](const std::string& what) -> Error {
     return Error(fmt::format("cannot load model '{}': {}", path, what));
   };
-  // A FIFO, a device or a directory is refused before open(), which would block on a FIFO.
-  if (const std::string why = regular_file_problem(path); !why.empty()) throw fail(why);
-  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) throw fail(std::strerror(errno));
-  struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    throw fail("not a regular file");
-  }
-  const auto file_bytes = static_cast<std::size_t>(st.st_size);
+  MappedFile file(path, fail);
+  const std::size_t file_bytes = file.size();
   std::int32_t header[7];
-  if (file_bytes < kHeaderBytes || ::pread(fd, header, kHeaderBytes, 0) != ssize_t(kHeaderBytes)) {
-    ::close(fd);
+  if (file_bytes < kHeaderBytes)
     throw fail(fmt::format("file is {} bytes, shorter than the 28-byte header", file_bytes));
-  }
+  std::memcpy(header, file.data(), kHeaderBytes);
   ModelConfig c;
   c.dim = header[0];
   c.hidden_dim = header[1];
@@ -291,7 +325,6 @@ Model Model::load(const std::string& path) {
   // llama2.c's convention: a negative vocab_size means the classifier is stored separately.
   c.shared_classifier = header[5] > 0;
   if (header[5] == std::numeric_limits<std::int32_t>::min()) {
-    ::close(fd);
     throw fail(
         fmt::format("invalid model configuration: vocab_size = {} (its magnitude must be "
                     "positive and at most {})",
@@ -299,15 +332,9 @@ Model Model::load(const std::string& path) {
   }
   c.vocab_size = std::abs(header[5]);
   c.seq_len = header[6];
-  try {
-    c.validate(path);
-  } catch (...) {
-    ::close(fd);
-    throw;
-  }
+  c.validate(path);
   const std::size_t expected = file_size_for(c);
   if (file_bytes != expected) {
-    ::close(fd);
     throw fail(fmt::format(
         "file is {} bytes but its header (dim {}, hidden {}, {} layers, {} heads, {} KV heads, "
         "vocab {}, seq_len {}, {} classifier) implies exactly {} bytes: the file is {}",
@@ -315,16 +342,12 @@ Model Model::load(const std::string& path) {
         c.seq_len, c.shared_classifier ? "shared" : "separate", expected,
         file_bytes < expected ? "truncated" : "padded or not a llama2.c version-0 checkpoint"));
   }
-  void* map = ::mmap(nullptr, file_bytes, PROT_READ, MAP_PRIVATE, fd, 0);
-  ::close(fd);  // the mapping stays valid
-  if (map == MAP_FAILED) throw fail(fmt::format("mmap failed: {}", std::strerror(errno)));
   Model m;
   m.config_ = c;
   m.name_ = path;
   m.storage_ = std::make_unique<Storage>();
-  m.storage_->map = map;
-  m.storage_->map_bytes = file_bytes;
-  const auto* body = reinterpret_cast<const float*>(static_cast<const char*>(map) + kHeaderBytes);
+  const auto* body = reinterpret_cast<const float*>(file.data() + kHeaderBytes);
+  m.storage_->map.emplace(std::move(file));
   check_finite_weights(body, c, path);
   m.bind_weights(body);
   m.make_packed();

@@ -35,7 +35,7 @@ std::string model_search_path_description() {
 }
 
 std::string find_model(const std::string& requested) {
-  const std::string name = requested.empty() ? kDefaultModel : requested;
+  std::string name = requested.empty() ? kDefaultModel : requested;
   // An explicit path (anything with a directory part, or a name that exists as given) wins; it
   // must be a regular file (a FIFO would block the loader, a directory or a loop is a mistake).
   std::error_code ec;
@@ -44,14 +44,16 @@ std::string find_model(const std::string& requested) {
     require_regular_file(name, "model file");
     return name;
   }
+  const bool short_name = name == "smollm2";
+  if (short_name) name = kSmolLM2Model;
   for (const auto& dir : search_dirs()) {
     if (fs::exists(dir / name, ec)) return (dir / name).string();
   }
   throw Error(fmt::format(
-      "model '{}' not found (searched {}): get it with scripts/download_models.sh, point to it "
+      "model '{}' not found (searched {}): get it with scripts/download_models.sh{}, point to it "
       "with --model PATH or INFERLAB_MODELS=/folder, or run on random weights with --synthetic "
       "stories260K",
-      name, model_search_path_description()));
+      name, model_search_path_description(), short_name ? " --smollm2" : ""));
 }
 
 std::string find_tokenizer(const std::string& requested, const std::string& model_path,

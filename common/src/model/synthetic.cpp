@@ -10,6 +10,8 @@
 #include "inferlab/base/input_checks.hpp"
 #include "inferlab/model/model.hpp"
 
+#include "legacy_rope_tables.hpp"
+
 namespace inferlab {
 
 namespace {
@@ -83,6 +85,19 @@ std::vector<std::string> named_config_names() {
   return names;
 }
 
+void fill_legacy_rope_tables(const ModelConfig& c, float* tables) {
+  const std::size_t S = c.seq_len, hs = c.head_size();
+  float* real = tables;
+  float* imag = tables + S * hs / 2;
+  for (std::size_t pos = 0; pos < S; ++pos) {
+    for (std::size_t i = 0; i < hs / 2; ++i) {
+      const double freq = std::pow(double(c.rope_theta), -2.0 * double(i) / double(hs));
+      real[pos * hs / 2 + i] = float(std::cos(double(pos) * freq));
+      imag[pos * hs / 2 + i] = float(std::sin(double(pos) * freq));
+    }
+  }
+}
+
 Model make_synthetic_model(const std::string& shape, const SyntheticOptions& options) {
   return make_synthetic_model(named_config(shape), options, shape);
 }
@@ -133,16 +148,7 @@ Model make_synthetic_model(const ModelConfig& base, const SyntheticOptions& opti
   linear(D, H);   // w2
   linear(H, D);   // w3
   ones(D);        // rms_final
-  // The legacy RoPE tables, filled with the true values for fidelity (unused by the forward).
-  float* real = p;
-  float* imag = p + S * hs / 2;
-  for (std::size_t pos = 0; pos < S; ++pos) {
-    for (std::size_t i = 0; i < hs / 2; ++i) {
-      const double freq = std::pow(double(c.rope_theta), -2.0 * double(i) / double(hs));
-      real[pos * hs / 2 + i] = float(std::cos(double(pos) * freq));
-      imag[pos * hs / 2 + i] = float(std::sin(double(pos) * freq));
-    }
-  }
+  fill_legacy_rope_tables(c, p);
   p += S * hs;
   if (!c.shared_classifier) {
     fill_uniform(p, V * D, 1.0f / std::sqrt(float(D)), options.seed, ++stream);

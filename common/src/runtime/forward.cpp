@@ -41,7 +41,10 @@ void tree_layout(const TreeMask& tree, int start, int n, int* pos, std::vector<i
 
 }  // namespace
 
-ForwardPass::ForwardPass(const Model& model) : model_(&model), linears_(&model.cpu_linears()) {}
+ForwardPass::ForwardPass(const Model& model)
+    : model_(&model),
+      linears_(&model.cpu_linears()),
+      rope_inv_freq_(model.config().rope_inv_freq()) {}
 
 void ForwardPass::reserve(int T) {
   if (T <= capacity_) return;
@@ -123,7 +126,8 @@ void ForwardPass::run(std::span<const BatchEntry> batch, bool all_rows,
     k::matmul_packed(q_.data(), xb_.data(), pw.wq[l], T);
     k::matmul_packed(k_.data(), xb_.data(), pw.wk[l], T);
     k::matmul_packed(v_.data(), xb_.data(), pw.wv[l], T);
-    k::rope_cpu(q_.data(), k_.data(), pos_.data(), T, c.n_heads, c.n_kv_heads, hs, c.rope_theta);
+    k::rope_cpu(q_.data(), k_.data(), pos_.data(), T, c.n_heads, c.n_kv_heads, hs,
+                rope_inv_freq_.data());
     // Attention is per sequence: each entry's new keys and values join its own cache (converted
     // to its storage type) before its queries attend over it, itself included.
     int t = 0;

@@ -163,6 +163,7 @@ struct CudaForwardPass::Impl {
   DeviceBuffer<float> w3;               ///< (L, H, D) up projections
   DeviceBuffer<float> rms_final;        ///< (D) final RMSNorm weights
   DeviceBuffer<float> wcls_separate;    ///< (V, D) a classifier of its own; empty when shared
+  DeviceBuffer<float> rope_inv_freq;    ///< (hs/2) RoPE frequencies of a scaled model, else empty
   const float* wcls = nullptr;          ///< (V, D) wcls_separate, or token_embedding when shared
   // Activations for up to `capacity` tokens, each (C, width).
   int capacity = 0;                         ///< C: tokens the buffers hold (grown by reserve())
@@ -218,6 +219,10 @@ CudaForwardPass::Impl::Impl(const ModelConfig& config, const Weights& w) : d(con
   } else {
     wcls_separate = upload_tensor(w.wcls, V * D, "wcls");
     wcls = wcls_separate.data();
+  }
+  if (d.rope_scaling != RopeScaling::none) {
+    const std::vector<float> inv_freq = d.rope_inv_freq();
+    rope_inv_freq = upload_tensor(inv_freq.data(), inv_freq.size(), "rope_inv_freq");
   }
   // The host pointers are not kept: the caller may free its weights after construction.
   stream.synchronize();
@@ -308,8 +313,13 @@ int CudaForwardPass::Impl::run(const CudaBatchEntry* entries, int n, CudaKVPool&
                    kv_dim, s);
     k::matmul_cuda(k::kMatmulBestVersion, v_rows.data(), xb.data(), wv.data() + l * KVD, T, D,
                    kv_dim, s);
-    k::rope_cuda(k::kRopeBestVersion, q.data(), k_rows.data(), pos.data(), T, Nh, Nkv, hs,
-                 d.rope_theta, s);
+    if (d.rope_scaling == RopeScaling::none) {
+      k::rope_cuda(k::kRopeBestVersion, q.data(), k_rows.data(), pos.data(), T, Nh, Nkv, hs,
+                   d.rope_theta, s);
+    } else {
+      k::rope_cuda(k::kRopeBestVersion, q.data(), k_rows.data(), pos.data(), T, Nh, Nkv, hs,
+                   rope_inv_freq.data(), s);
+    }
     kv_scatter_kernel<<<ceil_div(TKV, kThreads), kThreads, 0, s>>>(kv.keys(l), k_rows.data(),
                                                                    slot.data(), T, kv_dim);
     kv_scatter_kernel<<<ceil_div(TKV, kThreads), kThreads, 0, s>>>(kv.values(l), v_rows.data(),

@@ -1,7 +1,7 @@
 #pragma once
 /// @file model.hpp
-/// @brief A Llama-2-architecture model: its configuration and its weights, loaded from the
-/// llama2.c legacy (version 0) checkpoint format, or generated synthetically.
+/// @brief A Llama-architecture model: its configuration and its weights, loaded from a GGUF
+/// file or a llama2.c legacy (version 0) checkpoint, or generated synthetically.
 ///
 /// ModelConfig and Weights, the model's description, live in inferlab/model/model_config.hpp
 /// (with the dimension letters used in shape comments), so that the CUDA forward pass takes the
@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "inferlab/kernels/matmul.hpp"
+#include "inferlab/kernels/quant_formats.hpp"
 #include "inferlab/model/model_config.hpp"
 
 namespace inferlab {
@@ -42,8 +43,14 @@ class Model {
   /// @brief Memory-maps a llama2.c legacy checkpoint: 7 little-endian int32 (dim, hidden_dim,
   /// n_layers, n_heads, n_kv_heads, vocab_size, seq_len; a negative vocab_size means the
   /// classifier is stored separately), then float32 tensors in export order.
+  /// A file that starts with the GGUF magic is read as GGUF instead (whatever its name):
+  /// architecture `llama`, its shapes, RoPE base and scaling and RMSNorm epsilon from the
+  /// metadata, every tensor (F32, F16, BF16, Q8_0, Q4_0 or Q4_1) converted to float32 at load
+  /// (load_note() says what that cost), the classifier tied when `output.weight` is absent.
   /// @throws inferlab::Error if the file is missing, unreadable, has invalid dimensions or a
-  /// size other than exactly the one its header implies.
+  /// size other than exactly the one its header implies; for GGUF, any problem GgufFile::open
+  /// reports, an unsupported architecture (named, with the supported list), a missing key or
+  /// tensor, a tensor whose shape disagrees with the metadata, or a non-finite weight.
   static Model load(const std::string& path);
 
   /// @brief Builds a model from a configuration and a buffer laid out exactly like the file
@@ -62,6 +69,16 @@ class Model {
 
   /// @brief Writes the model in the legacy format (byte-identical layout to llama2.c's export).
   void save(const std::string& path) const;
+  /// @brief Writes the model as a GGUF v3 file (architecture `llama`, llama.cpp's tensor
+  /// names), its linear weights and embedding stored as @p type, the norms as F32; no
+  /// `output.weight` when the classifier is shared. Model::load() reads it back.
+  /// @throws inferlab::Error for a view, a type whose blocks do not divide the rows, or a
+  /// path that cannot be written.
+  void save_gguf(const std::string& path,
+                 kernels::TensorType type = kernels::TensorType::kF32) const;
+  /// @brief What loading did beyond mapping the file: for GGUF, the conversion of each tensor
+  /// type to float32 and its cost in memory. Empty for a llama2.c file or a synthetic model.
+  const std::string& load_note() const { return load_note_; }
 
   /// @brief The hyper-parameters (shapes) of this model.
   const ModelConfig& config() const { return config_; }
@@ -85,6 +102,9 @@ class Model {
 
  private:
   Model() = default;
+  static Model load_gguf(const std::string& path);
+  static std::size_t body_floats(const ModelConfig& config);  // the file body, in floats
+  float* owned_body();  // the body of a model built by from_buffer(), for a loader to fill
   struct Storage;
   struct Packed;
   void bind_weights(const float* body);
@@ -92,6 +112,7 @@ class Model {
   ModelConfig config_;
   Weights weights_;
   std::string name_;
+  std::string load_note_;
   std::unique_ptr<Storage> storage_;
   std::shared_ptr<Packed> packed_;  // shared with views of this model
 };

@@ -13,8 +13,18 @@
 
 #include <cstddef>
 #include <string>
+#include <vector>
 
 namespace inferlab {
+
+/// @brief How RoPE frequencies are stretched for contexts longer than the training one.
+enum class RopeScaling {
+  none,    ///< inv_freq_j = theta^(-2j/hs), the llama2.c rule
+  linear,  ///< every frequency divided by rope_factor (positions compressed by the factor)
+  llama3   ///< Llama 3.1's rule: low frequencies divided by rope_factor, high ones kept, a
+           ///< smooth blend between (rope_low_freq_factor, rope_high_freq_factor,
+           ///< rope_original_context)
+};
 
 /// @brief The hyper-parameters of a Llama-2-style transformer.
 struct ModelConfig {
@@ -28,10 +38,18 @@ struct ModelConfig {
   bool shared_classifier = true;  ///< the classifier reuses the token embedding table
   float rope_theta = 10000.0f;    ///< RoPE base (10000 in the llama2.c format; not stored in it)
   float norm_eps = 1e-5f;         ///< RMSNorm epsilon
+  RopeScaling rope_scaling = RopeScaling::none;  ///< frequency rule (none in llama2.c files)
+  float rope_factor = 1.0f;                      ///< linear and llama3: the context stretch factor
+  float rope_low_freq_factor = 1.0f;   ///< llama3: wavelengths above original/this are scaled
+  float rope_high_freq_factor = 4.0f;  ///< llama3: wavelengths below original/this are kept
+  int rope_original_context = 8192;    ///< llama3: the context the model was trained at
 
   int head_size() const { return dim / n_heads; }          ///< hs
   int kv_dim() const { return n_kv_heads * head_size(); }  ///< KV
   int kv_group() const { return n_heads / n_kv_heads; }    ///< query heads per KV head
+  /// @brief The hs/2 RoPE inverse frequencies, pair j rotating by pos * inv_freq[j]:
+  /// theta^(-2j/hs), then the scaling rule. Defined in common/src/model/model.cpp.
+  std::vector<float> rope_inv_freq() const;
   // The three functions below are defined in common/src/model/model.cpp, next to the checkpoint
   // layout they count.
   /// @brief Number of float32 parameters the model holds (embedding counted once if shared).

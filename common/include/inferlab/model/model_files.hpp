@@ -9,8 +9,12 @@ namespace inferlab {
 /// @brief The default model chapters run.
 inline constexpr const char* kDefaultModel = "stories260K.bin";
 
-/// @brief Resolves a model file. @p requested may be empty (use the default name), a path, or
-/// a bare file name looked up in $INFERLAB_MODELS, then in the repository's models/ folder.
+/// @brief The short name `--model smollm2` stands for (scripts/download_models.sh --smollm2).
+inline constexpr const char* kSmolLM2Model = "SmolLM2-135M-Instruct.Q4_1.gguf";
+
+/// @brief Resolves a model file. @p requested may be empty (use the default name), a path, a
+/// bare file name looked up in $INFERLAB_MODELS, then in the repository's models/ folder, or
+/// the short name `smollm2` (kSmolLM2Model), looked up the same way.
 /// @throws inferlab::Error listing the places searched and how to get a model (the download
 /// script, or `--synthetic stories260K`).
 std::string find_model(const std::string& requested);

@@ -65,6 +65,8 @@ class ForwardPass {
   // Activations, each (T, width):
   std::vector<float> x_, xb_, q_, k_, v_, att_, hb_, hb2_, out_;
   std::vector<int> pos_;
+  // (hs/2) RoPE frequencies, the model's scaling applied (ModelConfig::rope_inv_freq).
+  std::vector<float> rope_inv_freq_;
   std::vector<int> tree_begin_, tree_rows_;  // tree entries' visible rows (CSR), see TreeMask
   void reserve(int T);
   void run(std::span<const BatchEntry> batch, bool all_rows, std::vector<float>& logits);

@@ -11,5 +11,10 @@ void rope_ref(float* q, float* k, const int* pos, int T, int n_heads, int n_kv_h
 /// @brief Fast CPU version (OpenMP over tokens, frequencies computed once per call).
 void rope_cpu(float* q, float* k, const int* pos, int T, int n_heads, int n_kv_heads, int head_size,
               float theta);
+/// @brief Fast CPU version with the frequencies given: pair j of every head rotates by
+/// pos * inv_freq[j], inv_freq holding hs/2 values. RoPE scaling rules (linear, Llama 3's)
+/// change only these; the table theta^(-2j/hs) gives exactly rope_cpu(..., theta)'s bits.
+void rope_cpu(float* q, float* k, const int* pos, int T, int n_heads, int n_kv_heads, int head_size,
+              const float* inv_freq);
 
 }  // namespace inferlab::kernels

@@ -15,5 +15,9 @@ int rope_cuda_versions();
 /// head_size must be even.
 void rope_cuda(int version, float* q, float* k, const int* pos, int T, int n_heads, int n_kv_heads,
                int head_size, float theta, CUstream_st* stream = nullptr);
+/// @brief The same with the hs/2 inverse frequencies given (on the device): pair j rotates by
+/// pos * inv_freq[j], for RoPE scaling rules (see the CPU rope_cpu overload).
+void rope_cuda(int version, float* q, float* k, const int* pos, int T, int n_heads, int n_kv_heads,
+               int head_size, const float* inv_freq, CUstream_st* stream = nullptr);
 
 }  // namespace inferlab::kernels

@@ -1,0 +1,245 @@
+// Loading a Llama-architecture model from a GGUF file, and writing one.
+//
+// The forward passes read every weight as float32 in llama2.c's layout (each tensor kind of
+// all layers back to back, see Weights), so the loader converts each GGUF tensor to float32
+// into that layout. GGUF lists a matrix's dimensions fastest first: a linear layer's
+// `[in, out]` is the row-major (out, in) matrix the passes use, with no transposition. Q and K
+// need no un-permuting either: llama.cpp's converter already orders them for the adjacent-pair
+// RoPE llama2.c (and InferLab) apply.
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "inferlab/base/error.hpp"
+#include "inferlab/model/gguf.hpp"
+#include "inferlab/model/gguf_writer.hpp"
+#include "inferlab/model/model.hpp"
+#include "legacy_rope_tables.hpp"
+
+namespace inferlab {
+
+namespace {
+
+// The architectures whose tensors and hyper-parameters the loader maps onto the Llama forward
+// pass (Llama 2 and 3, SmolLM2, TinyLlama and Mistral without sliding window all say `llama`).
+constexpr const char* kSupportedArchitectures = "llama";
+
+// A required positive integer key that fits an int.
+int positive_int(const GgufFile& f, const std::string& key) {
+  const std::uint32_t v = f.get_u32(key);
+  if (v == 0 || v > std::uint32_t(std::numeric_limits<int>::max())) {
+    throw Error(fmt::format("cannot load model '{}': {} = {} (must be in [1, {}])", f.path(), key,
+                            v, std::numeric_limits<int>::max()));
+  }
+  return int(v);
+}
+
+ModelConfig config_from_metadata(const GgufFile& f) {
+  const std::string path = f.path();
+  const std::string arch(f.get_string("general.architecture"));
+  if (arch != "llama") {
+    throw Error(
+        fmt::format("cannot load model '{}': architecture '{}' is not supported "
+                    "(supported: {})",
+                    path, arch, kSupportedArchitectures));
+  }
+  const std::string p = arch + ".";
+  ModelConfig c;
+  c.dim = positive_int(f, p + "embedding_length");
+  c.hidden_dim = positive_int(f, p + "feed_forward_length");
+  c.n_layers = positive_int(f, p + "block_count");
+  c.n_heads = positive_int(f, p + "attention.head_count");
+  c.n_kv_heads = f.find(p + "attention.head_count_kv")
+                     ? positive_int(f, p + "attention.head_count_kv")
+                     : c.n_heads;
+  c.seq_len = positive_int(f, p + "context_length");
+  if (f.find(p + "rope.freq_base")) c.rope_theta = f.get_f32(p + "rope.freq_base");
+  if (f.find(p + "attention.layer_norm_rms_epsilon"))
+    c.norm_eps = f.get_f32(p + "attention.layer_norm_rms_epsilon");
+  const GgufTensor* embedding = f.find_tensor("token_embd.weight");
+  if (!embedding)
+    throw Error(fmt::format("cannot load model '{}': tensor 'token_embd.weight' is missing", path));
+  if (embedding->n_dims != 2 || embedding->ne[1] > std::uint64_t(std::numeric_limits<int>::max())) {
+    throw Error(
+        fmt::format("cannot load model '{}': tensor 'token_embd.weight' is {}, expected "
+                    "[embedding_length, vocabulary]",
+                    path, embedding->describe()));
+  }
+  c.vocab_size = int(embedding->ne[1]);
+  if (f.find(p + "vocab_size") && f.get_u32(p + "vocab_size") != std::uint32_t(c.vocab_size)) {
+    throw Error(
+        fmt::format("cannot load model '{}': {}vocab_size = {} but token_embd.weight has "
+                    "{} rows",
+                    path, p, f.get_u32(p + "vocab_size"), c.vocab_size));
+  }
+  c.shared_classifier = f.find_tensor("output.weight") == nullptr;
+  if (f.find_tensor("rope_freqs.weight")) {
+    throw Error(
+        fmt::format("cannot load model '{}': tensor 'rope_freqs.weight' (per-frequency "
+                    "RoPE factors) is not supported; InferLab reads RoPE scaling from "
+                    "{}rope.scaling.type",
+                    path, p));
+  }
+  if (f.find(p + "rope.scaling.type")) {
+    const std::string type(f.get_string(p + "rope.scaling.type"));
+    if (type == "linear") {
+      c.rope_scaling = RopeScaling::linear;
+    } else if (type == "llama3") {
+      c.rope_scaling = RopeScaling::llama3;
+      c.rope_low_freq_factor = f.get_f32(p + "rope.scaling.low_freq_factor");
+      c.rope_high_freq_factor = f.get_f32(p + "rope.scaling.high_freq_factor");
+      c.rope_original_context = positive_int(f, p + "rope.scaling.original_context_length");
+    } else if (type != "none") {
+      throw Error(
+          fmt::format("cannot load model '{}': {}rope.scaling.type '{}' is not supported "
+                      "(none, linear, llama3)",
+                      path, p, type));
+    }
+    if (c.rope_scaling != RopeScaling::none) c.rope_factor = f.get_f32(p + "rope.scaling.factor");
+  }
+  c.validate(path);
+  // The passes size heads as D / Nh; a model with another head width is refused, not misread.
+  for (const char* key : {"attention.key_length", "attention.value_length"}) {
+    if (f.find(p + key) && f.get_u32(p + key) != std::uint32_t(c.head_size())) {
+      throw Error(
+          fmt::format("cannot load model '{}': {}{} = {} differs from embedding_length / "
+                      "head_count = {} (not supported)",
+                      path, p, key, f.get_u32(p + key), c.head_size()));
+    }
+  }
+  return c;
+}
+
+// What converting one tensor type to float32 cost, for the load note.
+struct Conversion {
+  int tensors = 0;
+  std::size_t file_bytes = 0, float_bytes = 0;
+};
+
+}  // namespace
+
+Model Model::load_gguf(const std::string& path) {
+  const GgufFile f = GgufFile::open(path);
+  const ModelConfig c = config_from_metadata(f);
+  Model m = from_buffer(c, std::vector<float>(body_floats(c)), path);
+  float* const body = m.owned_body();
+  // Where a Weights pointer (into the owned body) lets the loader write.
+  auto slot = [body](const float* w) { return body + (w - body); };
+  std::map<std::string, Conversion> conversions;
+  const std::size_t D = c.dim, H = c.hidden_dim, KV = c.kv_dim(), V = c.vocab_size;
+
+  // Converts tensor @p name, which must have dimensions {in, out} (fastest first; out = 1 for a
+  // vector), into @p dst.
+  auto convert = [&](const std::string& name, std::size_t in, std::size_t out, float* dst) {
+    const GgufTensor* t = f.find_tensor(name);
+    if (!t) throw Error(fmt::format("cannot load model '{}': tensor '{}' is missing", path, name));
+    const bool vector = out == 1;
+    if ((vector ? t->n_dims != 1 : t->n_dims != 2) || t->ne[0] != in || t->ne[1] != out) {
+      throw Error(
+          fmt::format("cannot load model '{}': tensor '{}' is {}, but the metadata "
+                      "implies [{}]",
+                      path, name, t->describe(),
+                      vector ? fmt::format("{}", in) : fmt::format("{}, {}", in, out)));
+    }
+    kernels::dequantize_ref(t->type, t->data, dst, t->n_elements);
+    for (std::size_t i = 0; i < t->n_elements; ++i) {
+      if (!std::isfinite(dst[i])) {
+        throw Error(
+            fmt::format("cannot load model '{}': tensor '{}' holds {} at index {}: the "
+                        "weights must be finite",
+                        path, name, dst[i], i));
+      }
+    }
+    Conversion& k = conversions[kernels::ggml_type_name(std::uint32_t(t->type))];
+    ++k.tensors;
+    k.file_bytes += t->n_bytes;
+    k.float_bytes += t->n_elements * sizeof(float);
+  };
+
+  const Weights& w = m.weights_;
+  convert("token_embd.weight", D, V, slot(w.token_embedding));
+  for (std::size_t l = 0; l < std::size_t(c.n_layers); ++l) {
+    const std::string blk = fmt::format("blk.{}.", l);
+    convert(blk + "attn_norm.weight", D, 1, slot(w.rms_att) + l * D);
+    convert(blk + "attn_q.weight", D, D, slot(w.wq) + l * D * D);
+    convert(blk + "attn_k.weight", D, KV, slot(w.wk) + l * KV * D);
+    convert(blk + "attn_v.weight", D, KV, slot(w.wv) + l * KV * D);
+    convert(blk + "attn_output.weight", D, D, slot(w.wo) + l * D * D);
+    convert(blk + "ffn_norm.weight", D, 1, slot(w.rms_ffn) + l * D);
+    convert(blk + "ffn_gate.weight", D, H, slot(w.w1) + l * H * D);
+    convert(blk + "ffn_down.weight", H, D, slot(w.w2) + l * D * H);
+    convert(blk + "ffn_up.weight", D, H, slot(w.w3) + l * H * D);
+  }
+  convert("output_norm.weight", D, 1, slot(w.rms_final));
+  fill_legacy_rope_tables(c, slot(w.rms_final) + D);
+  if (!c.shared_classifier) convert("output.weight", D, V, slot(w.wcls));
+
+  auto mb = [](std::size_t bytes) { return fmt::format("{:.1f} MB", double(bytes) / 1e6); };
+  std::string parts;
+  std::size_t total_float = 0;
+  for (const auto& [type, k] : conversions) {
+    parts += fmt::format("{}{} {} tensor{} ({} -> {})", parts.empty() ? "" : ", ", k.tensors, type,
+                         k.tensors == 1 ? "" : "s", mb(k.file_bytes), mb(k.float_bytes));
+    total_float += k.float_bytes;
+  }
+  m.load_note_ = fmt::format(
+      "GGUF v{} '{}', {} classifier; converted to float32 at load: {}; weights in memory {} "
+      "(file {})",
+      f.version(), f.find("general.name") ? std::string(f.get_string("general.name")) : "llama",
+      c.shared_classifier ? "tied" : "separate", parts, mb(total_float), mb(f.file_bytes()));
+  return m;
+}
+
+void Model::save_gguf(const std::string& path, kernels::TensorType type) const {
+  if (!storage_) throw Error(fmt::format("cannot save '{}': it is a view of another model", name_));
+  const ModelConfig& c = config_;
+  GgufWriter out;
+  out.add_string("general.architecture", "llama");
+  out.add_string("general.name", name_);
+  out.add_u32("llama.block_count", std::uint32_t(c.n_layers));
+  out.add_u32("llama.context_length", std::uint32_t(c.seq_len));
+  out.add_u32("llama.embedding_length", std::uint32_t(c.dim));
+  out.add_u32("llama.feed_forward_length", std::uint32_t(c.hidden_dim));
+  out.add_u32("llama.attention.head_count", std::uint32_t(c.n_heads));
+  out.add_u32("llama.attention.head_count_kv", std::uint32_t(c.n_kv_heads));
+  out.add_u32("llama.attention.key_length", std::uint32_t(c.head_size()));
+  out.add_f32("llama.rope.freq_base", c.rope_theta);
+  out.add_f32("llama.attention.layer_norm_rms_epsilon", c.norm_eps);
+  out.add_u32("llama.vocab_size", std::uint32_t(c.vocab_size));
+  if (c.rope_scaling != RopeScaling::none) {
+    out.add_string("llama.rope.scaling.type",
+                   c.rope_scaling == RopeScaling::linear ? "linear" : "llama3");
+    out.add_f32("llama.rope.scaling.factor", c.rope_factor);
+  }
+  if (c.rope_scaling == RopeScaling::llama3) {
+    out.add_f32("llama.rope.scaling.low_freq_factor", c.rope_low_freq_factor);
+    out.add_f32("llama.rope.scaling.high_freq_factor", c.rope_high_freq_factor);
+    out.add_u32("llama.rope.scaling.original_context_length",
+                std::uint32_t(c.rope_original_context));
+  }
+  const std::uint64_t D = c.dim, H = c.hidden_dim, KV = c.kv_dim(), V = c.vocab_size;
+  const Weights& w = weights_;
+  using kernels::TensorType;
+  out.add_tensor("token_embd.weight", {D, V}, type, w.token_embedding);
+  for (std::uint64_t l = 0; l < std::uint64_t(c.n_layers); ++l) {
+    const std::string blk = fmt::format("blk.{}.", l);
+    out.add_tensor(blk + "attn_norm.weight", {D}, TensorType::kF32, w.rms_att + l * D);
+    out.add_tensor(blk + "attn_q.weight", {D, D}, type, w.wq + l * D * D);
+    out.add_tensor(blk + "attn_k.weight", {D, KV}, type, w.wk + l * KV * D);
+    out.add_tensor(blk + "attn_v.weight", {D, KV}, type, w.wv + l * KV * D);
+    out.add_tensor(blk + "attn_output.weight", {D, D}, type, w.wo + l * D * D);
+    out.add_tensor(blk + "ffn_norm.weight", {D}, TensorType::kF32, w.rms_ffn + l * D);
+    out.add_tensor(blk + "ffn_gate.weight", {D, H}, type, w.w1 + l * H * D);
+    out.add_tensor(blk + "ffn_down.weight", {H, D}, type, w.w2 + l * D * H);
+    out.add_tensor(blk + "ffn_up.weight", {D, H}, type, w.w3 + l * H * D);
+  }
+  out.add_tensor("output_norm.weight", {D}, TensorType::kF32, w.rms_final);
+  if (!c.shared_classifier) out.add_tensor("output.weight", {D, V}, type, w.wcls);
+  out.write(path);
+}
+
+}  // namespace inferlab
