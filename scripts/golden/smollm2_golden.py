@@ -25,7 +25,8 @@ tokenized by llama.cpp with special tokens parsed and no BOS, as add_bos_token i
 Each case records the prompt ids, STEPS greedy tokens (argmax, end-of-generation tokens included:
 the run never stops early), the top-two logit gap at each step, the TOP_K highest logits (ids and
 values) at every position, and at ROW_STEPS a row of logits: every SAMPLE_STRIDE-th vocabulary
-entry plus the ROW_TOP highest. Full rows (49,152 floats each) would make the files megabytes.
+entry (an even sample of the row: its mean |difference| estimates the whole row's) plus the
+ROW_TOP highest. Full rows (49,152 floats each) would make the files megabytes.
 """
 import argparse
 import hashlib
@@ -43,8 +44,8 @@ LLAMA_CPP_COMMIT = "0c1e57098"  # the llama.cpp vendored by llama-cpp-python 0.3
 
 STEPS = 48  # greedy tokens per case
 TOP_K = 4  # highest logits recorded at every position
-ROW_STEPS = (0, 24, STEPS - 1)  # generation steps whose logits row is recorded
-SAMPLE_STRIDE = 97  # a row holds logits[0], logits[97], logits[194], ...
+ROW_STEPS = tuple(range(0, STEPS, 6)) + (STEPS - 1,)  # steps whose logits row is recorded
+SAMPLE_STRIDE = 389  # a row holds logits[0], logits[389], logits[778], ... (127 values)
 ROW_TOP = 32  # ... and its 32 highest logits
 DECIMALS = 5  # logits and gaps are rounded to 1e-5, well under the tests' 1e-3
 
