@@ -190,8 +190,8 @@ def main():
     ap.add_argument("--out", type=pathlib.Path, default=root / "tests" / "golden")
     ap.add_argument("--work", type=pathlib.Path, default=pathlib.Path("/tmp/smollm2-golden"),
                     help="where the F32 GGUF (540 MB) is written")
-    # One thread by default: on a busy machine ggml's spinning barriers make two threads many
-    # times slower (each token's results do not depend on the thread count).
+    # One thread by default (the committed files were made so): on a busy machine ggml's
+    # spinning barriers make two threads many times slower.
     ap.add_argument("--threads", type=int, default=1)
     args = ap.parse_args()
     model = args.models / MODEL_NAME
