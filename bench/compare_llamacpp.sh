@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# InferLab and llama.cpp side by side on the same F32 weights, on this machine, in one run.
+# InferLab and llama.cpp side by side on the same model files, on this machine, in one run.
 #
 #   bench/compare_llamacpp.sh LLAMA_CPP_BIN [THREADS...]
 #
@@ -7,7 +7,9 @@
 # llama-convert-llama2c-to-ggml (build them with
 #   cmake -B build -DGGML_NATIVE=ON -DLLAMA_CURL=OFF && cmake --build build -j --target \
 #     llama-batched-bench llama-convert-llama2c-to-ggml
-# from a llama.cpp source tree). THREADS defaults to "1 2".
+# from a llama.cpp source tree; on a CPU with AMX add -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF
+# -DGGML_AMX_BF16=OFF: its AMX matmul segfaults on the first decode of a quantized model such
+# as SmolLM2's). THREADS defaults to "1 2".
 #
 # What it does:
 #   1. bench_cpu_roofline --save-model writes the synthetic stories110M-shape model (F32,
@@ -19,7 +21,11 @@
 #      then bench_cpu_roofline on the same .bin (F32 KV cache; medians of its repetitions);
 #   3. the same for the real stories260K (prefill of 128 tokens, 256 decode steps; 1 thread),
 #      when it and its tokenizer tok512.bin are found;
-#   4. prints one table. Each line pairs runs taken minutes apart: run it twice on a shared
+#   4. SmolLM2-135M-Instruct, a real chat model, when SmolLM2-135M-Instruct.Q4_1.gguf is found:
+#      per thread count, a prefill of 512 and batch-1 decode, llama.cpp on the Q4_1 file (its
+#      quantized kernels) against InferLab on the same file (weights converted to float at load:
+#      about 6 times the bytes per token, so slower until it has quantized kernels);
+#   5. prints one table. Each line pairs runs taken minutes apart: run it twice on a shared
 #      machine before believing a difference under ~10 %.
 # Environment: INFERLAB_BUILD (default build), INFERLAB_MODELS or models/ for tokenizer.bin (the
 # converter copies the vocabulary from it), COMPARE_DIR (default /tmp/inferlab-vs-llamacpp),
@@ -28,7 +34,7 @@
 set -euo pipefail
 
 usage() {
-  sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 [[ $# -ge 1 ]] || usage
@@ -138,7 +144,29 @@ else
   echo "[compare] stories260K skipped: $small or $small_vocab not found" >&2
 fi
 
-echo "== InferLab vs llama.cpp: F32 weights; synthetic $shape shape, and stories260K"
+# SmolLM2-135M-Instruct (Q4_1 linears, Q8_0 embedding): the same file on both sides.
+smol=$models/SmolLM2-135M-Instruct.Q4_1.gguf
+if [[ -f $smol ]]; then
+  for t in "${threads[@]}"; do
+    smol_common=(-m "$smol" -c 1024 -b 512 -ub 512 -t "$t" -npl 1)
+    llama_runs "$dir/llama_smollm2_prefill_t$t" "${smol_common[@]}" -npp 512 -ntg 1
+    llama_runs "$dir/llama_smollm2_decode_t$t" "${smol_common[@]}" -npp 16 -ntg 64
+    echo "[compare] SmolLM2, $t thread(s): bench_cpu_roofline" >&2
+    run "$dir/inferlab_smollm2_t$t.txt" \
+      "$ours" --model "$smol" --threads "$t" --prompt-tokens 512 --batches 1 --steps 16
+    op=$(our_prefill "$dir/inferlab_smollm2_t$t.txt")
+    od=$(our_decode "$dir/inferlab_smollm2_t$t.txt")
+    lp=$(llama_median "$dir/llama_smollm2_prefill_t$t" 1 6)
+    ld=$(llama_median "$dir/llama_smollm2_decode_t$t" 1 8)
+    rows+=("| SmolLM2 Q4_1 prefill 512 (tok/s) | $t | $op | $lp | $(ratio "$op" "$lp") |")
+    rows+=("| SmolLM2 Q4_1 decode, 1 sequence (tok/s) | $t | $od | $ld | $(ratio "$od" "$ld") |")
+  done
+else
+  echo "[compare] SmolLM2 skipped: $smol not found" >&2
+fi
+
+echo "== InferLab vs llama.cpp: F32 weights (synthetic $shape shape, stories260K); SmolLM2's" \
+  "Q4_1 file (llama.cpp's quantized kernels, InferLab's weights converted to float)"
 echo "| workload | threads | InferLab | llama.cpp | ratio |"
 echo "|---|---|---|---|---|"
 printf '%s\n' "${rows[@]}"
