@@ -56,7 +56,7 @@ TEST_CASE("the second byte's range is narrower after E0, ED, F0 and F4", "[unit]
   CHECK_FALSE(utf8_continues(0xC2, 1, 0x41));
 }
 
-TEST_CASE("every code point decodes back from its encoding; surrogates do not", "[unit][utf8]") {
+TEST_CASE("every code point decodes back from its encoding, and surrogates do not", "[unit][utf8]") {
   std::uint32_t wrong = 0, first_wrong = 0;
   for (std::uint32_t cp = 0; cp <= 0x10FFFF; ++cp) {
     std::string bytes;
