@@ -27,6 +27,7 @@
 #include "inferlab/base/input_checks.hpp"
 #include "inferlab/base/safe_files.hpp"
 #include "inferlab/model/bpe.hpp"
+#include "inferlab/model/gguf.hpp"
 
 namespace inferlab {
 
@@ -274,6 +275,15 @@ Tokenizer Tokenizer::load(const std::string& path, int vocab_size) {
     throw Error(
         fmt::format("cannot load tokenizer '{}' for a vocabulary of {} pieces", path, vocab_size));
   }
+  if (GgufFile::has_magic(path)) {
+    Tokenizer t = from_gguf(GgufFile::open(path));
+    if (t.vocab_size() != vocab_size) {
+      throw Error(fmt::format("tokenizer file '{}': tokenizer has {} pieces but the model's "
+                              "vocabulary is {}",
+                              path, t.vocab_size(), vocab_size));
+    }
+    return t;
+  }
   Tokenizer t;
   parse_tokenizer_file(path, read_file_bytes(path), vocab_size, t.max_token_length_, t.pieces_,
                        t.scores_);
@@ -283,6 +293,7 @@ Tokenizer Tokenizer::load(const std::string& path, int vocab_size) {
 }
 
 Tokenizer Tokenizer::load(const std::string& path) {
+  if (GgufFile::has_magic(path)) return from_gguf(GgufFile::open(path));
   Tokenizer t;
   parse_tokenizer_file(path, read_file_bytes(path), std::nullopt, t.max_token_length_, t.pieces_,
                        t.scores_);
@@ -528,6 +539,44 @@ Tokenizer Tokenizer::synthetic(int vocab_size) {
   t.build_index();
   t.set_llama2c_specials();
   return t;
+}
+
+Tokenizer Tokenizer::from_gguf(const GgufFile& file) {
+  try {
+    VocabularySpec v;
+    auto has = [&](const char* key) { return file.find(key) != nullptr; };
+    auto strings = [&](const char* key) {
+      std::vector<std::string> out;
+      for (const std::string_view s : file.get_array<std::string_view>(key)) out.emplace_back(s);
+      return out;
+    };
+    auto id = [&](const char* key) { return has(key) ? static_cast<int>(file.get_u32(key)) : -1; };
+    v.model = file.get_string("tokenizer.ggml.model");
+    if (has("tokenizer.ggml.pre")) v.pre = file.get_string("tokenizer.ggml.pre");
+    v.tokens = strings("tokenizer.ggml.tokens");
+    if (has("tokenizer.ggml.scores")) v.scores = file.get_array<float>("tokenizer.ggml.scores");
+    if (has("tokenizer.ggml.token_type"))
+      v.types = file.get_array<std::int32_t>("tokenizer.ggml.token_type");
+    if (has("tokenizer.ggml.merges")) v.merges = strings("tokenizer.ggml.merges");
+    v.bos_id = id("tokenizer.ggml.bos_token_id");
+    v.eos_id = id("tokenizer.ggml.eos_token_id");
+    v.eot_id = id("tokenizer.ggml.eot_token_id");
+    v.eom_id = id("tokenizer.ggml.eom_token_id");
+    v.unk_id = id("tokenizer.ggml.unknown_token_id");
+    if (has("tokenizer.ggml.add_bos_token"))
+      v.add_bos = file.get_bool("tokenizer.ggml.add_bos_token");
+    if (has("tokenizer.ggml.add_space_prefix"))
+      v.add_space_prefix = file.get_bool("tokenizer.ggml.add_space_prefix");
+    Tokenizer t = from_vocabulary(v);
+    if (has("tokenizer.chat_template"))
+      t.chat_template_ = std::string(file.get_string("tokenizer.chat_template"));
+    return t;
+  } catch (const Error& e) {
+    // The reader's own messages already name the file; the vocabulary's do not.
+    const std::string what = e.what();
+    if (what.find(file.path()) != std::string::npos) throw;
+    throw Error(fmt::format("tokenizer in '{}': {}", file.path(), what));
+  }
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -15,6 +15,8 @@
 
 namespace inferlab {
 
+class GgufFile;
+
 /// @name Special token ids of the Llama 2 family (and of tok512)
 /// @{
 
@@ -86,19 +88,26 @@ struct EncodeOptions {
 /// is token id i; ids 3..258 are the byte pieces `<0x00>`..`<0xFF>`.
 class Tokenizer {
  public:
-  /// @brief Loads @p path expecting exactly @p vocab_size pieces (the model's V).
+  /// @brief Loads @p path expecting exactly @p vocab_size pieces (the model's V): a llama2.c
+  /// `tokenizer.bin` or a GGUF file (told apart by the file's magic, not its name).
   /// @throws inferlab::Error if the file is missing, truncated, has a negative or oversized
   /// piece length, trailing bytes, or a piece count other than @p vocab_size.
   static Tokenizer load(const std::string& path, int vocab_size);
 
-  /// @brief Loads @p path taking every piece it holds (the format stores no count, so the
-  /// pieces are read until the end of the file). For tools that have a tokenizer but no model.
+  /// @brief Loads @p path taking every piece it holds (a GGUF file, or a llama2.c file, whose
+  /// format stores no count, so the pieces are read until the end of the file). For tools that have a tokenizer but no model.
   /// @throws inferlab::Error if the file is missing, empty, truncated or has a bad piece length.
   static Tokenizer load(const std::string& path);
 
   /// @brief A tokenizer needing no file, for synthetic models: the 3 special pieces, the 256
   /// byte pieces, then printable ASCII characters and frequent letter pairs up to @p vocab_size.
   static Tokenizer synthetic(int vocab_size);
+
+  /// @brief The tokenizer a GGUF file describes (its `tokenizer.ggml.*` keys and
+  /// `tokenizer.chat_template`): a model file or a vocabulary-only file.
+  /// @throws inferlab::Error naming the file and the problem (a missing key, a bad vocabulary
+  /// as from_vocabulary() says).
+  static Tokenizer from_gguf(const GgufFile& file);
 
   /// @brief Builds a tokenizer from a GGUF-style vocabulary (`llama` or `gpt2`).
   /// @throws inferlab::Error naming the problem: an unknown model or pre-tokenizer (with the
@@ -158,6 +167,8 @@ class Tokenizer {
   /// end-of-text); for GGUF, EOS, EOT, EOM and the end-of-turn markers of the chat formats
   /// (`<|im_end|>`, `<|eot_id|>`, `<|end|>`, `<end_of_turn>`, ...).
   bool is_end_of_generation(int id) const;
+  /// @brief The model's chat template as Jinja source (`tokenizer.chat_template`; "" if none).
+  const std::string& chat_template() const { return chat_template_; }
   /// @brief The ids is_end_of_generation() accepts, ascending.
   const std::vector<int>& end_of_generation_ids() const { return end_of_generation_; }
 
@@ -180,6 +191,7 @@ class Tokenizer {
   std::optional<PreTokenizer> pre_;
   std::unordered_map<std::string, int> merge_ranks_;
   bool ignore_merges_ = false;
+  std::string chat_template_;
 
   void build_index();
   void set_llama2c_specials();
