@@ -1,6 +1,7 @@
 // The autoregressive generation loop.
 #include "inferlab/runtime/generate.hpp"
 
+#include <algorithm>
 #include <memory>
 
 #include <fmt/format.h>
@@ -37,7 +38,8 @@ GenerationResult generate(const Model& model, const Tokenizer& tokenizer,
 
   GenerationResult r;
   r.timeline.arrival = now_seconds();
-  r.prompt_tokens = tokenizer.encode(options.prompt, /*bos=*/true);
+  r.prompt_tokens = tokenizer.encode(options.prompt, options.encoding);
+  if (r.prompt_tokens.empty()) throw Error("the prompt is empty: nothing to generate from");
   const int P = static_cast<int>(r.prompt_tokens.size());
   if (P > steps) {
     throw Error(fmt::format(
@@ -50,12 +52,13 @@ GenerationResult generate(const Model& model, const Tokenizer& tokenizer,
   seq = r.prompt_tokens;
   StreamDecoder printer(tokenizer);
   auto emit = [&](std::size_t i) {  // print seq[i], which follows seq[i - 1]
-    const std::string piece = printer.push(seq[i - 1], seq[i]);
+    const std::string piece = printer.push(i > 0 ? seq[i - 1] : -1, seq[i]);
     if (piece.empty()) return;
     r.text += piece;
     if (on_text) on_text(piece);
   };
-  for (int i = 1; i < P; ++i) emit(i);  // the prompt is echoed, as the reference does
+  if (options.echo_prompt)
+    for (int i = 0; i < P; ++i) emit(i);  // the prompt is echoed, as the reference does
 
   const bool cached = options.loop == LoopKind::cached;
   // The device's runner and one contiguous cache on it, sized for every position forwarded.
@@ -105,7 +108,9 @@ GenerationResult generate(const Model& model, const Tokenizer& tokenizer,
     }
     seq.push_back(next);
     r.timeline.token_times.push_back(now_seconds());
-    if (next == kBosToken) {  // the model's end-of-text signal
+    if (tokenizer.is_end_of_generation(next) ||
+        std::find(options.stop_tokens.begin(), options.stop_tokens.end(), next) !=
+            options.stop_tokens.end()) {
       r.stop_reason = GenerationStop::eos;
       break;
     }

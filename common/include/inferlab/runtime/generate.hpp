@@ -24,7 +24,12 @@ enum class LoopKind {
 
 /// @brief What to generate.
 struct GenerateOptions {
-  std::string prompt;  ///< UTF-8 text; BOS is prepended
+  std::string prompt;  ///< UTF-8 text; BOS is prepended (as `encoding` says)
+  EncodeOptions encoding;  ///< how the prompt is tokenized (BOS, special-token text)
+  bool echo_prompt = true;  ///< pass the prompt's text to on_text before the generated text
+  /// Ids that end the generation besides the tokenizer's end-of-generation ones (a chat
+  /// template's end-of-turn marker).
+  std::vector<int> stop_tokens;
   /// Positions to forward, prompt included, like llama2.c's `-n`: the sequence stops after
   /// `steps` forwarded positions or when BOS is sampled. 0 = the model's seq_len; values above
   /// seq_len are clamped to it.
@@ -38,7 +43,7 @@ struct GenerateOptions {
 
 /// @brief Why a generation stopped.
 enum class GenerationStop {
-  eos,        ///< the model sampled its end-of-text token (BOS in llama2.c models)
+  eos,        ///< the model sampled an end-of-generation token (BOS in llama2.c models)
   max_steps,  ///< `steps` positions were forwarded (--steps)
   context,    ///< the model's context (seq_len) is full
 };
@@ -58,8 +63,8 @@ struct StepRecord {
 
 /// @brief Everything a generation produced and measured.
 struct GenerationResult {
-  std::vector<int> prompt_tokens;      ///< BOS + encoded prompt
-  std::vector<int> tokens;             ///< BOS, prompt, generated (the last one is not forwarded)
+  std::vector<int> prompt_tokens;      ///< BOS (when added) + encoded prompt
+  std::vector<int> tokens;             ///< prompt, generated (the last one is not forwarded)
   std::string text;                    ///< exactly what streaming printed
   std::vector<StepRecord> steps;       ///< one record per forward call, in order
   RequestTimeline timeline;            ///< arrival = start of the call; one time per new token
