@@ -191,8 +191,8 @@ TEST_CASE("GGUF SentencePiece: U+2581 spaces, dummy prefix, byte fallback, marku
   EncodeOptions plain;
   plain.add_bos = false;
   // "hi abc": "▁hi" by score, then "▁", "ab" (-5) before "bc" (-6), "c".
-  CHECK(t.encode("hi abc", plain) == std::vector<int>{id_of(t, sp + "hi"), id_of(t, sp),
-                                                      id_of(t, "ab"), id_of(t, "c")});
+  CHECK(t.encode("hi abc", plain) ==
+        std::vector<int>{id_of(t, sp + "hi"), id_of(t, sp), id_of(t, "ab"), id_of(t, "c")});
   // BOS by default (add_bos_token defaults to true for llama); the dummy-prefix space is
   // dropped again when decoding.
   const std::vector<int> ids = t.encode("hi abc", EncodeOptions{});
@@ -256,8 +256,7 @@ TEST_CASE("from_vocabulary rejects each bad vocabulary with one clear message",
   CHECK_THAT(with([](VocabularySpec& v) { v.eos_id = 100000; }),
              Catch::Contains("eos_token_id 100000 is outside"));
   CHECK_THAT(with([](VocabularySpec& v) { v.tokens.clear(); }), Catch::Contains("no tokens"));
-  CHECK_THAT(with([](VocabularySpec& v) { v.add_bos = true; }),
-             Catch::Contains("names none"));
+  CHECK_THAT(with([](VocabularySpec& v) { v.add_bos = true; }), Catch::Contains("names none"));
   CHECK_THAT(with([](VocabularySpec& v) { v.tokens[264] = "€"; }),
              Catch::Contains("not byte-level text"));
 }

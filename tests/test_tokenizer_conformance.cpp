@@ -86,8 +86,8 @@ void check_cases(const Tokenizer& t, const std::vector<Case>& cases, const std::
       UNSCOPED_INFO(name << ": text '" << c.text << "'\n  got " << got.str() << "\n  want "
                          << want.str());
     }
-    if (!same_text) UNSCOPED_INFO(name << ": '" << c.text << "' decodes to '" << t.decode(c.ids)
-                                       << "'");
+    if (!same_text)
+      UNSCOPED_INFO(name << ": '" << c.text << "' decodes to '" << t.decode(c.ids) << "'");
     CHECK(same_ids);
     CHECK(same_text);
   }
@@ -110,7 +110,8 @@ TEST_CASE("tokenizers give llama.cpp's ids on every case of its vocabularies",
 }
 
 TEST_CASE("SmolLM2's tokenizer (gpt2/smollm) gives the recorded ids", "[tokenizer][golden]") {
-  const Tokenizer t = Tokenizer::load(inferlab::test::model_file("SmolLM2-135M-Instruct.Q4_1.gguf"));
+  const Tokenizer t =
+      Tokenizer::load(inferlab::test::model_file("SmolLM2-135M-Instruct.Q4_1.gguf"));
   CHECK(t.kind_name() == "gpt2/smollm");
   CHECK_FALSE(t.adds_bos());
   // <|im_end|> (its EOS) and <|endoftext|> end a generation; <|im_start|> does not.

@@ -150,7 +150,8 @@ int main(int argc, char** argv) {
     if (whole) {
       std::string text;  // all of standard input, byte for byte
       std::vector<char> buffer(std::size_t{1} << 16);
-      while (std::cin.read(buffer.data(), std::streamsize(buffer.size())) || std::cin.gcount() > 0) {
+      while (std::cin.read(buffer.data(), std::streamsize(buffer.size())) ||
+             std::cin.gcount() > 0) {
         text.append(buffer.data(), static_cast<std::size_t>(std::cin.gcount()));
         if (text.size() > kMaxLineBytes)
           throw Error(fmt::format("standard input is larger than {} bytes", kMaxLineBytes));

@@ -5,7 +5,8 @@ lstrip_blocks, and a raise_exception function), and writes tests/golden/chat_tem
 expected text of InferLab's built-in renderers (tests/test_chat_template.cpp compares).
 
 Needs only jinja2 (pip install jinja2); it is a tool of the repository, not part of the product.
-Usage: python3 scripts/golden/chat_templates.py [OUTPUT]   (default tests/golden/chat_templates.json)
+Usage: python3 scripts/golden/chat_templates.py [OUTPUT]
+(default OUTPUT: tests/golden/chat_templates.json)
 
 The template sources, in scripts/golden/chat_templates/:
   chatml_smollm2.jinja  tokenizer.chat_template of SmolLM2-135M-Instruct.Q4_1.gguf (the file of
@@ -45,9 +46,11 @@ CONVERSATIONS = [
     ([SYSTEM, {"role": "user", "content": "What is 2+2?"}], True),
     ([{"role": "user", "content": "Hello!"}], True),
     ([SYSTEM, {"role": "user", "content": "Name a colour."},
-      {"role": "assistant", "content": "Blue."}, {"role": "user", "content": "Another one?"}], True),
+      {"role": "assistant", "content": "Blue."},
+      {"role": "user", "content": "Another one?"}], True),
     ([{"role": "user", "content": "  Spaces around \n"},
-      {"role": "assistant", "content": " Noted. "}, {"role": "user", "content": "Héllo, 世界"}], True),
+      {"role": "assistant", "content": " Noted. "},
+      {"role": "user", "content": "Héllo, 世界"}], True),
     ([{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello."}], False),
 ]
 

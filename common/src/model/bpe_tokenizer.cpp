@@ -27,8 +27,7 @@ void Tokenizer::init_byte_level(const VocabularySpec& spec) {
   ignore_merges_ = spec.pre == "llama-bpe";
   add_bos_ = spec.pre == "llama-bpe";
 
-  if (spec.merges.empty())
-    throw Error("the gpt2 vocabulary has no merges (tokenizer.ggml.merges)");
+  if (spec.merges.empty()) throw Error("the gpt2 vocabulary has no merges (tokenizer.ggml.merges)");
   merge_ranks_.reserve(spec.merges.size());
   for (std::size_t rank = 0; rank < spec.merges.size(); ++rank) {
     const std::string& line = spec.merges[rank];
@@ -42,7 +41,8 @@ void Tokenizer::init_byte_level(const VocabularySpec& spec) {
     const std::string_view right = std::string_view(line).substr(space + 1);
     for (const std::string_view part : {left, right}) {
       if (find(part) < 0)
-        throw Error(fmt::format("merge {} '{}' names '{}', which is not a token", rank, line, part));
+        throw Error(
+            fmt::format("merge {} '{}' names '{}', which is not a token", rank, line, part));
     }
     merge_ranks_.emplace(line, static_cast<int>(rank));  // the first of duplicate lines wins
   }

@@ -28,9 +28,10 @@ void require_alternation(const std::vector<ChatMessage>& messages, std::size_t f
                          const std::string& name) {
   for (std::size_t i = first; i < messages.size(); ++i) {
     if ((messages[i].role == "user") != ((i - first) % 2 == 0)) {
-      throw Error(fmt::format("the {} chat template needs the roles to alternate user/assistant "
-                              "(message {} is '{}')",
-                              name, i, messages[i].role));
+      throw Error(
+          fmt::format("the {} chat template needs the roles to alternate user/assistant "
+                      "(message {} is '{}')",
+                      name, i, messages[i].role));
     }
   }
 }
@@ -128,8 +129,8 @@ std::string render_phi3(const std::vector<ChatMessage>& messages, bool generatio
                         const ChatSpecialTokens& tokens) {
   std::string out;
   for (const ChatMessage& m : messages) {
-    const bool shown = (m.role == "system" && !m.content.empty()) || m.role == "user" ||
-                       m.role == "assistant";
+    const bool shown =
+        (m.role == "system" && !m.content.empty()) || m.role == "user" || m.role == "assistant";
     if (shown) out += fmt::format("<|{}|>\n{}<|end|>\n", m.role, m.content);
   }
   out += generation ? "<|assistant|>\n" : tokens.eos;
@@ -162,8 +163,8 @@ std::string chatml_default_system(const std::string& source) {
 }  // namespace
 
 const std::vector<std::string>& ChatTemplate::names() {
-  static const std::vector<std::string> names = {"chatml", "llama3", "llama2",
-                                                 "mistral", "gemma", "phi3"};
+  static const std::vector<std::string> names = {"chatml",  "llama3", "llama2",
+                                                 "mistral", "gemma",  "phi3"};
   return names;
 }
 
@@ -218,8 +219,8 @@ std::string ChatTemplate::render(const std::vector<ChatMessage>& messages,
                                  const ChatSpecialTokens& tokens) const {
   for (const ChatMessage& m : messages) {
     if (m.role != "system" && m.role != "user" && m.role != "assistant") {
-      throw Error(fmt::format("chat message role '{}': expected system, user or assistant",
-                              m.role));
+      throw Error(
+          fmt::format("chat message role '{}': expected system, user or assistant", m.role));
     }
   }
   if (name_ == "chatml") return render_chatml(messages, add_generation_prompt, default_system_);

@@ -92,9 +92,9 @@ PreTokenizer PreTokenizer::from_patterns(const std::vector<std::string>& pattern
     PCRE2_SIZE offset = 0;
     // UTF: the pattern and the text are UTF-8; UCP: \s, \d, \w and the POSIX classes use the
     // Unicode properties; MATCH_INVALID_UTF: invalid bytes in the text simply match nothing.
-    pcre2_code* code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(),
-                                     PCRE2_UTF | PCRE2_UCP | PCRE2_MATCH_INVALID_UTF, &error,
-                                     &offset, nullptr);
+    pcre2_code* code =
+        pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(),
+                      PCRE2_UTF | PCRE2_UCP | PCRE2_MATCH_INVALID_UTF, &error, &offset, nullptr);
     if (code == nullptr) {
       PCRE2_UCHAR message[256];
       pcre2_get_error_message(error, message, sizeof(message));

@@ -278,9 +278,10 @@ Tokenizer Tokenizer::load(const std::string& path, int vocab_size) {
   if (GgufFile::has_magic(path)) {
     Tokenizer t = from_gguf(GgufFile::open(path));
     if (t.vocab_size() != vocab_size) {
-      throw Error(fmt::format("tokenizer file '{}': tokenizer has {} pieces but the model's "
-                              "vocabulary is {}",
-                              path, t.vocab_size(), vocab_size));
+      throw Error(
+          fmt::format("tokenizer file '{}': tokenizer has {} pieces but the model's "
+                      "vocabulary is {}",
+                      path, t.vocab_size(), vocab_size));
     }
     return t;
   }
@@ -339,9 +340,8 @@ void Tokenizer::set_llama2c_specials() {
   specials_.clear();
   for (const int id : {kUnkToken, kBosToken, kEosToken})
     if (id < V) specials_.push_back(id);
-  std::stable_sort(specials_.begin(), specials_.end(), [&](int a, int b) {
-    return pieces_[a].size() > pieces_[b].size();
-  });
+  std::stable_sort(specials_.begin(), specials_.end(),
+                   [&](int a, int b) { return pieces_[a].size() > pieces_[b].size(); });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -353,7 +353,7 @@ namespace {
 // Pieces that end a turn in the chat formats: a model ends its answer with one of them, so a
 // generation stops there even when the vocabulary does not name it as EOS or EOT.
 constexpr std::array<std::string_view, 8> kEndOfTurnPieces = {
-    "<|eot_id|>", "<|im_end|>",    "<|end|>",        "<end_of_turn>",
+    "<|eot_id|>", "<|im_end|>",    "<|end|>",         "<end_of_turn>",
     "<|eom_id|>", "<|endoftext|>", "<|end_of_text|>", "<EOT>"};
 
 /// The id a special-token key names, checked against the vocabulary.
@@ -381,16 +381,16 @@ Tokenizer Tokenizer::from_vocabulary(const VocabularySpec& spec) {
   }
   if (V == 0) throw Error("the vocabulary (tokenizer.ggml.tokens) holds no tokens");
   if (!spec.scores.empty() && spec.scores.size() != spec.tokens.size()) {
-    throw Error(fmt::format("tokenizer.ggml.scores has {} entries for {} tokens",
-                            spec.scores.size(), V));
+    throw Error(
+        fmt::format("tokenizer.ggml.scores has {} entries for {} tokens", spec.scores.size(), V));
   }
   if (!spec.types.empty() && spec.types.size() != spec.tokens.size()) {
     throw Error(fmt::format("tokenizer.ggml.token_type has {} entries for {} tokens",
                             spec.types.size(), V));
   }
   t.pieces_ = spec.tokens;
-  t.scores_ = spec.scores.empty() ? std::vector<float>(static_cast<std::size_t>(V), 0.0f)
-                                  : spec.scores;
+  t.scores_ =
+      spec.scores.empty() ? std::vector<float>(static_cast<std::size_t>(V), 0.0f) : spec.scores;
   t.types_.assign(static_cast<std::size_t>(V), TokenType::normal);
   for (int id = 0; id < V; ++id) {
     const std::string& text = t.pieces_[id];
@@ -453,9 +453,10 @@ Tokenizer Tokenizer::from_vocabulary(const VocabularySpec& spec) {
         } else if (auto bytes = from_byte_level(text)) {
           t.bytes_[id] = std::move(*bytes);
         } else {
-          throw Error(fmt::format("token {} '{}' is not byte-level text (a gpt2 vocabulary "
-                                  "writes every byte as one of 256 characters)",
-                                  id, text));
+          throw Error(
+              fmt::format("token {} '{}' is not byte-level text (a gpt2 vocabulary "
+                          "writes every byte as one of 256 characters)",
+                          id, text));
         }
         break;
       case TokenType::unknown:
@@ -473,18 +474,16 @@ Tokenizer Tokenizer::from_vocabulary(const VocabularySpec& spec) {
                                    type == TokenType::user_defined))
       t.specials_.push_back(id);
   }
-  std::stable_sort(t.specials_.begin(), t.specials_.end(), [&](int a, int b) {
-    return t.pieces_[a].size() > t.pieces_[b].size();
-  });
+  std::stable_sort(t.specials_.begin(), t.specials_.end(),
+                   [&](int a, int b) { return t.pieces_[a].size() > t.pieces_[b].size(); });
 
   for (const int id : {t.eos_, eot, eom})
     if (id >= 0 && id < V) t.end_of_generation_.push_back(id);
   for (const std::string_view text : kEndOfTurnPieces)
     if (const int id = t.find(text); id >= 0) t.end_of_generation_.push_back(id);
   std::sort(t.end_of_generation_.begin(), t.end_of_generation_.end());
-  t.end_of_generation_.erase(
-      std::unique(t.end_of_generation_.begin(), t.end_of_generation_.end()),
-      t.end_of_generation_.end());
+  t.end_of_generation_.erase(std::unique(t.end_of_generation_.begin(), t.end_of_generation_.end()),
+                             t.end_of_generation_.end());
   return t;
 }
 
@@ -750,9 +749,10 @@ void Tokenizer::encode_sentencepiece(std::string_view text, bool dummy_prefix,
     for (const char c : symbol) {
       const int id = find(fmt::format("<0x{:02X}>", static_cast<unsigned char>(c)));
       if (id < 0) {
-        throw Error(fmt::format("cannot encode byte 0x{:02X}: the vocabulary has no byte piece "
-                                "<0x{:02X}> to fall back on",
-                                static_cast<unsigned char>(c), static_cast<unsigned char>(c)));
+        throw Error(
+            fmt::format("cannot encode byte 0x{:02X}: the vocabulary has no byte piece "
+                        "<0x{:02X}> to fall back on",
+                        static_cast<unsigned char>(c), static_cast<unsigned char>(c)));
       }
       out.push_back(id);
     }

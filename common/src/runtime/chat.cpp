@@ -10,9 +10,10 @@ namespace inferlab {
 ChatTemplate choose_chat_template(const Tokenizer& tokenizer, const std::string& name) {
   if (!name.empty()) return ChatTemplate::named(name);
   if (tokenizer.chat_template().empty()) {
-    throw Error(fmt::format("the model has no chat template (tokenizer.chat_template); choose a "
-                            "built-in one by name: {}",
-                            fmt::join(ChatTemplate::names(), ", ")));
+    throw Error(
+        fmt::format("the model has no chat template (tokenizer.chat_template); choose a "
+                    "built-in one by name: {}",
+                    fmt::join(ChatTemplate::names(), ", ")));
   }
   return ChatTemplate::recognise(tokenizer.chat_template());
 }

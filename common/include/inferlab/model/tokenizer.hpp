@@ -58,12 +58,12 @@ struct VocabularySpec {
   std::vector<std::int32_t> types;  ///< (V) `tokenizer.ggml.token_type`, or empty (all normal)
   /// `tokenizer.ggml.merges`: "left right" pairs, the earliest merged first (gpt2 only)
   std::vector<std::string> merges;
-  int bos_id = -1;  ///< `tokenizer.ggml.bos_token_id` (-1: the model's default)
-  int eos_id = -1;  ///< `tokenizer.ggml.eos_token_id` (-1: the model's default)
-  int eot_id = -1;  ///< `tokenizer.ggml.eot_token_id` (-1: none)
-  int eom_id = -1;  ///< `tokenizer.ggml.eom_token_id` (-1: none)
-  int unk_id = -1;  ///< `tokenizer.ggml.unknown_token_id` (-1: the model's default)
-  std::optional<bool> add_bos;           ///< `tokenizer.ggml.add_bos_token`
+  int bos_id = -1;              ///< `tokenizer.ggml.bos_token_id` (-1: the model's default)
+  int eos_id = -1;              ///< `tokenizer.ggml.eos_token_id` (-1: the model's default)
+  int eot_id = -1;              ///< `tokenizer.ggml.eot_token_id` (-1: none)
+  int eom_id = -1;              ///< `tokenizer.ggml.eom_token_id` (-1: none)
+  int unk_id = -1;              ///< `tokenizer.ggml.unknown_token_id` (-1: the model's default)
+  std::optional<bool> add_bos;  ///< `tokenizer.ggml.add_bos_token`
   std::optional<bool> add_space_prefix;  ///< `tokenizer.ggml.add_space_prefix` (llama only)
 };
 
@@ -95,7 +95,8 @@ class Tokenizer {
   static Tokenizer load(const std::string& path, int vocab_size);
 
   /// @brief Loads @p path taking every piece it holds (a GGUF file, or a llama2.c file, whose
-  /// format stores no count, so the pieces are read until the end of the file). For tools that have a tokenizer but no model.
+  /// format stores no count, so the pieces are read until the end of the file). For tools that
+  /// have a tokenizer but no model.
   /// @throws inferlab::Error if the file is missing, empty, truncated or has a bad piece length.
   static Tokenizer load(const std::string& path);
 
