@@ -148,7 +148,7 @@ TEST_CASE("byte-level BPE: merges by rank, lossless for any bytes", "[tokenizer]
   CHECK(t.decode(t.encode(odd, EncodeOptions{})) == odd);
 }
 
-TEST_CASE("special tokens: one id with parse_special, plain text without; user-defined always",
+TEST_CASE("special tokens: one id with parse_special, plain text without, user-defined always",
           "[tokenizer][unit]") {
   const Tokenizer t = Tokenizer::from_vocabulary(tiny_gpt2());
   const int start = id_of(t, "<|im_start|>"), tool = id_of(t, "<tool>");
