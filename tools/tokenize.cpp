@@ -10,10 +10,17 @@
 ///     echo "1 15043 3186" | inferlab_tokenize --tokenizer tokenizer.bin --decode
 ///     Hello world
 ///
-/// The tokenizer is found as the chapters find theirs: a path is taken as given, a bare name is
+///     printf 'line one\nline two' | inferlab_tokenize --tokenizer model.gguf --whole --json
+///     {"ids": [...]}
+///
+/// The tokenizer (a llama2.c tokenizer.bin, or a GGUF model or vocabulary file) is found as the
+/// chapters find theirs: a path is taken as given, a bare name is
 /// looked for in $INFERLAB_MODELS, then in the repository's models/; the default is tok512.bin,
 /// the tokenizer of the default model (stories260K).
-/// Encoding prints, for each input line (without its newline), the ids with BOS first. Input is
+/// Encoding prints, for each input line (without its newline), the ids with BOS first (when the
+/// tokenizer adds one; --no-bos never); --whole takes all of standard input, newlines included,
+/// as one text, and --json prints the ids as `{"ids": [...]}`. --parse-special turns special-
+/// token text (`<|im_start|>`) into its token. Input is
 /// taken literally: a backslash followed by `n` is two characters, not a newline. Decoding reads
 /// lines of space-separated ids and prints the text they decode to, as Tokenizer::decode gives
 /// it (BOS contributes nothing and the dummy-prefix space after it is dropped).
@@ -26,6 +33,7 @@
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "inferlab/base/error.hpp"
 #include "inferlab/app/cli_checks.hpp"
@@ -71,8 +79,12 @@ std::vector<int> parse_ids(std::string_view line, long line_number, const Tokeni
 // A piece as a learner should see it: quoted, with the space SentencePiece marks made visible
 // as itself and control bytes escaped, so that " upon" and "upon" cannot be confused.
 std::string show_piece(const Tokenizer& tok, int id) {
-  if (id == inferlab::kBosToken) return "<s> (BOS)";
-  if (id == inferlab::kEosToken) return "</s> (EOS)";
+  if (tok.kind() == inferlab::TokenizerKind::llama2c) {
+    if (id == inferlab::kBosToken) return "<s> (BOS)";
+    if (id == inferlab::kEosToken) return "</s> (EOS)";
+  } else if (tok.type(id) == inferlab::TokenType::control) {
+    return tok.piece(id) + (id == tok.bos_id() ? " (BOS)" : id == tok.eos_id() ? " (EOS)" : "");
+  }
   std::string out = "\"";
   for (const char ch : tok.piece(id)) {
     const auto c = static_cast<unsigned char>(ch);
@@ -88,24 +100,66 @@ std::string show_piece(const Tokenizer& tok, int id) {
   return out + "\"";
 }
 
+/// Prints the ids @p text encodes to: space-separated on one line, as JSON, or one piece a
+/// line followed by a blank line.
+void print_ids(const Tokenizer& tok, std::string_view text, const inferlab::EncodeOptions& options,
+               bool json, bool pieces) {
+  const std::vector<int> ids = tok.encode(text, options);
+  if (json) {
+    std::cout << fmt::format("{{\"ids\": [{}]}}\n", fmt::join(ids, ", "));
+  } else if (pieces) {
+    for (const int id : ids) std::cout << fmt::format("{:6}  {}\n", id, show_piece(tok, id));
+    std::cout << '\n';  // a blank line between input lines
+  } else {
+    for (std::size_t i = 0; i < ids.size(); ++i) std::cout << (i ? " " : "") << ids[i];
+    std::cout << '\n';
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"Encode text to token ids (one line of ids per input line), or decode ids to text"};
   std::string tokenizer_name = "tok512.bin";
-  bool decode = false, pieces = false;
+  bool decode = false, pieces = false, whole = false, json = false;
+  inferlab::EncodeOptions encoding;
+  bool no_bos = false;
   app.add_option(
          "--tokenizer", tokenizer_name,
-         "tokenizer file (llama2.c format): a path, or a name looked for in "
+         "tokenizer file (llama2.c tokenizer.bin, or a GGUF model or vocabulary): a path, or a "
+         "name looked for in "
          "$INFERLAB_MODELS, then the repository's models/ (as the chapters look for models)")
       ->capture_default_str();
   app.add_flag("--decode", decode, "read lines of token ids and print the text they decode to");
   app.add_flag(
       "--pieces", pieces,
       "print each token on its own line: its id, then its piece as the vocabulary holds it");
+  app.add_flag("--whole", whole,
+               "encode all of standard input (newlines included) as one text, not line by line");
+  app.add_flag("--json", json, "print the ids of each encoded text as {\"ids\": [...]}");
+  app.add_flag("--parse-special", encoding.parse_special,
+               "special-token text (<|im_start|>, <s>) becomes its one token");
+  app.add_flag("--no-bos", no_bos, "do not prepend BOS");
   return inferlab::run_main(app, argc, argv, [&] {
     if (decode && pieces) throw Error("--pieces applies only to encoding, not with --decode");
+    if (decode && (whole || json || encoding.parse_special || no_bos))
+      throw Error("--whole, --json, --parse-special and --no-bos apply only to encoding");
+    if (pieces && json) throw Error("--pieces and --json are two different outputs: pick one");
+    encoding.add_bos = !no_bos;
     const Tokenizer tok = Tokenizer::load(inferlab::find_tokenizer(tokenizer_name, "", 0));
+    if (whole) {
+      std::string text;  // all of standard input, byte for byte
+      std::vector<char> buffer(std::size_t{1} << 16);
+      while (std::cin.read(buffer.data(), std::streamsize(buffer.size())) ||
+             std::cin.gcount() > 0) {
+        text.append(buffer.data(), static_cast<std::size_t>(std::cin.gcount()));
+        if (text.size() > kMaxLineBytes)
+          throw Error(fmt::format("standard input is larger than {} bytes", kMaxLineBytes));
+      }
+      print_ids(tok, text, encoding, json, pieces);
+      std::cout.flush();
+      return 0;
+    }
     std::string line;
     long line_number = 0;
     while (true) {
@@ -117,14 +171,8 @@ int main(int argc, char** argv) {
       }
       if (decode) {
         std::cout << tok.decode(parse_ids(line, line_number, tok)) << '\n';
-      } else if (pieces) {
-        for (const int id : tok.encode(line))
-          std::cout << fmt::format("{:6}  {}\n", id, show_piece(tok, id));
-        std::cout << '\n';  // a blank line between input lines
       } else {
-        const std::vector<int> ids = tok.encode(line);
-        for (std::size_t i = 0; i < ids.size(); ++i) std::cout << (i ? " " : "") << ids[i];
-        std::cout << '\n';
+        print_ids(tok, line, encoding, json, pieces);
       }
     }
     std::cout.flush();

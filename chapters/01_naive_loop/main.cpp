@@ -13,6 +13,7 @@
 #include <CLI/CLI.hpp>
 
 #include "inferlab/app/chapter_cli.hpp"
+#include "inferlab/app/chat_cli.hpp"
 #include "inferlab/base/error.hpp"
 #include "inferlab/runtime/generate.hpp"
 #include "inferlab/app/cli_checks.hpp"
@@ -97,12 +98,19 @@ int main(int argc, char** argv) {
       "InferLab chapter 01: the naive generation loop (every step re-processes the "
       "whole sequence)"};
   GenerationFlags f;
+  ChatFlags chat;
   int reps = 3;
   add_generation_flags(app, f);
+  add_chat_flags(app, chat);
   app.add_option("--reps", reps,
                  "run the generation this many times and report each step's median time and the "
                  "spread (1 = a single sample)")
       ->check(integer_in(1, 1000))
       ->capture_default_str();
-  return run_chapter(app, argc, argv, [&] { return run(f, reps); });
+  return run_chapter(app, argc, argv, [&] {
+    if (chat.chat)
+      return run_chat("01_naive_loop", "InferLab chapter 01: the naive generation loop, chat", f,
+                      chat, LoopKind::naive);
+    return run(f, reps);
+  });
 }

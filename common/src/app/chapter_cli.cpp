@@ -12,6 +12,7 @@
 #include "inferlab/base/device.hpp"
 #include "inferlab/base/error.hpp"
 #include "inferlab/app/cli_checks.hpp"
+#include "inferlab/model/gguf.hpp"
 #include "inferlab/model/model_files.hpp"
 #include "inferlab/base/safe_files.hpp"
 
@@ -32,6 +33,9 @@ void add_generation_flags(CLI::App& app, GenerationFlags& f) {
                      fmt::format("{}", fmt::join(named_config_names(), ", ")) + ")")
       ->excludes(model);
   app.add_option("--prompt", f.prompt, "prompt text")->capture_default_str();
+  app.add_flag("--parse-special", f.parse_special,
+               "special-token text in the prompt (<|im_start|>, <s>) becomes its one token");
+  app.add_flag("--no-bos", f.no_bos, "do not prepend BOS to the prompt");
   app.add_option("--steps", f.steps,
                  "positions to forward, prompt included (like llama2.c -n); 0 = the context")
       ->check(integer_in(0, std::numeric_limits<int>::max(), "0 = the whole context"))
@@ -71,6 +75,8 @@ void add_generation_flags(CLI::App& app, GenerationFlags& f) {
 GenerateOptions generate_options(const GenerationFlags& f) {
   GenerateOptions g;
   g.prompt = f.prompt;
+  g.encoding.add_bos = !f.no_bos;
+  g.encoding.parse_special = f.parse_special;
   g.steps = f.steps;
   g.sampling = f.sampling;
   g.device = parse_device(f.device);
@@ -88,14 +94,19 @@ LoadedModel load_model(const GenerationFlags& f) {
   if (!f.dump_logits.empty()) require_writable_output(f.dump_logits, "--dump-logits");
   if (f.threads > 0) omp_set_num_threads(f.threads);
   LoadedModel m;
+  std::string model_path;
   if (!f.synthetic.empty()) {
     m.model.emplace(make_synthetic_model(f.synthetic));
   } else {
-    m.model.emplace(Model::load(find_model(f.model)));
+    model_path = find_model(f.model);
+    m.model.emplace(Model::load(model_path));
   }
   const int V = m.model->config().vocab_size;
-  const std::string path =
-      find_tokenizer(f.tokenizer, f.synthetic.empty() ? m.model->name() : "", V);
+  // A GGUF model carries its tokenizer; --tokenizer still overrides it.
+  const std::string path = f.tokenizer.empty() && GgufFile::has_magic(model_path)
+                               ? model_path
+                               : find_tokenizer(f.tokenizer,
+                                                f.synthetic.empty() ? m.model->name() : "", V);
   if (path.empty()) {
     if (f.synthetic.empty()) {
       throw Error(
@@ -114,7 +125,8 @@ LoadedModel load_model(const GenerationFlags& f) {
         fmt::format("--steps {} exceeds the model's context of {} positions (0 = the whole "
                     "context)",
                     f.steps, context));
-  const std::size_t prompt_tokens = m.tokenizer->encode(f.prompt, /*bos=*/true).size();
+  const std::size_t prompt_tokens =
+      m.tokenizer->encode(f.prompt, generate_options(f).encoding).size();
   const int allowed = f.steps == 0 ? context : f.steps;
   if (prompt_tokens > static_cast<std::size_t>(allowed))
     throw Error(
@@ -229,8 +241,8 @@ void print_stop_reason(const GenerationResult& r) {
     case GenerationStop::eos:
       std::printf(
           "stopped:          eos: after position %d the model sampled its end-of-text "
-          "token (BOS, id %d)\n",
-          forwarded - 1, kBosToken);
+          "token (%sid %d)\n",
+          forwarded - 1, r.tokens.back() == kBosToken ? "BOS, " : "", r.tokens.back());
       break;
     case GenerationStop::max_steps:
       std::printf("stopped:          max_steps: %d positions forwarded (--steps)\n", forwarded);

@@ -1,17 +1,19 @@
 /// @file tokenizer.cpp
-/// @brief The llama2.c tokenizer: loading `tokenizer.bin`, BPE encoding by merge score with byte
-/// fallback, decoding pieces, and a UTF-8-safe stream decoder for printing.
+/// @brief The tokenizer: loading llama2.c's `tokenizer.bin` and GGUF vocabularies, cutting out
+/// special tokens, SentencePiece BPE encoding by merge score with byte fallback, decoding
+/// pieces, and a UTF-8-safe stream decoder for printing. (Byte-level BPE: bpe_tokenizer.cpp.)
 ///
-/// The encoder follows karpathy/llama2.c `run.c` step by step; on the texts in the golden file it
-/// gives exactly the ids SentencePiece gives. Two data structures differ: run.c sorts the
-/// vocabulary and binary-searches it, we keep a hash map from piece to id; and run.c rescans every
-/// pair after each merge (quadratic), we keep the pairs in a priority queue (n log n).
+/// The SentencePiece encoder follows karpathy/llama2.c `run.c` step by step; on the texts in the
+/// golden file it gives exactly the ids SentencePiece gives. Two data structures differ: run.c
+/// sorts the vocabulary and binary-searches it, we keep a hash map from piece to id; and run.c
+/// rescans every pair after each merge (quadratic), we keep the pairs in a priority queue
+/// (n log n, bpe.hpp's merge_symbols).
 #include "inferlab/model/tokenizer.hpp"
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cmath>
-#include <queue>
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
@@ -22,8 +24,11 @@
 #include <fmt/format.h>
 
 #include "inferlab/base/error.hpp"
+#include "inferlab/base/input_checks.hpp"
 #include "inferlab/base/safe_files.hpp"
 #include "inferlab/base/utf8.hpp"
+#include "inferlab/model/bpe.hpp"
+#include "inferlab/model/gguf.hpp"
 
 namespace inferlab {
 
@@ -115,6 +120,24 @@ std::optional<unsigned char> parse_byte_piece(std::string_view piece) {
   const int hi = hex(piece[3]), lo = hex(piece[4]);
   if (hi < 0 || lo < 0) return std::nullopt;
   return static_cast<unsigned char>(hi * 16 + lo);
+}
+
+/// SentencePiece's visible space, U+2581 LOWER ONE EIGHTH BLOCK, as GGUF vocabularies write it.
+constexpr std::string_view kSpaceMark = "\xE2\x96\x81";
+
+/// @p text with every @p from replaced by @p to.
+std::string replace_all(std::string_view text, std::string_view from, std::string_view to) {
+  std::string out;
+  out.reserve(text.size());
+  for (std::size_t i = 0; i < text.size();) {
+    if (text.substr(i, from.size()) == from) {
+      out += to;
+      i += from.size();
+    } else {
+      out += text[i++];
+    }
+  }
+  return out;
 }
 
 }  // namespace
@@ -219,18 +242,31 @@ Tokenizer Tokenizer::load(const std::string& path, int vocab_size) {
     throw Error(
         fmt::format("cannot load tokenizer '{}' for a vocabulary of {} pieces", path, vocab_size));
   }
+  if (GgufFile::has_magic(path)) {
+    Tokenizer t = from_gguf(GgufFile::open(path));
+    if (t.vocab_size() != vocab_size) {
+      throw Error(
+          fmt::format("tokenizer file '{}': tokenizer has {} pieces but the model's "
+                      "vocabulary is {}",
+                      path, t.vocab_size(), vocab_size));
+    }
+    return t;
+  }
   Tokenizer t;
   parse_tokenizer_file(path, read_file_bytes(path), vocab_size, t.max_token_length_, t.pieces_,
                        t.scores_);
   t.build_index();
+  t.set_llama2c_specials();
   return t;
 }
 
 Tokenizer Tokenizer::load(const std::string& path) {
+  if (GgufFile::has_magic(path)) return from_gguf(GgufFile::open(path));
   Tokenizer t;
   parse_tokenizer_file(path, read_file_bytes(path), std::nullopt, t.max_token_length_, t.pieces_,
                        t.scores_);
   t.build_index();
+  t.set_llama2c_specials();
   return t;
 }
 
@@ -242,9 +278,181 @@ void Tokenizer::build_index() {
   for (int id = 0; id < static_cast<int>(pieces_.size()); ++id) index_.emplace(pieces_[id], id);
 }
 
+void Tokenizer::set_llama2c_specials() {
+  // The llama2.c format has no token types: they follow from the fixed layout (0 <unk>, 1 <s>,
+  // 2 </s>, then the byte pieces).
+  const int V = vocab_size();
+  types_.assign(static_cast<std::size_t>(V), TokenType::normal);
+  bytes_.resize(static_cast<std::size_t>(V));
+  for (int id = 0; id < V; ++id) {
+    if (const auto byte = parse_byte_piece(pieces_[id]); byte && id >= kFirstBytePiece) {
+      types_[id] = TokenType::byte;
+      bytes_[id] = std::string(1, static_cast<char>(*byte));
+    } else {
+      bytes_[id] = pieces_[id];
+    }
+  }
+  if (V > kUnkToken) types_[kUnkToken] = TokenType::unknown;
+  for (const int id : {kBosToken, kEosToken}) {
+    if (id < V) {
+      types_[id] = TokenType::control;
+      bytes_[id].clear();  // markers, not text
+    }
+  }
+  bos_ = V > kBosToken ? kBosToken : -1;
+  eos_ = V > kEosToken ? kEosToken : -1;
+  add_bos_ = true;
+  add_space_prefix_ = true;
+  end_of_generation_.assign(1, kBosToken);  // llama2.c models end a text with BOS
+  specials_.clear();
+  for (const int id : {kUnkToken, kBosToken, kEosToken})
+    if (id < V) specials_.push_back(id);
+  std::stable_sort(specials_.begin(), specials_.end(),
+                   [&](int a, int b) { return pieces_[a].size() > pieces_[b].size(); });
+}
+
 // ---------------------------------------------------------------------------------------------
-// The synthetic tokenizer
+// GGUF vocabularies
 // ---------------------------------------------------------------------------------------------
+
+namespace {
+
+// Pieces that end a turn in the chat formats: a model ends its answer with one of them, so a
+// generation stops there even when the vocabulary does not name it as EOS or EOT.
+constexpr std::array<std::string_view, 8> kEndOfTurnPieces = {
+    "<|eot_id|>", "<|im_end|>",    "<|end|>",         "<end_of_turn>",
+    "<|eom_id|>", "<|endoftext|>", "<|end_of_text|>", "<EOT>"};
+
+/// The id a special-token key names, checked against the vocabulary.
+int checked_special_id(int id, int fallback, int V, const char* key) {
+  if (id == -1) return fallback < V ? fallback : -1;
+  if (id < 0 || id >= V) {
+    throw Error(fmt::format("tokenizer.ggml.{} {} is outside the vocabulary [0, {})", key, id, V));
+  }
+  return id;
+}
+
+}  // namespace
+
+Tokenizer Tokenizer::from_vocabulary(const VocabularySpec& spec) {
+  Tokenizer t;
+  const int V = static_cast<int>(spec.tokens.size());
+  if (spec.model == "llama") {
+    t.kind_ = TokenizerKind::sentencepiece;
+  } else if (spec.model == "gpt2") {
+    t.kind_ = TokenizerKind::byte_level_bpe;
+  } else {
+    throw Error(fmt::format(
+        "unsupported tokenizer model '{}' (tokenizer.ggml.model); supported: llama, gpt2",
+        spec.model));
+  }
+  if (V == 0) throw Error("the vocabulary (tokenizer.ggml.tokens) holds no tokens");
+  if (!spec.scores.empty() && spec.scores.size() != spec.tokens.size()) {
+    throw Error(
+        fmt::format("tokenizer.ggml.scores has {} entries for {} tokens", spec.scores.size(), V));
+  }
+  if (!spec.types.empty() && spec.types.size() != spec.tokens.size()) {
+    throw Error(fmt::format("tokenizer.ggml.token_type has {} entries for {} tokens",
+                            spec.types.size(), V));
+  }
+  t.pieces_ = spec.tokens;
+  t.scores_ =
+      spec.scores.empty() ? std::vector<float>(static_cast<std::size_t>(V), 0.0f) : spec.scores;
+  t.types_.assign(static_cast<std::size_t>(V), TokenType::normal);
+  for (int id = 0; id < V; ++id) {
+    const std::string& text = t.pieces_[id];
+    if (const std::size_t bad = invalid_utf8_offset(text); bad != std::string::npos) {
+      throw Error(fmt::format("token {} is not valid UTF-8 (byte {}: 0x{:02X})", id, bad,
+                              static_cast<unsigned char>(text[bad])));
+    }
+    if (!std::isfinite(t.scores_[id]))
+      throw Error(fmt::format("token {} has a non-finite score {}", id, t.scores_[id]));
+    if (!spec.types.empty()) {
+      const std::int32_t type = spec.types[id];
+      if (type < 0 || type > static_cast<std::int32_t>(TokenType::byte))
+        throw Error(fmt::format("token {} has an unknown token type {}", id, type));
+      t.types_[id] = static_cast<TokenType>(type);
+    }
+    if (text.empty()) continue;  // an empty piece can never match text: it is not indexed
+    if (!t.index_.emplace(text, id).second) {
+      throw Error(fmt::format("token {} '{}' appears twice in the vocabulary (first as {})", id,
+                              text, t.index_.at(text)));
+    }
+    t.max_token_length_ = std::max(t.max_token_length_, static_cast<int>(text.size()));
+  }
+
+  // The defaults are the ones each family's converter assumes when a key is absent.
+  const bool spm = t.kind_ == TokenizerKind::sentencepiece;
+  t.bos_ = checked_special_id(spec.bos_id, spm ? kBosToken : -1, V, "bos_token_id");
+  t.eos_ = checked_special_id(spec.eos_id, spm ? kEosToken : -1, V, "eos_token_id");
+  const int eot = checked_special_id(spec.eot_id, V, V, "eot_token_id");
+  const int eom = checked_special_id(spec.eom_id, V, V, "eom_token_id");
+  checked_special_id(spec.unk_id, -1, V, "unknown_token_id");
+  t.add_space_prefix_ = spm && spec.add_space_prefix.value_or(true);
+  if (spm) {
+    t.add_bos_ = spec.add_bos.value_or(true);
+  } else {
+    t.init_byte_level(spec);  // sets add_bos_ from the pre-tokenizer's default
+    if (spec.add_bos) t.add_bos_ = *spec.add_bos;
+  }
+  if (t.add_bos_ && t.bos_ < 0)
+    throw Error("the vocabulary asks for a BOS token (add_bos_token) but names none");
+
+  // What each token decodes to.
+  t.bytes_.resize(static_cast<std::size_t>(V));
+  for (int id = 0; id < V; ++id) {
+    const std::string& text = t.pieces_[id];
+    switch (t.types_[id]) {
+      case TokenType::user_defined:
+        t.bytes_[id] = text;  // kept whole, as written
+        break;
+      case TokenType::byte:
+        if (const auto byte = parse_byte_piece(text)) {
+          t.bytes_[id] = std::string(1, static_cast<char>(*byte));
+        } else {
+          throw Error(fmt::format("token {} '{}' has type byte but is not <0xXX>", id, text));
+        }
+        break;
+      case TokenType::normal:
+      case TokenType::undefined:
+        if (spm) {
+          t.bytes_[id] = replace_all(text, kSpaceMark, " ");
+        } else if (auto bytes = from_byte_level(text)) {
+          t.bytes_[id] = std::move(*bytes);
+        } else {
+          throw Error(
+              fmt::format("token {} '{}' is not byte-level text (a gpt2 vocabulary "
+                          "writes every byte as one of 256 characters)",
+                          id, text));
+        }
+        break;
+      case TokenType::unknown:
+      case TokenType::control:
+      case TokenType::unused:
+        break;  // markers and reserved slots: no text
+    }
+  }
+
+  // Special tokens cut out of the text before encoding, the longest first so that a token
+  // containing another wins.
+  for (int id = 0; id < V; ++id) {
+    const TokenType type = t.types_[id];
+    if (!t.pieces_[id].empty() && (type == TokenType::control || type == TokenType::unknown ||
+                                   type == TokenType::user_defined))
+      t.specials_.push_back(id);
+  }
+  std::stable_sort(t.specials_.begin(), t.specials_.end(),
+                   [&](int a, int b) { return t.pieces_[a].size() > t.pieces_[b].size(); });
+
+  for (const int id : {t.eos_, eot, eom})
+    if (id >= 0 && id < V) t.end_of_generation_.push_back(id);
+  for (const std::string_view text : kEndOfTurnPieces)
+    if (const int id = t.find(text); id >= 0) t.end_of_generation_.push_back(id);
+  std::sort(t.end_of_generation_.begin(), t.end_of_generation_.end());
+  t.end_of_generation_.erase(std::unique(t.end_of_generation_.begin(), t.end_of_generation_.end()),
+                             t.end_of_generation_.end());
+  return t;
+}
 
 Tokenizer Tokenizer::synthetic(int vocab_size) {
   // 3 special pieces + 256 byte pieces + the 95 printable ASCII characters (' ' first, which the
@@ -295,7 +503,46 @@ Tokenizer Tokenizer::synthetic(int vocab_size) {
     t.max_token_length_ = std::max(t.max_token_length_, static_cast<int>(p.size()));
   }
   t.build_index();
+  t.set_llama2c_specials();
   return t;
+}
+
+Tokenizer Tokenizer::from_gguf(const GgufFile& file) {
+  try {
+    VocabularySpec v;
+    auto has = [&](const char* key) { return file.find(key) != nullptr; };
+    auto strings = [&](const char* key) {
+      std::vector<std::string> out;
+      for (const std::string_view s : file.get_array<std::string_view>(key)) out.emplace_back(s);
+      return out;
+    };
+    auto id = [&](const char* key) { return has(key) ? static_cast<int>(file.get_u32(key)) : -1; };
+    v.model = file.get_string("tokenizer.ggml.model");
+    if (has("tokenizer.ggml.pre")) v.pre = file.get_string("tokenizer.ggml.pre");
+    v.tokens = strings("tokenizer.ggml.tokens");
+    if (has("tokenizer.ggml.scores")) v.scores = file.get_array<float>("tokenizer.ggml.scores");
+    if (has("tokenizer.ggml.token_type"))
+      v.types = file.get_array<std::int32_t>("tokenizer.ggml.token_type");
+    if (has("tokenizer.ggml.merges")) v.merges = strings("tokenizer.ggml.merges");
+    v.bos_id = id("tokenizer.ggml.bos_token_id");
+    v.eos_id = id("tokenizer.ggml.eos_token_id");
+    v.eot_id = id("tokenizer.ggml.eot_token_id");
+    v.eom_id = id("tokenizer.ggml.eom_token_id");
+    v.unk_id = id("tokenizer.ggml.unknown_token_id");
+    if (has("tokenizer.ggml.add_bos_token"))
+      v.add_bos = file.get_bool("tokenizer.ggml.add_bos_token");
+    if (has("tokenizer.ggml.add_space_prefix"))
+      v.add_space_prefix = file.get_bool("tokenizer.ggml.add_space_prefix");
+    Tokenizer t = from_vocabulary(v);
+    if (has("tokenizer.chat_template"))
+      t.chat_template_ = std::string(file.get_string("tokenizer.chat_template"));
+    return t;
+  } catch (const Error& e) {
+    // The reader's own messages already name the file; the vocabulary's do not.
+    const std::string what = e.what();
+    if (what.find(file.path()) != std::string::npos) throw;
+    throw Error(fmt::format("tokenizer in '{}': {}", file.path(), what));
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -314,9 +561,30 @@ float Tokenizer::score(int id) const {
   return scores_[static_cast<std::size_t>(id)];
 }
 
+TokenType Tokenizer::type(int id) const {
+  piece(id);  // validates the id
+  return types_[static_cast<std::size_t>(id)];
+}
+
 int Tokenizer::find(std::string_view text) const {
   const auto it = index_.find(std::string(text));
   return it == index_.end() ? -1 : it->second;
+}
+
+std::string Tokenizer::kind_name() const {
+  switch (kind_) {
+    case TokenizerKind::llama2c:
+      return "llama2.c";
+    case TokenizerKind::sentencepiece:
+      return "llama";
+    case TokenizerKind::byte_level_bpe:
+      return "gpt2/" + pre_name_;
+  }
+  return "unknown";
+}
+
+bool Tokenizer::is_end_of_generation(int id) const {
+  return std::binary_search(end_of_generation_.begin(), end_of_generation_.end(), id);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -325,13 +593,94 @@ int Tokenizer::find(std::string_view text) const {
 
 std::vector<int> Tokenizer::encode(std::string_view text, bool bos, bool eos,
                                    bool dummy_prefix) const {
-  // Step 1: one symbol per code point. A code point that is not a piece of its own falls back
-  // to its UTF-8 bytes, one byte piece each, so no text is ever unrepresentable.
-  std::vector<int> symbols;
-  auto add_code_point = [&](std::string_view code_point) {
-    if (const int id = find(code_point); id >= 0) {
-      symbols.push_back(id);
-      return;
+  EncodeOptions options;
+  options.add_bos = bos;
+  options.add_eos = eos;
+  options.dummy_prefix = dummy_prefix;
+  return encode(text, options);
+}
+
+std::vector<int> Tokenizer::encode(std::string_view text, const EncodeOptions& options) const {
+  // Step 1: cut the special tokens out. A fragment is either text or one special token (id).
+  struct Fragment {
+    std::string_view text;
+    int id = -1;
+  };
+  std::vector<Fragment> fragments;
+  if (!text.empty()) fragments.push_back({text});
+  for (const int special : specials_) {
+    // Control and unknown tokens are markup: only a template (parse_special) writes them.
+    // User-defined ones are part of the text and always kept whole.
+    if (!options.parse_special && types_[special] != TokenType::user_defined) continue;
+    const std::string& needle = pieces_[special];
+    std::vector<Fragment> next;
+    for (const Fragment& f : fragments) {
+      if (f.id >= 0) {
+        next.push_back(f);
+        continue;
+      }
+      std::size_t from = 0;
+      for (std::size_t at; (at = f.text.find(needle, from)) != std::string_view::npos;) {
+        if (at > from) next.push_back({f.text.substr(from, at - from)});
+        next.push_back({{}, special});
+        from = at + needle.size();
+      }
+      if (from < f.text.size()) next.push_back({f.text.substr(from)});
+    }
+    fragments = std::move(next);
+  }
+
+  // Step 2: encode each text fragment.
+  std::vector<int> tokens;
+  tokens.reserve(text.size() + 2);
+  const bool bos = options.add_bos && (kind_ == TokenizerKind::llama2c || add_bos_);
+  if (bos) tokens.push_back(bos_);
+  bool after_special = true;  // SentencePiece adds its dummy prefix at the start of the text
+  for (const Fragment& f : fragments) {
+    if (f.id >= 0) {
+      tokens.push_back(f.id);
+      after_special = true;
+      continue;
+    }
+    if (kind_ == TokenizerKind::byte_level_bpe) {
+      encode_byte_level(f.text, tokens);
+    } else {
+      encode_sentencepiece(f.text, options.dummy_prefix && after_special, tokens);
+    }
+    after_special = false;
+  }
+  if (options.add_eos && eos_ >= 0) tokens.push_back(eos_);
+  return tokens;
+}
+
+void Tokenizer::encode_sentencepiece(std::string_view text, bool dummy_prefix,
+                                     std::vector<int>& out) const {
+  // SentencePiece's add_dummy_prefix: "Hello" is encoded as " Hello", so a word at the start
+  // gets the same pieces as the same word after a space. GGUF vocabularies write the space as
+  // U+2581; llama2.c's tokenizer.bin keeps it as ' '.
+  const bool llama2c = kind_ == TokenizerKind::llama2c;
+  std::string escaped;
+  if (dummy_prefix && add_space_prefix_ && !text.empty()) escaped += ' ';
+  escaped += text;
+  if (!llama2c) escaped = replace_all(escaped, " ", kSpaceMark);
+
+  // One symbol per code point: a leading byte and the continuation bytes after it, at most 4
+  // bytes in all (a stray continuation byte starts a group of its own, as run.c groups them).
+  // llama2.c falls back to byte pieces before merging (as run.c does); a GGUF vocabulary only
+  // for what is left unmerged (as SentencePiece does), which can differ when two code points
+  // absent from the vocabulary merge into a piece.
+  std::vector<std::string> symbols;
+  for (std::size_t i = 0; i < escaped.size();) {
+    std::size_t len = 1;
+    while (i + len < escaped.size() && len < 4 &&
+           utf8_is_continuation(static_cast<unsigned char>(escaped[i + len]))) {
+      ++len;
+    }
+    std::string code_point = escaped.substr(i, len);
+    i += len;
+    if (!llama2c || find(code_point) >= 0) {
+      symbols.push_back(std::move(code_point));
+      continue;
     }
     for (const char c : code_point) {
       const int id = kFirstBytePiece + static_cast<unsigned char>(c);
@@ -341,86 +690,40 @@ std::vector<int> Tokenizer::encode(std::string_view text, bool bos, bool eos,
                         "byte pieces to fall back on",
                         static_cast<unsigned char>(c), vocab_size()));
       }
-      symbols.push_back(id);
+      symbols.push_back(pieces_[id]);
     }
-  };
-  // SentencePiece's add_dummy_prefix: "Hello" is encoded as " Hello", so a word at the start
-  // gets the same pieces as the same word after a space.
-  if (dummy_prefix && !text.empty()) add_code_point(" ");
-  for (std::size_t i = 0; i < text.size();) {
-    // A code point: a leading byte and the continuation bytes after it, at most 4 bytes in all.
-    // (A stray continuation byte starts a group of its own, exactly as run.c groups them.)
-    std::size_t len = 1;
-    while (i + len < text.size() && len < 4 &&
-           utf8_is_continuation(static_cast<unsigned char>(text[i + len]))) {
-      ++len;
-    }
-    add_code_point(text.substr(i, len));
-    i += len;
   }
 
-  // Step 2: BPE. Repeatedly merge the adjacent pair whose concatenation is the piece with the
-  // highest score (the leftmost pair on a tie), until no adjacent pair forms a piece.
-  // run.c rescans every pair after each merge, O(n^2) lookups for n symbols (37 s for a
-  // 90,000-character prompt). Here, as in production tokenizers, the symbols form a linked list
-  // and every pair that forms a piece waits in a priority queue, best score first, then
-  // leftmost: a merge only creates the two pairs around the new symbol, and a queued pair whose
-  // symbols changed since it was queued is skipped when it comes out (lazy invalidation).
-  // O(n log n), and the same merges in the same order, so the same ids.
-  const int n = static_cast<int>(symbols.size());
-  std::vector<int> next(static_cast<std::size_t>(n)), prev(static_cast<std::size_t>(n));
-  std::vector<unsigned> version(static_cast<std::size_t>(n), 0);  // bumped on every change
-  for (int i = 0; i < n; ++i) {
-    prev[i] = i - 1;
-    next[i] = i + 1 < n ? i + 1 : -1;
-  }
-  struct Candidate {
-    float score;
-    int left, right;  // symbol indices; a symbol keeps its index (its position order) when merged
-    int id;           // the merged piece
-    unsigned left_version, right_version;
-  };
-  // std::priority_queue pops the largest: the higher score, then the smaller (leftmost) index.
-  auto lower_priority = [](const Candidate& a, const Candidate& b) {
-    if (a.score != b.score) return a.score < b.score;
-    return a.left > b.left;
-  };
-  std::priority_queue<Candidate, std::vector<Candidate>, decltype(lower_priority)> queue(
-      lower_priority);
+  // BPE: merge the adjacent pair whose concatenation is the piece with the highest score. In a
+  // GGUF vocabulary only text pieces are merge targets (not markup, not byte pieces).
   std::string pair;
-  auto queue_pair = [&](int left, int right) {
-    if (left < 0 || right < 0) return;
-    pair = pieces_[static_cast<std::size_t>(symbols[left])];
-    pair += pieces_[static_cast<std::size_t>(symbols[right])];
-    const auto it = index_.find(pair);
-    if (it == index_.end()) return;
-    queue.push({scores_[static_cast<std::size_t>(it->second)], left, right, it->second,
-                version[left], version[right]});
-  };
-  for (int i = 0; i + 1 < n; ++i) queue_pair(i, i + 1);
-  while (!queue.empty()) {
-    const Candidate c = queue.top();
-    queue.pop();
-    // Unchanged versions mean both symbols are as queued and still adjacent: the right one can
-    // only leave the list by merging into the left one, which changes both.
-    if (version[c.left] != c.left_version || version[c.right] != c.right_version) continue;
-    symbols[c.left] = c.id;
-    ++version[c.left];
-    ++version[c.right];  // removed from the list
-    next[c.left] = next[c.right];
-    if (next[c.right] >= 0) prev[next[c.right]] = c.left;
-    queue_pair(prev[c.left], c.left);
-    queue_pair(c.left, next[c.left]);
+  merge_symbols(symbols, [&](std::string_view left, std::string_view right) {
+    pair.assign(left);
+    pair += right;
+    const int id = find(pair);
+    std::optional<double> priority;
+    if (id >= 0 && (llama2c || types_[id] == TokenType::normal ||
+                    types_[id] == TokenType::user_defined || types_[id] == TokenType::undefined))
+      priority = scores_[static_cast<std::size_t>(id)];
+    return priority;
+  });
+  for (const std::string& symbol : symbols) {
+    if (const int id = find(symbol); id >= 0) {
+      out.push_back(id);
+      continue;
+    }
+    // A code point the vocabulary lacks: its UTF-8 bytes as byte pieces.
+    for (const char c : symbol) {
+      const int id = find(fmt::format("<0x{:02X}>", static_cast<unsigned char>(c)));
+      if (id < 0) {
+        throw Error(
+            fmt::format("cannot encode byte 0x{:02X}: the vocabulary has no byte piece "
+                        "<0x{:02X}> to fall back on",
+                        static_cast<unsigned char>(c), static_cast<unsigned char>(c)));
+      }
+      out.push_back(id);
+    }
   }
-
-  // BOS is added outside the merge loop: run.c merges over it too, but no piece starts with
-  // "\n<s>\n", so the result is the same.
-  std::vector<int> tokens;
-  tokens.reserve(symbols.size() + 2);
-  if (bos) tokens.push_back(kBosToken);
-  for (int i = n > 0 ? 0 : -1; i >= 0; i = next[i]) tokens.push_back(symbols[i]);
-  if (eos) tokens.push_back(kEosToken);
-  return tokens;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -432,12 +735,18 @@ std::string Tokenizer::decode_piece(int prev_token, int token) const {
     throw Error(fmt::format("previous token id {} is outside the vocabulary [0, {})", prev_token,
                             vocab_size()));
   }
-  std::string_view text = piece(token);  // throws on a bad id
-  if (token == kBosToken || token == kEosToken) return {};
+  piece(token);  // throws on a bad id
+  std::string_view text = bytes_[static_cast<std::size_t>(token)];
   // The dummy prefix the encoder added: SentencePiece's decoder strips the leading space of
-  // the first piece of the text, which is the one right after BOS.
-  if (prev_token == kBosToken && !text.empty() && text.front() == ' ') text.remove_prefix(1);
-  if (const auto byte = parse_byte_piece(text)) return std::string(1, static_cast<char>(*byte));
+  // the first piece of the text. llama2.c: the one right after BOS; GGUF: at the start or
+  // after markup (where the encoder added it).
+  bool first = false;
+  if (kind_ == TokenizerKind::llama2c) {
+    first = prev_token == kBosToken;
+  } else if (kind_ == TokenizerKind::sentencepiece) {
+    first = add_space_prefix_ && (prev_token == -1 || types_[prev_token] == TokenType::control);
+  }
+  if (first && !text.empty() && text.front() == ' ') text.remove_prefix(1);
   return std::string(text);
 }
 

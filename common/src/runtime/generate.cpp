@@ -25,10 +25,12 @@ const char* generation_stop_name(GenerationStop reason) {
 }
 
 std::optional<GenerationStop> generation_stop(std::vector<int>& tokens, std::size_t appended,
-                                              int steps, int seq_len) {
-  const auto bos = std::find(tokens.end() - std::ptrdiff_t(appended), tokens.end(), kBosToken);
-  if (bos != tokens.end()) {  // the model's end-of-text signal
-    tokens.erase(bos + 1, tokens.end());
+                                              int steps, int seq_len,
+                                              const std::function<bool(int)>& is_end) {
+  const auto ends = [&](int token) { return is_end ? is_end(token) : token == kBosToken; };
+  const auto end = std::find_if(tokens.end() - std::ptrdiff_t(appended), tokens.end(), ends);
+  if (end != tokens.end()) {  // the model's end-of-text signal
+    tokens.erase(end + 1, tokens.end());
     return GenerationStop::eos;
   }
   if (tokens.size() < std::size_t(steps) + 1) return std::nullopt;
@@ -50,7 +52,8 @@ GenerationResult generate(const Model& model, const Tokenizer& tokenizer,
 
   GenerationResult r;
   r.timeline.arrival = now_seconds();
-  r.prompt_tokens = tokenizer.encode(options.prompt, /*bos=*/true);
+  r.prompt_tokens = tokenizer.encode(options.prompt, options.encoding);
+  if (r.prompt_tokens.empty()) throw Error("the prompt is empty: nothing to generate from");
   const int P = static_cast<int>(r.prompt_tokens.size());
   if (P > steps) {
     throw Error(fmt::format(
@@ -63,12 +66,13 @@ GenerationResult generate(const Model& model, const Tokenizer& tokenizer,
   seq = r.prompt_tokens;
   StreamDecoder printer(tokenizer);
   auto emit = [&](std::size_t i) {  // print seq[i], which follows seq[i - 1]
-    const std::string piece = printer.push(seq[i - 1], seq[i]);
+    const std::string piece = printer.push(i > 0 ? seq[i - 1] : -1, seq[i]);
     if (piece.empty()) return;
     r.text += piece;
     if (on_text) on_text(piece);
   };
-  for (int i = 1; i < P; ++i) emit(i);  // the prompt is echoed, as the reference does
+  if (options.echo_prompt)
+    for (int i = 0; i < P; ++i) emit(i);  // the prompt is echoed, as the reference does
 
   const bool cached = options.loop == LoopKind::cached;
   // The device's runner and one contiguous cache on it, sized for every position forwarded.
@@ -119,7 +123,12 @@ GenerationResult generate(const Model& model, const Tokenizer& tokenizer,
     seq.push_back(next);
     r.timeline.token_times.push_back(now_seconds());
     // seq holds forwarded + 1 tokens: the rule stops once `steps` positions are forwarded.
-    const std::optional<GenerationStop> stop = generation_stop(seq, 1, steps, c.seq_len);
+    const std::optional<GenerationStop> stop =
+        generation_stop(seq, 1, steps, c.seq_len, [&](int token) {
+          return tokenizer.is_end_of_generation(token) ||
+                 std::find(options.stop_tokens.begin(), options.stop_tokens.end(), token) !=
+                     options.stop_tokens.end();
+        });
     if (stop != GenerationStop::eos) emit(seq.size() - 1);
     if (stop) {
       r.stop_reason = *stop;

@@ -25,6 +25,8 @@ struct GenerationFlags {
   std::string tokenizer;  ///< --tokenizer: path; default matches the vocabulary
   std::string synthetic;  ///< --synthetic: a named shape with random weights instead of a file
   std::string prompt = "Once upon a time";  ///< --prompt
+  bool parse_special = false;  ///< --parse-special: special-token text in the prompt is its token
+  bool no_bos = false;         ///< --no-bos: do not prepend BOS to the prompt
   int steps = 256;             ///< --steps: positions to forward, prompt included (llama2.c's -n)
   int threads = 0;             ///< --threads: 0 = OpenMP's default
   std::string device = "cpu";  ///< --device: cpu or cuda

@@ -26,7 +26,12 @@ enum class LoopKind {
 
 /// @brief What to generate.
 struct GenerateOptions {
-  std::string prompt;  ///< UTF-8 text; BOS is prepended
+  std::string prompt;  ///< UTF-8 text; BOS is prepended (as `encoding` says)
+  EncodeOptions encoding;  ///< how the prompt is tokenized (BOS, special-token text)
+  bool echo_prompt = true;  ///< pass the prompt's text to on_text before the generated text
+  /// Ids that end the generation besides the tokenizer's end-of-generation ones (a chat
+  /// template's end-of-turn marker).
+  std::vector<int> stop_tokens;
   /// Positions to forward, prompt included, like llama2.c's `-n`: the sequence stops after
   /// `steps` forwarded positions or when BOS is sampled. 0 = the model's seq_len; values above
   /// seq_len are clamped to it.
@@ -40,7 +45,7 @@ struct GenerateOptions {
 
 /// @brief Why a generation stopped.
 enum class GenerationStop {
-  eos,        ///< the model sampled its end-of-text token (BOS in llama2.c models)
+  eos,        ///< the model sampled an end-of-generation token (BOS in llama2.c models)
   max_steps,  ///< `steps` positions were forwarded (--steps)
   context,    ///< the model's context (seq_len) is full
 };
@@ -51,16 +56,19 @@ enum class GenerationStop {
 const char* generation_stop_name(GenerationStop reason);
 
 /// @brief The loop's stopping rule, for any loop that appends one or more tokens at a time
-/// (speculative decoding appends several): the sequence ends at the first generated BOS (kept;
-/// tokens appended after it are dropped), or once `steps` positions have been forwarded, i.e.
-/// at steps + 1 tokens (the last token is never forwarded).
-/// @param tokens BOS, prompt, generated; cut after a generated BOS
-/// @param appended how many tokens the last step appended (the ones checked for BOS)
+/// (speculative decoding appends several): the sequence ends at the first generated
+/// end-of-generation token (kept; tokens appended after it are dropped), or once `steps`
+/// positions have been forwarded, i.e. at steps + 1 tokens (the last token is never forwarded).
+/// @param tokens BOS, prompt, generated; cut after a generated end-of-generation token
+/// @param appended how many tokens the last step appended (the ones checked)
 /// @param steps positions to forward, prompt included (at most @p seq_len)
 /// @param seq_len the model's context: a stop at it is GenerationStop::context
+/// @param is_end whether a token ends the generation (the tokenizer's end-of-generation tokens
+///        and any stop tokens); empty: BOS, the end-of-text signal of llama2.c models
 /// @return why the sequence is done, or std::nullopt while it goes on
 std::optional<GenerationStop> generation_stop(std::vector<int>& tokens, std::size_t appended,
-                                              int steps, int seq_len);
+                                              int steps, int seq_len,
+                                              const std::function<bool(int)>& is_end = nullptr);
 
 /// @brief One forward call of the loop.
 struct StepRecord {
@@ -72,8 +80,8 @@ struct StepRecord {
 
 /// @brief Everything a generation produced and measured.
 struct GenerationResult {
-  std::vector<int> prompt_tokens;      ///< BOS + encoded prompt
-  std::vector<int> tokens;             ///< BOS, prompt, generated (the last one is not forwarded)
+  std::vector<int> prompt_tokens;      ///< BOS (when added) + encoded prompt
+  std::vector<int> tokens;             ///< prompt, generated (the last one is not forwarded)
   std::string text;                    ///< exactly what streaming printed
   std::vector<StepRecord> steps;       ///< one record per forward call, in order
   RequestTimeline timeline;            ///< arrival = start of the call; one time per new token

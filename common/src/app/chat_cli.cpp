@@ -1,0 +1,78 @@
+// The --chat mode of the generating chapters.
+#include "inferlab/app/chat_cli.hpp"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <iostream>
+
+#include <fmt/format.h>
+
+#include "inferlab/app/cli_checks.hpp"
+#include "inferlab/base/input_checks.hpp"
+#include "inferlab/model/chat_template.hpp"
+#include "inferlab/runtime/chat.hpp"
+
+namespace inferlab {
+
+void add_chat_flags(CLI::App& app, ChatFlags& c) {
+  app.add_flag("--chat", c.chat,
+               "chat with an instruct model through its chat template: one turn per --prompt, "
+               "or an interactive loop on a terminal");
+  app.add_option("--system", c.system,
+                 "system message of the chat (default: the template's own, if it has one)");
+  app.add_option("--chat-template", c.chat_template,
+                 "built-in chat template to use instead of the model's (" +
+                     fmt::format("{}", fmt::join(ChatTemplate::names(), ", ")) + ")");
+}
+
+int run_chat(const char* chapter, const char* title, const GenerationFlags& f, const ChatFlags& c,
+             LoopKind loop) {
+  require_utf8(c.system, "--system");
+  const LoadedModel m = load_model(f);
+  ChatSession session(*m.tokenizer, choose_chat_template(*m.tokenizer, c.chat_template), c.system);
+  const bool interactive = isatty(STDIN_FILENO) && !f.json;
+  if (!f.json) {
+    print_run_header(title, m, f,
+                     fmt::format("chat:      template {}{}", session.chat_template().name(),
+                                 interactive ? " (an empty line ends the chat)" : ""));
+  }
+  GenerateOptions base = generate_options(f);
+  base.loop = loop;
+  // One turn: stream the answer, keep it in the conversation.
+  auto turn = [&](const std::string& user) {
+    const GenerateOptions g = session.turn_options(user, base);
+    GenerationResult r = generate(*m.model, *m.tokenizer, g, [&](std::string_view piece) {
+      if (!f.json) {
+        std::fwrite(piece.data(), 1, piece.size(), stdout);
+        std::fflush(stdout);
+      }
+    });
+    session.add_turn(user, r.text);
+    if (f.json) {
+      nlohmann::json out = generation_json(chapter, m, f, r);
+      out["prompt"] = user;
+      out["rendered_prompt"] = g.prompt;
+      std::cout << out.dump(1) << '\n';
+    } else {
+      std::printf("\n\n");
+      print_generation_metrics(r);
+    }
+  };
+  if (!interactive) {
+    turn(f.prompt);
+    return 0;
+  }
+  std::string line;
+  while (true) {
+    std::printf("\n> ");
+    std::fflush(stdout);
+    if (!std::getline(std::cin, line) || line.empty()) break;
+    require_utf8(line, "the message");
+    std::printf("\n");
+    turn(line);
+  }
+  return 0;
+}
+
+}  // namespace inferlab
