@@ -164,7 +164,7 @@ int main(int argc, char** argv) {
   Options o;
   add_generation_flags(app, o.gen);
   // Chapter 04 serves a workload: the single-prompt flags do not apply (and are not accepted).
-  for (const char* flag : {"--prompt", "--steps"}) app.remove_option(app.get_option(flag));
+  remove_prompt_flags(app);
   o.gen.steps = 0;  // each request may use the whole context
   app.add_option("--policy", o.policy, "static, continuous or both (side by side)")
       ->check(CLI::IsMember({"static", "continuous", "both"}))

@@ -1,10 +1,9 @@
 // Chapter 05: PagedAttention.
 //
-// Serves one workload twice on the same KV memory budget: once with contiguous reservations
-// (each request reserves prompt + max_tokens positions at admission, as engines did before
-// paging) and once with paged blocks (a block is taken only when a sequence's last block is
-// full). Prints how much reserved memory sat unused, how many sequences fit at once and what
-// that did to throughput; --plot draws memory over time and the block tables.
+// Serves one workload twice on one KV memory budget: contiguous reservations (prompt +
+// max_tokens positions at admission, as engines did before paging) and paged blocks (taken only
+// when a sequence's last block is full). Prints the reserved memory that sat unused, how many
+// sequences fit and the throughput; --plot draws memory over time and the block tables.
 #include <cstdio>
 #include <iostream>
 #include <optional>
@@ -164,6 +163,7 @@ int main(int argc, char** argv) {
   CLI::App app{"InferLab chapter 05: PagedAttention (contiguous vs paged KV memory)"};
   Options o;
   add_generation_flags(app, o.gen);
+  remove_prompt_flags(app);
   // Clients ask for a generous max_tokens and stop earlier: the engine cannot know when, so a
   // contiguous reservation must cover max_tokens.
   o.serving.max_tokens = 400;

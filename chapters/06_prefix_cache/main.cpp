@@ -172,7 +172,7 @@ int main(int argc, char** argv) {
   CLI::App app{"InferLab chapter 06: the prefix cache (radix trie vs block hashes vs none)"};
   Options o;
   add_generation_flags(app, o.gen);
-  for (const char* flag : {"--prompt", "--steps"}) app.remove_option(app.get_option(flag));
+  remove_prompt_flags(app);
   o.gen.steps = 0;
   o.serving.workload = "shared-prefix";  // the chapter's point; --workload random shows none
   add_serving_flags(app, o.serving);

@@ -114,7 +114,7 @@ int run(const GenerationFlags& g, const SpeculativeFlags& f) {
   const ModelConfig& c = m.model->config();
   const int steps = g.steps <= 0 || g.steps > c.seq_len ? c.seq_len : g.steps;
   const std::optional<Model> draft = load_draft(f, choice, c);
-  const std::vector<int> prompt = m.tokenizer->encode(g.prompt, /*bos=*/true);
+  const std::vector<int> prompt = m.tokenizer->encode(g.prompt, generate_options(g).encoding);
   if (static_cast<int>(prompt.size()) > steps)
     throw Error(fmt::format("the prompt is {} tokens but --steps is {}", prompt.size(), steps));
   if (!g.json) {

@@ -106,6 +106,7 @@ int run(const Options& o) {
   }
   ConstrainedOptions c;
   c.prompt = o.gen.prompt;
+  c.encoding = generate_options(o.gen).encoding;
   c.steps = o.gen.steps;
   c.sampling = o.gen.sampling;
   const ConstrainedResult r = generate_constrained(*m.model, *m.tokenizer, parser, masks, bytes, c);

@@ -22,6 +22,11 @@ int run_chapter(CLI::App& app, int argc, char** argv, const std::function<int()>
   return run_main(app, argc, argv, run);
 }
 
+void remove_prompt_flags(CLI::App& app) {
+  for (const char* flag : {"--prompt", "--steps", "--parse-special", "--no-bos"})
+    app.remove_option(app.get_option(flag));
+}
+
 void add_generation_flags(CLI::App& app, GenerationFlags& f) {
   CLI::Option* model =
       app.add_option("--model", f.model,

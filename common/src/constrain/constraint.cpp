@@ -53,7 +53,7 @@ ConstrainedResult generate_constrained(const Model& model, const Tokenizer& toke
                                        const ConstrainedOptions& options) {
   options.sampling.validate();
   const int V = model.config().vocab_size;
-  std::vector<int> history = tokenizer.encode(options.prompt, true);
+  std::vector<int> history = tokenizer.encode(options.prompt, options.encoding);
   const int steps =
       options.steps <= 0 ? model.config().seq_len : std::min(options.steps, model.config().seq_len);
   if (static_cast<int>(history.size()) >= steps) {

@@ -43,6 +43,11 @@ int run_chapter(CLI::App& app, int argc, char** argv, const std::function<int()>
 /// @brief Registers the flags of @p f on @p app (names and help shared by every chapter).
 void add_generation_flags(CLI::App& app, GenerationFlags& f);
 
+/// @brief Removes the single-prompt flags (`--prompt`, `--steps`, `--parse-special`,
+/// `--no-bos`) from @p app: a chapter that serves a workload does not accept them, rather than
+/// ignoring them.
+void remove_prompt_flags(CLI::App& app);
+
 /// @brief A loaded model with its tokenizer.
 struct LoadedModel {
   std::optional<Model>

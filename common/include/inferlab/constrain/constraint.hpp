@@ -32,7 +32,8 @@ Grammar compile_constraint(ConstraintKind kind, const std::string& text, const s
 
 /// @brief What constrained generation does.
 struct ConstrainedOptions {
-  std::string prompt;       ///< UTF-8 prompt (BOS is prepended)
+  std::string prompt;       ///< UTF-8 prompt
+  EncodeOptions encoding;   ///< how the prompt becomes ids (BOS, special-token text)
   int steps = 256;          ///< positions to forward, prompt included (clamped to seq_len)
   SamplingParams sampling;  ///< all of chapter 01's knobs; the mask is applied before them
   bool constrained = true;  ///< false: the same loop without the mask (for --compare)
