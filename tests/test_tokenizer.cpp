@@ -405,3 +405,15 @@ TEST_CASE("synthetic tokenizer: layout, merges and a lossless round trip", "[tok
     }
   }
 }
+
+TEST_CASE("stream_text prints a finished sequence as a StreamDecoder does, up to the final BOS",
+          "[tokenizer][unit]") {
+  const Tokenizer t = Tokenizer::synthetic(512);
+  const auto byte = [](unsigned char b) { return 3 + int(b); };  // byte pieces: ids 3..258
+  const int bos = inferlab::kBosToken;
+  // 'a', then U+00E9 in two byte pieces, then the end-of-text BOS and a token after it.
+  const std::vector<int> tokens = {bos, byte('a'), byte(0xC3), byte(0xA9), bos, byte('b')};
+  CHECK(inferlab::stream_text(t, tokens, 2) == "a\xC3\xA9");
+  // A character cut off at the end is dropped, as flush() drops it.
+  CHECK(inferlab::stream_text(t, {bos, byte('a'), byte(0xC3)}, 2) == "a");
+}

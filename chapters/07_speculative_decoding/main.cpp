@@ -27,15 +27,6 @@ using namespace inferlab;
 
 namespace {
 
-// The generation as text: the prompt echoed, then what was generated, up to BOS.
-std::string text_of(const Tokenizer& tok, const std::vector<int>& tokens) {
-  StreamDecoder d(tok);
-  std::string text;
-  for (std::size_t i = 1; i < tokens.size() && tokens[i] != kBosToken; ++i)
-    text += d.push(tokens[i - 1], tokens[i]);
-  return text + d.flush();
-}
-
 int run_sim(const GenerationFlags& g, const SpeculativeFlags& f) {
   const Hardware hw = hardware_by_name(f.hardware);
   const ModelConfig target = named_config(f.sim_target), draft = named_config(f.sim_draft);
@@ -137,7 +128,7 @@ int run(const GenerationFlags& g, const SpeculativeFlags& f) {
   }
   const ProposerComparison res =
       compare_proposers(*m.model, draft ? &*draft : nullptr, prompt, steps, g.sampling, choice);
-  const std::string text = text_of(*m.tokenizer, res.runs.front().run.tokens);
+  const std::string text = stream_text(*m.tokenizer, res.runs.front().run.tokens, prompt.size());
   if (!g.json) return print_real(g, f, res, prompt.size(), text, m.model->name());
   nlohmann::json out = to_json(res);
   out.update({{"chapter", "07_speculative_decoding"},

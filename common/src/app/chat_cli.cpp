@@ -42,12 +42,7 @@ int run_chat(const char* chapter, const char* title, const GenerationFlags& f, c
   // One turn: stream the answer, keep it in the conversation.
   auto turn = [&](const std::string& user) {
     const GenerateOptions g = session.turn_options(user, base);
-    GenerationResult r = generate(*m.model, *m.tokenizer, g, [&](std::string_view piece) {
-      if (!f.json) {
-        std::fwrite(piece.data(), 1, piece.size(), stdout);
-        std::fflush(stdout);
-      }
-    });
+    GenerationResult r = generate(*m.model, *m.tokenizer, g, stdout_text_stream(f));
     session.add_turn(user, r.text);
     if (f.json) {
       nlohmann::json out = generation_json(chapter, m, f, r);

@@ -48,11 +48,12 @@ const Loaded& loaded_module() {
 }
 
 [[noreturn]] void throw_no_module(const std::string& why) {
-  throw Error(fmt::format(
-      "--device cuda: no CUDA backend: the CUDA backend ({}) is not built or cannot be loaded "
-      "({}). Build it with the CUDA toolkit installed (-DINFERLAB_CUDA=ON or the 'cuda' preset) "
-      "or point INFERLAB_CUDA_BACKEND at it; or run with --device cpu",
-      kCudaModuleName, why));
+  throw ParameterError(
+      "device",
+      fmt::format("cuda: no CUDA backend: the CUDA backend ({}) is not built or cannot be loaded "
+                  "({}). Build it with the CUDA toolkit installed (-DINFERLAB_CUDA=ON or the "
+                  "'cuda' preset) or point INFERLAB_CUDA_BACKEND at it; or run on device cpu",
+                  kCudaModuleName, why));
 }
 
 }  // namespace

@@ -27,19 +27,18 @@ void require_device(Device device) {
   using Available = int (*)(char*, std::size_t);
   const auto abi = reinterpret_cast<Abi>(cuda_module_function("inferlab_cuda_backend_abi"));
   if (abi() != kCudaModuleAbi) {
-    throw Error(
-        fmt::format("--device cuda: {} was built from other sources (interface version "
-                    "{}, this program expects {}); rebuild it",
-                    cuda_module_path(), abi(), kCudaModuleAbi));
+    throw ParameterError(
+        "device", fmt::format("cuda: {} was built from other sources (interface version "
+                              "{}, this program expects {}); rebuild it",
+                              cuda_module_path(), abi(), kCudaModuleAbi));
   }
   const auto available =
       reinterpret_cast<Available>(cuda_module_function("inferlab_cuda_backend_device_available"));
   char why[512] = "";
   if (available(why, sizeof(why)) == 0) {
-    throw Error(
-        fmt::format("--device cuda: no usable CUDA device on this machine ({}); run with "
-                    "--device cpu",
-                    why));
+    throw ParameterError(
+        "device",
+        fmt::format("cuda: no usable CUDA device on this machine ({}); run on device cpu", why));
   }
 }
 

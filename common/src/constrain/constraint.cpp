@@ -57,8 +57,8 @@ ConstrainedResult generate_constrained(const Model& model, const Tokenizer& toke
   const int steps =
       options.steps <= 0 ? model.config().seq_len : std::min(options.steps, model.config().seq_len);
   if (static_cast<int>(history.size()) >= steps) {
-    throw Error(fmt::format("the prompt has {} tokens and does not fit in --steps {}",
-                            history.size(), steps));
+    throw ParameterError("steps", fmt::format("{}: the prompt has {} tokens and does not fit",
+                                              steps, history.size()));
   }
   ForwardPass pass(model);
   KVCache cache(model.config(), steps);

@@ -316,7 +316,7 @@ std::vector<std::string> list_json_files(const std::vector<std::string>& paths) 
     } else if (std::filesystem::exists(p)) {
       out.push_back(p);
     } else {
-      throw Error(fmt::format("--maskbench: '{}' does not exist", p));
+      throw ParameterError("maskbench", fmt::format("'{}' does not exist", p));
     }
   }
   return out;

@@ -125,58 +125,86 @@ struct Conversion {
 Model Model::load_gguf(const std::string& path) {
   const GgufFile f = GgufFile::open(path);
   const ModelConfig c = config_from_metadata(f);
-  Model m = from_buffer(c, std::vector<float>(body_floats(c)), path);
-  float* const body = m.owned_body();
-  // Where a Weights pointer (into the owned body) lets the loader write.
-  auto slot = [body](const float* w) { return body + (w - body); };
-  std::map<std::string, Conversion> conversions;
   const std::size_t D = c.dim, H = c.hidden_dim, KV = c.kv_dim(), V = c.vocab_size;
 
-  // Converts tensor @p name, which must have dimensions {in, out} (fastest first; out = 1 for a
-  // vector), into @p dst.
-  auto convert = [&](const std::string& name, std::size_t in, std::size_t out, float* dst) {
-    const GgufTensor* t = f.find_tensor(name);
-    if (!t) throw Error(fmt::format("cannot load model '{}': tensor '{}' is missing", path, name));
-    const bool vector = out == 1;
-    if ((vector ? t->n_dims != 1 : t->n_dims != 2) || t->ne[0] != in || t->ne[1] != out) {
+  // Every tensor the model needs, with the dimensions {in, out} the metadata implies (fastest
+  // first; out = 1 for a vector), and where it goes in the llama2.c layout.
+  struct Part {
+    std::string name;
+    std::size_t in, out;
+    const float* Weights::*field;
+    std::size_t offset;  // floats into that field
+  };
+  std::vector<Part> needed = {{"token_embd.weight", D, V, &Weights::token_embedding, 0}};
+  for (std::size_t l = 0; l < std::size_t(c.n_layers); ++l) {
+    const std::string blk = fmt::format("blk.{}.", l);
+    needed.push_back({blk + "attn_norm.weight", D, 1, &Weights::rms_att, l * D});
+    needed.push_back({blk + "attn_q.weight", D, D, &Weights::wq, l * D * D});
+    needed.push_back({blk + "attn_k.weight", D, KV, &Weights::wk, l * KV * D});
+    needed.push_back({blk + "attn_v.weight", D, KV, &Weights::wv, l * KV * D});
+    needed.push_back({blk + "attn_output.weight", D, D, &Weights::wo, l * D * D});
+    needed.push_back({blk + "ffn_norm.weight", D, 1, &Weights::rms_ffn, l * D});
+    needed.push_back({blk + "ffn_gate.weight", D, H, &Weights::w1, l * H * D});
+    needed.push_back({blk + "ffn_down.weight", H, D, &Weights::w2, l * D * H});
+    needed.push_back({blk + "ffn_up.weight", D, H, &Weights::w3, l * H * D});
+  }
+  needed.push_back({"output_norm.weight", D, 1, &Weights::rms_final, 0});
+  if (!c.shared_classifier) needed.push_back({"output.weight", D, V, &Weights::wcls, 0});
+
+  // Every tensor is checked before the float body is allocated: the metadata's sizes are only
+  // believed once the file's tensors, which must lie inside the file, agree with them.
+  std::vector<const GgufTensor*> tensors;
+  for (const Part& part : needed) {
+    const GgufTensor* t = f.find_tensor(part.name);
+    if (!t) {
       throw Error(
-          fmt::format("cannot load model '{}': tensor '{}' is {}, but the metadata "
-                      "implies [{}]",
-                      path, name, t->describe(),
-                      vector ? fmt::format("{}", in) : fmt::format("{}, {}", in, out)));
+          fmt::format("cannot load model '{}': tensor '{}' is missing", path, part.name));
     }
-    kernels::dequantize_ref(t->type, t->data, dst, t->n_elements);
-    for (std::size_t i = 0; i < t->n_elements; ++i) {
-      if (!std::isfinite(dst[i])) {
+    const bool vector = part.out == 1;
+    if ((vector ? t->n_dims != 1 : t->n_dims != 2) || t->ne[0] != part.in ||
+        t->ne[1] != part.out) {
+      throw Error(fmt::format(
+          "cannot load model '{}': tensor '{}' is {}, but the metadata implies [{}]", path,
+          part.name, t->describe(),
+          vector ? fmt::format("{}", part.in) : fmt::format("{}, {}", part.in, part.out)));
+    }
+    tensors.push_back(t);
+  }
+
+  // The llama2.c layout also holds RoPE tables of context_length x head size floats, which no
+  // tensor bounds: a context whose tables outweigh the weights themselves is refused rather
+  // than allocated.
+  std::size_t weight_elements = 0;
+  for (const GgufTensor* t : tensors) weight_elements += t->n_elements;
+  const std::size_t table_elements = std::size_t(c.seq_len) * std::size_t(c.head_size());
+  if (table_elements > weight_elements) {
+    throw Error(fmt::format(
+        "cannot load model '{}': llama.context_length {} x head size {} = {} RoPE table "
+        "entries, more than the model's {} weights (the metadata does not fit the tensors)",
+        path, c.seq_len, c.head_size(), table_elements, weight_elements));
+  }
+  Model m = from_buffer(c, std::vector<float>(body_floats(c)), path);
+  float* const body = m.owned_body();
+  std::map<std::string, Conversion> conversions;
+  for (std::size_t i = 0; i < needed.size(); ++i) {
+    const GgufTensor& t = *tensors[i];
+    // The Weights pointers point into the owned body, which the loader may write.
+    float* const dst = body + ((m.weights_.*needed[i].field) - body) + needed[i].offset;
+    kernels::dequantize_ref(t.type, t.data, dst, t.n_elements);
+    for (std::size_t j = 0; j < t.n_elements; ++j) {
+      if (!std::isfinite(dst[j])) {
         throw Error(
             fmt::format("cannot load model '{}': tensor '{}' holds {} at index {}: the "
                         "weights must be finite",
-                        path, name, dst[i], i));
+                        path, needed[i].name, dst[j], j));
       }
     }
-    Conversion& k = conversions[kernels::ggml_type_name(std::uint32_t(t->type))];
+    Conversion& k = conversions[kernels::ggml_type_name(std::uint32_t(t.type))];
     ++k.tensors;
-    k.file_bytes += t->n_bytes;
-    k.float_bytes += t->n_elements * sizeof(float);
-  };
-
-  const Weights& w = m.weights_;
-  convert("token_embd.weight", D, V, slot(w.token_embedding));
-  for (std::size_t l = 0; l < std::size_t(c.n_layers); ++l) {
-    const std::string blk = fmt::format("blk.{}.", l);
-    convert(blk + "attn_norm.weight", D, 1, slot(w.rms_att) + l * D);
-    convert(blk + "attn_q.weight", D, D, slot(w.wq) + l * D * D);
-    convert(blk + "attn_k.weight", D, KV, slot(w.wk) + l * KV * D);
-    convert(blk + "attn_v.weight", D, KV, slot(w.wv) + l * KV * D);
-    convert(blk + "attn_output.weight", D, D, slot(w.wo) + l * D * D);
-    convert(blk + "ffn_norm.weight", D, 1, slot(w.rms_ffn) + l * D);
-    convert(blk + "ffn_gate.weight", D, H, slot(w.w1) + l * H * D);
-    convert(blk + "ffn_down.weight", H, D, slot(w.w2) + l * D * H);
-    convert(blk + "ffn_up.weight", D, H, slot(w.w3) + l * H * D);
+    k.file_bytes += t.n_bytes;
+    k.float_bytes += t.n_elements * sizeof(float);
   }
-  convert("output_norm.weight", D, 1, slot(w.rms_final));
-  fill_legacy_rope_tables(c, slot(w.rms_final) + D);
-  if (!c.shared_classifier) convert("output.weight", D, V, slot(w.wcls));
+  fill_legacy_rope_tables(c, body + (m.weights_.rms_final - body) + D);
 
   auto mb = [](std::size_t bytes) { return fmt::format("{:.1f} MB", double(bytes) / 1e6); };
   std::string parts;

@@ -661,8 +661,11 @@ void Tokenizer::encode_sentencepiece(std::string_view text, bool dummy_prefix,
   const bool llama2c = kind_ == TokenizerKind::llama2c;
   std::string escaped;
   if (dummy_prefix && add_space_prefix_ && !text.empty()) escaped += ' ';
+  const std::size_t prefix_chars = escaped.size();  // the dummy prefix: a symbol of its own
   escaped += text;
   if (!llama2c) escaped = replace_all(escaped, " ", kSpaceMark);
+  const std::size_t prefix_bytes =
+      prefix_chars == 0 ? std::size_t{0} : llama2c ? std::size_t{1} : kSpaceMark.size();
 
   // One symbol per code point: a leading byte and the continuation bytes after it, at most 4
   // bytes in all (a stray continuation byte starts a group of its own, as run.c groups them).
@@ -671,8 +674,10 @@ void Tokenizer::encode_sentencepiece(std::string_view text, bool dummy_prefix,
   // absent from the vocabulary merge into a piece.
   std::vector<std::string> symbols;
   for (std::size_t i = 0; i < escaped.size();) {
-    std::size_t len = 1;
-    while (i + len < escaped.size() && len < 4 &&
+    // The prefix is added before the text, as run.c adds it: a stray continuation byte at the
+    // start of the text is not part of it.
+    std::size_t len = i == 0 && prefix_bytes > 0 ? prefix_bytes : 1;
+    while (i >= prefix_bytes && i + len < escaped.size() && len < 4 &&
            utf8_is_continuation(static_cast<unsigned char>(escaped[i + len]))) {
       ++len;
     }
@@ -799,6 +804,17 @@ std::string StreamDecoder::flush() {
   // not valid UTF-8 and is dropped, as printing it would show a replacement character.
   pending_.clear();
   return {};
+}
+
+std::string stream_text(const Tokenizer& tokenizer, const std::vector<int>& tokens,
+                        std::size_t first_generated) {
+  StreamDecoder printer(tokenizer);
+  std::string text;
+  for (std::size_t i = 1; i < tokens.size(); ++i) {
+    if (i >= first_generated && tokens[i] == kBosToken) break;
+    text += printer.push(tokens[i - 1], tokens[i]);
+  }
+  return text + printer.flush();
 }
 
 }  // namespace inferlab

@@ -56,10 +56,10 @@ GenerationResult generate(const Model& model, const Tokenizer& tokenizer,
   if (r.prompt_tokens.empty()) throw Error("the prompt is empty: nothing to generate from");
   const int P = static_cast<int>(r.prompt_tokens.size());
   if (P > steps) {
-    throw Error(fmt::format(
-        "the prompt is {} tokens (BOS included) but only {} positions are allowed (--steps {}, "
-        "context {}): shorten the prompt or raise --steps",
-        P, steps, options.steps, c.seq_len));
+    throw ParameterError(
+        "steps", fmt::format("{}: the prompt is {} tokens (BOS included) but only {} positions "
+                             "are allowed (context {}): shorten the prompt or raise it",
+                             options.steps, P, steps, c.seq_len));
   }
 
   std::vector<int>& seq = r.tokens;

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <numeric>
 
+#include <fmt/format.h>
+
 #include "inferlab/base/error.hpp"
 #include "inferlab/runtime/metrics.hpp"
 
@@ -12,15 +14,14 @@ namespace inferlab {
 RepeatedGeneration repeat_for_medians(const Model& model, const Tokenizer& tokenizer,
                                       const GenerateOptions& options, int reps,
                                       GenerationResult first) {
-  if (reps < 1) throw Error("--reps: must be >= 1");
+  if (reps < 1) throw ParameterError("reps", fmt::format("{}: must be >= 1", reps));
   auto logits = std::move(first.logits);  // only the first run's are kept
   std::vector<GenerationResult> runs;
   runs.push_back(std::move(first));
   for (int i = 1; i < reps; ++i) {
     runs.push_back(generate(model, tokenizer, options));
     if (runs.back().tokens != runs.front().tokens)
-      throw Error(
-          "--reps: a repetition generated different tokens (the loop is not deterministic)");
+      throw Error("a repetition generated different tokens (the loop is not deterministic)");
   }
   // The run whose end-to-end time is the median gives the latency metrics.
   std::vector<std::size_t> order(runs.size());

@@ -39,7 +39,7 @@ std::unique_ptr<ModelRunner> make_cuda_runner(const Model& model) {
       reinterpret_cast<Factory>(cuda_module_function("inferlab_cuda_backend_make_runner"));
   char error[512] = "";
   ModelRunner* runner = make(&model, error, sizeof(error));
-  if (runner == nullptr) throw Error(fmt::format("--device cuda: {}", error));
+  if (runner == nullptr) throw ParameterError("device", fmt::format("cuda: {}", error));
   return std::unique_ptr<ModelRunner>(runner);
 }
 

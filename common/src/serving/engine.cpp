@@ -42,18 +42,6 @@ class SimClock {
   double t_ = 0.0;
 };
 
-// Chapter 01's text: the prompt echoed, then every generated token up to (not including) a
-// final end-of-text BOS, through a StreamDecoder so no UTF-8 character is ever cut.
-std::string streamed_text(const Tokenizer& tokenizer, const std::vector<int>& tokens,
-                          int prompt_tokens) {
-  StreamDecoder printer(tokenizer);
-  std::string text;
-  std::size_t end = tokens.size();
-  if (end > static_cast<std::size_t>(prompt_tokens) && tokens.back() == kBosToken) --end;
-  for (std::size_t i = 1; i < end; ++i) text += printer.push(tokens[i - 1], tokens[i]);
-  return text + printer.flush();
-}
-
 // Every request must fit the memory on its own, or it could never run: said before the run.
 void check_fits(const std::vector<Sequence>& seqs, const KVManager& kv) {
   const int block_size = kv.block_size();
@@ -416,7 +404,7 @@ EngineRun run_real(const std::vector<Request>& requests, const SchedulerConfig& 
   };
   EngineRun run = serve(seqs, config, *kv, c.seq_len, clock, run_step, "real");
   for (RequestResult& r : run.requests)
-    r.text = streamed_text(*engine.tokenizer, r.tokens, static_cast<int>(r.prompt_tokens.size()));
+    r.text = stream_text(*engine.tokenizer, r.tokens, r.prompt_tokens.size());
   return run;
 }
 

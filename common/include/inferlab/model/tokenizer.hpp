@@ -219,4 +219,15 @@ class StreamDecoder {
   std::string pending_;
 };
 
+/// @brief The text of a finished sequence, as a StreamDecoder prints it token by token: every
+/// token after the first (the BOS, or the prompt's first token), up to (not including) the
+/// first BOS at or after @p first_generated: llama2.c models' end-of-text signal, which the
+/// stopping rule (generation_stop()) keeps as the last token.
+/// @param tokenizer the sequence's tokenizer
+/// @param tokens prompt then generated tokens
+/// @param first_generated index of the first generated token (the prompt's length)
+/// @return the prompt's text after its first token, then the generated text
+std::string stream_text(const Tokenizer& tokenizer, const std::vector<int>& tokens,
+                        std::size_t first_generated);
+
 }  // namespace inferlab
