@@ -7,7 +7,8 @@
 
 namespace inferlab {
 
-void merge_symbols(std::vector<std::string>& symbols, const MergePriority& priority) {
+void merge_symbols(std::vector<std::string>& symbols, const MergePriority& priority,
+                   std::vector<int>* ids) {
   // The symbols form a linked list; every pair that may merge waits in a priority queue, best
   // first, then leftmost. A symbol keeps its index when it absorbs its right neighbour, so the
   // index order is the text order.
@@ -42,6 +43,7 @@ void merge_symbols(std::vector<std::string>& symbols, const MergePriority& prior
     // only leave the list by merging into the left one, which changes both.
     if (version[c.left] != c.left_version || version[c.right] != c.right_version) continue;
     symbols[c.left] += symbols[c.right];
+    if (ids) (*ids)[std::size_t(c.left)] = -1;
     ++version[c.left];
     ++version[c.right];  // removed from the list
     next[c.left] = next[c.right];
@@ -50,8 +52,13 @@ void merge_symbols(std::vector<std::string>& symbols, const MergePriority& prior
     queue_pair(c.left, next[c.left]);
   }
   std::vector<std::string> merged;
-  for (int i = n > 0 ? 0 : -1; i >= 0; i = next[i]) merged.push_back(std::move(symbols[i]));
+  std::vector<int> merged_ids;
+  for (int i = n > 0 ? 0 : -1; i >= 0; i = next[i]) {
+    merged.push_back(std::move(symbols[i]));
+    if (ids) merged_ids.push_back((*ids)[std::size_t(i)]);
+  }
   symbols = std::move(merged);
+  if (ids) *ids = std::move(merged_ids);
 }
 
 namespace {

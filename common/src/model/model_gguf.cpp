@@ -127,6 +127,14 @@ Model Model::load_gguf(const std::string& path) {
   const ModelConfig c = config_from_metadata(f);
   const std::size_t D = c.dim, H = c.hidden_dim, KV = c.kv_dim(), V = c.vocab_size;
 
+  // Nine tensors per block: a block count the file's tensors cannot hold is refused before the
+  // list below is built from it.
+  constexpr std::size_t kPerBlock = 9;
+  if (std::size_t(c.n_layers) > f.tensors().size() / kPerBlock) {
+    throw Error(fmt::format(
+        "cannot load model '{}': llama.block_count {} needs {} tensors but the file holds {}",
+        path, c.n_layers, std::size_t(c.n_layers) * kPerBlock, f.tensors().size()));
+  }
   // Every tensor the model needs, with the dimensions {in, out} the metadata implies (fastest
   // first; out = 1 for a vector), and where it goes in the llama2.c layout.
   struct Part {

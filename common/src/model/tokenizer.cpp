@@ -634,7 +634,8 @@ std::vector<int> Tokenizer::encode(std::string_view text, const EncodeOptions& o
   std::vector<int> tokens;
   tokens.reserve(text.size() + 2);
   const bool bos = options.add_bos && (kind_ == TokenizerKind::llama2c || add_bos_);
-  if (bos) tokens.push_back(bos_);
+  // llama2.c prepends id 1 whatever the vocabulary (run.c does); a GGUF one names its BOS.
+  if (bos) tokens.push_back(kind_ == TokenizerKind::llama2c ? kBosToken : bos_);
   bool after_special = true;  // SentencePiece adds its dummy prefix at the start of the text
   for (const Fragment& f : fragments) {
     if (f.id >= 0) {
@@ -673,6 +674,7 @@ void Tokenizer::encode_sentencepiece(std::string_view text, bool dummy_prefix,
   // for what is left unmerged (as SentencePiece does), which can differ when two code points
   // absent from the vocabulary merge into a piece.
   std::vector<std::string> symbols;
+  std::vector<int> ids;  // a symbol's id when it is known before any merge, else -1
   for (std::size_t i = 0; i < escaped.size();) {
     // The prefix is added before the text, as run.c adds it: a stray continuation byte at the
     // start of the text is not part of it.
@@ -685,6 +687,7 @@ void Tokenizer::encode_sentencepiece(std::string_view text, bool dummy_prefix,
     i += len;
     if (!llama2c || find(code_point) >= 0) {
       symbols.push_back(std::move(code_point));
+      ids.push_back(-1);
       continue;
     }
     for (const char c : code_point) {
@@ -696,6 +699,7 @@ void Tokenizer::encode_sentencepiece(std::string_view text, bool dummy_prefix,
                         static_cast<unsigned char>(c), vocab_size()));
       }
       symbols.push_back(pieces_[id]);
+      ids.push_back(id);  // a byte piece is its id, whatever other piece spells the same text
     }
   }
 
@@ -711,9 +715,10 @@ void Tokenizer::encode_sentencepiece(std::string_view text, bool dummy_prefix,
                     types_[id] == TokenType::user_defined || types_[id] == TokenType::undefined))
       priority = scores_[static_cast<std::size_t>(id)];
     return priority;
-  });
-  for (const std::string& symbol : symbols) {
-    if (const int id = find(symbol); id >= 0) {
+  }, &ids);
+  for (std::size_t s = 0; s < symbols.size(); ++s) {
+    const std::string& symbol = symbols[s];
+    if (const int id = ids[s] >= 0 ? ids[s] : find(symbol); id >= 0) {
       out.push_back(id);
       continue;
     }

@@ -27,10 +27,13 @@ using MergePriority =
 /// @param symbols the text split into symbols (one per character to start with); on return the
 ///        merged symbols, in order, whose concatenation is unchanged
 /// @param priority which pairs may merge, and in what order
+/// @param ids if given, one id per symbol, kept in step with @p symbols: a merged symbol's id
+///        becomes -1 (the caller looks its text up), an unmerged one keeps its own
 /// @note O(n log n) for n symbols: the candidate pairs wait in a priority queue and a merge only
 /// creates the two pairs around the new symbol; a queued pair whose symbols changed since it was
 /// queued is skipped when it comes out.
-void merge_symbols(std::vector<std::string>& symbols, const MergePriority& priority);
+void merge_symbols(std::vector<std::string>& symbols, const MergePriority& priority,
+                   std::vector<int>* ids = nullptr);
 
 /// @brief GPT-2's map from each byte to a printable character (as UTF-8): printable Latin-1
 /// bytes stand for themselves, the others (controls, space, 0x7F-0xA0, 0xAD) are moved to
