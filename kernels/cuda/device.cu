@@ -41,7 +41,7 @@ bool cuda_device_available(std::string* why) {
 void require_cuda_device() {
   std::string why;
   if (!cuda_device_available(&why))
-    throw Error("--device cuda requested, but no CUDA device can be used: " + why);
+    throw ParameterError("device", "cuda: no CUDA device can be used: " + why);
 }
 
 namespace {

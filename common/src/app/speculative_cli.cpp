@@ -82,7 +82,7 @@ std::optional<Model> load_draft(const SpeculativeFlags& f, const ProposerChoice&
                             choice.tree_branch, choice.tree_depth, nodes, kMaxTreeNodes));
   }
   if (!used) return std::nullopt;
-  std::optional<Model> draft = Model::load(find_model(f.draft));
+  std::optional<Model> draft = Model::load(find_model(f.draft, "draft"));
   if (draft->config().vocab_size != target.vocab_size) {
     throw Error(fmt::format("--draft {}: its vocabulary has {} tokens but the target's has {}",
                             f.draft, draft->config().vocab_size, target.vocab_size));

@@ -34,7 +34,7 @@ std::string model_search_path_description() {
   return s;
 }
 
-std::string find_model(const std::string& requested) {
+std::string find_model(const std::string& requested, const std::string& parameter) {
   std::string name = requested.empty() ? kDefaultModel : requested;
   // An explicit path (anything with a directory part, or a name that exists as given) wins; it
   // must be a regular file (a FIFO would block the loader, a directory or a loop is a mistake).
@@ -49,11 +49,12 @@ std::string find_model(const std::string& requested) {
   for (const auto& dir : search_dirs()) {
     if (fs::exists(dir / name, ec)) return (dir / name).string();
   }
-  throw Error(fmt::format(
-      "model '{}' not found (searched {}): get it with scripts/download_models.sh{}, point to it "
-      "with --model PATH or INFERLAB_MODELS=/folder, or run on random weights with --synthetic "
-      "stories260K",
-      name, model_search_path_description(), short_name ? " --smollm2" : ""));
+  throw ParameterError(
+      parameter,
+      fmt::format("{}: not found (searched {}): get it with scripts/download_models.sh{}, "
+                  "give its path, set INFERLAB_MODELS=/folder, or run on random weights of "
+                  "stories260K's shape (synthetic)",
+                  name, model_search_path_description(), short_name ? " --smollm2" : ""));
 }
 
 std::string find_tokenizer(const std::string& requested, const std::string& model_path,

@@ -55,10 +55,9 @@ class CudaRunner final : public ModelRunner {
   Device device() const override { return Device::cuda; }
   std::unique_ptr<KVPool> make_pool(int num_blocks, int block_size, DType type) const override {
     if (type != DType::f32) {
-      throw Error(
-          fmt::format("--device cuda: the CUDA backend stores the KV cache in f32 only "
-                      "(asked for {})",
-                      dtype_name(type)));
+      throw ParameterError(
+          "kv_dtype",
+          fmt::format("{}: the CUDA backend stores the KV cache in f32 only", dtype_name(type)));
     }
     return std::make_unique<DeviceKVPool>(config(), num_blocks, block_size);
   }
