@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "inferlab/base/utf8.hpp"
 #include "inferlab/constrain/regex.hpp"
 
 namespace inferlab {
@@ -75,12 +76,10 @@ int key_other_than(Grammar& g, const std::vector<std::string>& names) {
   for (const auto& name : names) {
     int t = 0;
     for (std::size_t i = 0; i < name.size();) {
-      const auto b0 = static_cast<unsigned char>(name[i]);
-      const int len = b0 < 0x80 ? 1 : b0 >= 0xF0 ? 4 : b0 >= 0xE0 ? 3 : 2;
-      std::uint32_t cp = len == 1 ? b0 : b0 & (0xFF >> (len + 1));
-      for (int k = 1; k < len && i + static_cast<std::size_t>(k) < name.size(); ++k)
-        cp = (cp << 6) | (static_cast<unsigned char>(name[i + static_cast<std::size_t>(k)]) & 0x3F);
-      i += static_cast<std::size_t>(len);
+      // Names come from parsed JSON, which is valid UTF-8; a stray byte would be its own key.
+      const Utf8Char c = decode_utf8(name, i);
+      const std::uint32_t cp = c.length > 0 ? c.code_point : static_cast<unsigned char>(name[i]);
+      i += c.length > 0 ? static_cast<std::size_t>(c.length) : 1;
       const auto found = trie[static_cast<std::size_t>(t)].next.find(cp);
       if (found != trie[static_cast<std::size_t>(t)].next.end()) {
         t = found->second;
