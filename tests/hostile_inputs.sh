@@ -255,6 +255,10 @@ check reject 2 "--threads: 100000 is outside \[0, [0-9]+\]" "$ch01" --synthetic 
 check reject 2 "--seed: '18446744073709551616' is not an integer" "${q01[@]}" --seed 18446744073709551616
 check ok 0 "" "${q01[@]}" --seed 18446744073709551615
 check reject 1 "--steps 2147483647 exceeds the model's context of 512" "$ch01" --synthetic stories260K --steps 2147483647
+# Chat flags that would do nothing in the mode asked for.
+check reject 1 "--system applies only with --chat" "$ch01" --synthetic stories260K --system hi
+check reject 1 "--reps does not apply to --chat" "$ch01" --synthetic stories260K --chat --chat-template chatml --reps 2
+check reject 1 "--dump-logits does not apply to --chat" "$ch01" --synthetic stories260K --chat --chat-template chatml --dump-logits x.txt
 check reject 1 "--compare-kv: its built-in prompt .* is [0-9]+ tokens" "$ch02" --synthetic stories260K --compare-kv --steps 3 --prompt ""
 check reject 2 "--kv-context requires --kv-calc" "${q02[@]}" --kv-context 4096
 check reject 2 "--max-seqs: 2147483647 is outside" "$ch04" --synthetic stories260K --max-seqs 2147483647 --perfetto out.json

@@ -108,6 +108,7 @@ int main(int argc, char** argv) {
       ->check(integer_in(1, 1000))
       ->capture_default_str();
   return run_chapter(app, argc, argv, [&] {
+    check_chat_flags(app, chat, {"--reps"});
     if (chat.chat)
       return run_chat("01_naive_loop", "InferLab chapter 01: the naive generation loop, chat", f,
                       chat, LoopKind::naive);

@@ -5,10 +5,12 @@
 
 #include <cstdio>
 #include <iostream>
+#include <vector>
 
 #include <fmt/format.h>
 
 #include "inferlab/app/cli_checks.hpp"
+#include "inferlab/base/error.hpp"
 #include "inferlab/base/input_checks.hpp"
 #include "inferlab/model/chat_template.hpp"
 #include "inferlab/runtime/chat.hpp"
@@ -24,6 +26,19 @@ void add_chat_flags(CLI::App& app, ChatFlags& c) {
   app.add_option("--chat-template", c.chat_template,
                  "built-in chat template to use instead of the model's (" +
                      fmt::format("{}", fmt::join(ChatTemplate::names(), ", ")) + ")");
+}
+
+void check_chat_flags(const CLI::App& app, const ChatFlags& c,
+                      std::initializer_list<const char*> not_in_chat) {
+  if (!c.chat) {
+    for (const char* flag : {"--system", "--chat-template"})
+      if (app.count(flag) > 0) throw Error(fmt::format("{} applies only with --chat", flag));
+    return;
+  }
+  std::vector<const char*> refused = {"--dump-logits"};
+  refused.insert(refused.end(), not_in_chat.begin(), not_in_chat.end());
+  for (const char* flag : refused)
+    if (app.count(flag) > 0) throw Error(fmt::format("{} does not apply to --chat", flag));
 }
 
 int run_chat(const char* chapter, const char* title, const GenerationFlags& f, const ChatFlags& c,

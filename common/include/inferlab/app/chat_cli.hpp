@@ -3,6 +3,7 @@
 /// @brief The `--chat` mode of a generating chapter: `--system`, `--chat-template`, and the loop
 /// that runs one turn per `--prompt` (or, on a terminal, one turn per line typed).
 
+#include <initializer_list>
 #include <string>
 
 #include <CLI/CLI.hpp>
@@ -21,6 +22,13 @@ struct ChatFlags {
 
 /// @brief Registers --chat, --system and --chat-template on @p app.
 void add_chat_flags(CLI::App& app, ChatFlags& c);
+
+/// @brief Refuses flags that do nothing in the mode @p c selects, before any work: --system
+/// and --chat-template without --chat; with --chat, --dump-logits and the flags in
+/// @p not_in_chat (a chapter's own, such as chapter 01's --reps) when given.
+/// @throws inferlab::Error naming the flag
+void check_chat_flags(const CLI::App& app, const ChatFlags& c,
+                      std::initializer_list<const char*> not_in_chat = {});
 
 /// @brief Runs a chat with the model @p f names: on a terminal (and without --json) an
 /// interactive loop, one turn per line typed until an empty line or end of input; otherwise one
