@@ -527,6 +527,7 @@ void check_greedy_golden(const SpecModelOptions& storage) {
   SpecModel poor_draft(random_draft, storage);
   auto exit1 = SpecModel::early_exit(target_model, 1, storage);
   auto exit3 = SpecModel::early_exit(target_model, 3, storage);
+  const std::vector<int>& ends = mc.tokenizer.end_of_generation_ids();
 
   struct Case {
     std::string label;
@@ -556,7 +557,8 @@ void check_greedy_golden(const SpecModelOptions& storage) {
     const std::vector<int>& expected = g.tokens;
     const int steps = g.steps;
     for (Case& c : cases) {
-      const SpecGeneration s = speculative_generate(target, *c.proposer, prompt, steps, greedy);
+      const SpecGeneration s =
+          speculative_generate(target, *c.proposer, prompt, steps, greedy, ends);
       INFO(c.label << ", prompt '" << g.prompt << "', steps " << steps << ", acceptance "
                    << s.stats.acceptance_rate());
       CHECK(s.tokens == expected);
@@ -566,7 +568,7 @@ void check_greedy_golden(const SpecModelOptions& storage) {
         CHECK(target.allocator()->num_used() == (target.length() + B - 1) / B);
       }
     }
-    CHECK(plain_generate(target, prompt, steps, greedy).tokens == expected);
+    CHECK(plain_generate(target, prompt, steps, greedy, ends).tokens == expected);
   }
 }
 
@@ -847,7 +849,9 @@ TEST_CASE("chapter 07's experiment: plain decoding, then every chosen proposer a
   choice.tree_branch = 2;
   choice.tree_depth = 2;
   const std::vector<int> prompt = {kBosToken, 50, 60};
-  const ProposerComparison res = compare_proposers(target, nullptr, prompt, 24, greedy, choice);
+  const std::vector<int> ends = {kBosToken};
+  const ProposerComparison res =
+      compare_proposers(target, nullptr, prompt, 24, greedy, choice, ends);
   CHECK(res.plain.tokens.size() <= 25);
   REQUIRE(res.runs.size() == 3);
   CHECK(res.runs[0].name == "early-exit");
@@ -867,11 +871,12 @@ TEST_CASE("chapter 07's experiment: plain decoding, then every chosen proposer a
 
   choice.sweep_k = true;
   choice.proposer = "ngram";
-  const ProposerComparison sweep = compare_proposers(target, nullptr, prompt, 24, greedy, choice);
+  const ProposerComparison sweep =
+      compare_proposers(target, nullptr, prompt, 24, greedy, choice, ends);
   REQUIRE(sweep.runs.size() == std::size_t(kSweepMaxK));
   for (int k = 1; k <= kSweepMaxK; ++k) CHECK(sweep.runs[std::size_t(k - 1)].k == k);
   choice.proposer = "draft";  // and no draft model
-  CHECK_THROWS_WITH(compare_proposers(target, nullptr, prompt, 24, greedy, choice),
+  CHECK_THROWS_WITH(compare_proposers(target, nullptr, prompt, 24, greedy, choice, ends),
                     Catch::Contains("no proposer"));
 }
 
@@ -909,7 +914,8 @@ TEST_CASE("bad input: a draft with another vocabulary, K < 1, a bad tree shape",
   CHECK_THROWS_WITH(TreeProposer(target, p, 2, 0), !Catch::Contains("--"));
   CHECK_THROWS_WITH(TreeProposer(target, p, 16, 4), Catch::Contains("4096"));
   const std::vector<int> prompt = {1, 2, 3};
-  CHECK_THROWS_WITH(plain_generate(target, prompt, 2, p), Catch::Contains("steps"));
+  CHECK_THROWS_WITH(plain_generate(target, prompt, 2, p, std::vector<int>{kBosToken}),
+                    Catch::Contains("steps"));
 
   // Storage: a negative block size, a capacity beyond the context, a forward past capacity.
   SpecModelOptions bad;

@@ -127,7 +127,8 @@ int run(const GenerationFlags& g, const SpeculativeFlags& f) {
     }
   }
   const ProposerComparison res =
-      compare_proposers(*m.model, draft ? &*draft : nullptr, prompt, steps, g.sampling, choice);
+      compare_proposers(*m.model, draft ? &*draft : nullptr, prompt, steps, g.sampling, choice,
+                        m.tokenizer->end_of_generation_ids());
   const std::string text = stream_text(*m.tokenizer, res.runs.front().run.tokens, prompt.size());
   if (!g.json) return print_real(g, f, res, prompt.size(), text, m.model->name());
   nlohmann::json out = to_json(res);

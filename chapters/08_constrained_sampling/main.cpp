@@ -98,7 +98,7 @@ int run(const Options& o) {
   const LoadedModel m = load_model(o.gen);
   const std::vector<std::string> bytes = token_byte_strings(*m.tokenizer);
   const TokenTrie trie(bytes);
-  MaskComputer masks(parser, trie, bytes, kEosToken);
+  MaskComputer masks(parser, trie, bytes, m.tokenizer->eos_id());
   if (!o.gen.json) {
     print_run_header(
         "InferLab chapter 08: constrained sampling", m, o.gen,
@@ -145,7 +145,7 @@ int run(const Options& o) {
     for (std::size_t i = 0; i < r.tokens.size(); ++i) {
       const int t = r.tokens[i];
       std::printf("  %4zu  %8d  %8.1f%%  %s\n", i, r.allowed[i], 100.0 * r.removed_mass[i],
-                  t == kEosToken
+                  t == masks.end_token()
                       ? "<eos>"
                       : nlohmann::json(bytes[static_cast<std::size_t>(t)]).dump().c_str());
     }

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "gpu_test_support.hpp"
+#include "inferlab/model/tokenizer.hpp"
 #include "inferlab/runtime/speculative_decoder.hpp"
 
 using namespace inferlab;
@@ -55,11 +56,14 @@ TEST_CASE(
     for (const auto& g : golden["cases"]) {
       const std::vector<int> prompt = g["prompt_tokens"].get<std::vector<int>>();
       const int steps = g["steps"].get<int>();
-      const std::vector<int> cpu_tokens = plain_generate(cpu_target, prompt, steps, greedy).tokens;
+      const std::vector<int> ends = {kBosToken};  // llama2.c models end a text with BOS
+      const std::vector<int> cpu_tokens =
+          plain_generate(cpu_target, prompt, steps, greedy, ends).tokens;
       CHECK(cpu_tokens == g["tokens"].get<std::vector<int>>());
-      CHECK(plain_generate(target, prompt, steps, greedy).tokens == cpu_tokens);
+      CHECK(plain_generate(target, prompt, steps, greedy, ends).tokens == cpu_tokens);
       for (Case& c : cases) {
-        const SpecGeneration s = speculative_generate(target, *c.proposer, prompt, steps, greedy);
+        const SpecGeneration s =
+            speculative_generate(target, *c.proposer, prompt, steps, greedy, ends);
         INFO(c.label << ", block size " << block_size << ", prompt '"
                      << g["prompt"].get<std::string>() << "', acceptance "
                      << s.stats.acceptance_rate());

@@ -13,11 +13,11 @@ namespace inferlab {
 
 ProposerRun measure_proposer(SpecModel& target, Proposer& proposer, int k,
                              std::span<const int> prompt, int steps, const SamplingParams& sampling,
-                             const SpecGeneration& plain) {
+                             std::span<const int> end_tokens, const SpecGeneration& plain) {
   ProposerRun r;
   r.name = proposer.name();
   r.k = k;
-  r.run = speculative_generate(target, proposer, prompt, steps, sampling);
+  r.run = speculative_generate(target, proposer, prompt, steps, sampling, end_tokens);
   r.report = speedup_report(r.run, plain, k);
   r.same_as_plain = r.run.tokens == plain.tokens;
   return r;
@@ -56,7 +56,8 @@ void check_proposer_choice(const ProposerChoice& choice, const ModelConfig& targ
 
 ProposerComparison compare_proposers(const Model& target, const Model* draft,
                                      std::span<const int> prompt, int steps,
-                                     const SamplingParams& sampling, const ProposerChoice& choice) {
+                                     const SamplingParams& sampling, const ProposerChoice& choice,
+                                     std::span<const int> end_tokens) {
   const ModelConfig& c = target.config();
   const bool have_draft = draft != nullptr && (choice.wants("draft") || choice.wants("tree"));
   check_proposer_choice(choice, c, have_draft);
@@ -68,10 +69,10 @@ ProposerComparison compare_proposers(const Model& target, const Model* draft,
   if (have_draft) spec_draft = std::make_unique<SpecModel>(*draft, choice.storage);
 
   ProposerComparison res;
-  res.plain = plain_generate(spec_target, prompt, steps, sampling);
+  res.plain = plain_generate(spec_target, prompt, steps, sampling, end_tokens);
   auto measure = [&](Proposer& proposer, int k) {
-    res.runs.push_back(
-        measure_proposer(spec_target, proposer, k, prompt, steps, sampling, res.plain));
+    res.runs.push_back(measure_proposer(spec_target, proposer, k, prompt, steps, sampling,
+                                        end_tokens, res.plain));
   };
   for (int k : k_values(choice.k, choice.sweep_k)) {
     if (choice.wants("draft") && spec_draft) {

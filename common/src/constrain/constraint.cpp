@@ -85,9 +85,11 @@ ConstrainedResult generate_constrained(const Model& model, const Tokenizer& toke
     const int tok = sampler.sample(masked, history);
     r.tokens.push_back(tok);
     history.push_back(tok);
-    if (tok == kEosToken || tok == kBosToken) {
+    // The mask's end token, or any other the model ends a generation with (unmasked, it may
+    // choose one where the constraint cannot end: the text is then not valid).
+    if (tok == masks.end_token() || tokenizer.is_end_of_generation(tok)) {
       r.ended = true;
-      r.valid = tok == kEosToken && parser.accepts(state);
+      r.valid = tok == masks.end_token() && parser.accepts(state);
       return r;
     }
     const std::string& bytes = token_bytes[static_cast<std::size_t>(tok)];

@@ -13,9 +13,13 @@ namespace inferlab {
 std::vector<std::string> token_byte_strings(const Tokenizer& tokenizer) {
   std::vector<std::string> out(static_cast<std::size_t>(tokenizer.vocab_size()));
   for (int t = 0; t < tokenizer.vocab_size(); ++t) {
-    if (t == kUnkToken || t == kBosToken || t == kEosToken) continue;
-    // After a non-BOS token: the piece's own text, `<0xXX>` decoded to its byte.
-    out[static_cast<std::size_t>(t)] = tokenizer.decode_piece(kEosToken, t);
+    // Markup (BOS, EOS, `<|im_end|>`), the unknown piece and unused slots are not text.
+    const TokenType type = tokenizer.type(t);
+    if (type == TokenType::control || type == TokenType::unknown || type == TokenType::unused)
+      continue;
+    // Inside a text, after a token that is not markup (t itself): the piece's own text with
+    // its leading space, `<0xXX>` decoded to its byte.
+    out[static_cast<std::size_t>(t)] = tokenizer.decode_piece(t, t);
   }
   return out;
 }

@@ -816,7 +816,7 @@ std::string stream_text(const Tokenizer& tokenizer, const std::vector<int>& toke
   StreamDecoder printer(tokenizer);
   std::string text;
   for (std::size_t i = 1; i < tokens.size(); ++i) {
-    if (i >= first_generated && tokens[i] == kBosToken) break;
+    if (i >= first_generated && tokenizer.is_end_of_generation(tokens[i])) break;
     text += printer.push(tokens[i - 1], tokens[i]);
   }
   return text + printer.flush();

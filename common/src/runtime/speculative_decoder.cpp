@@ -145,15 +145,21 @@ void prefill_target(SpecModel& target, std::span<const int> prompt) {
 }
 
 // generate()'s stopping rule after a round or step that appended `appended` tokens.
-bool finished(const SpecModel& target, std::vector<int>& tokens, int appended, int steps) {
-  return generation_stop(tokens, std::size_t(appended), steps, target.config().seq_len).has_value();
+bool finished(const SpecModel& target, std::vector<int>& tokens, int appended, int steps,
+              std::span<const int> end_tokens) {
+  const auto is_end = [&](int token) {
+    return std::find(end_tokens.begin(), end_tokens.end(), token) != end_tokens.end();
+  };
+  return generation_stop(tokens, std::size_t(appended), steps, target.config().seq_len, is_end)
+      .has_value();
 }
 
 }  // namespace
 
 SpecGeneration speculative_generate(SpecModel& target, Proposer& proposer,
                                     std::span<const int> prompt, int steps,
-                                    const SamplingParams& sampling) {
+                                    const SamplingParams& sampling,
+                                    std::span<const int> end_tokens) {
   check_generation(target, prompt, steps);
   SpeculativeDecoder decoder(target, proposer, sampling);
   prefill_target(target, prompt);
@@ -164,7 +170,7 @@ SpecGeneration speculative_generate(SpecModel& target, Proposer& proposer,
   int appended = 0;
   do {
     appended = decoder.round(g.tokens, steps);
-  } while (!finished(target, g.tokens, appended, steps));
+  } while (!finished(target, g.tokens, appended, steps, end_tokens));
   g.decode_seconds = now_seconds() - t0;
   g.generated = static_cast<int>(g.tokens.size() - prompt.size());
   g.stats = decoder.stats();
@@ -172,7 +178,7 @@ SpecGeneration speculative_generate(SpecModel& target, Proposer& proposer,
 }
 
 SpecGeneration plain_generate(SpecModel& target, std::span<const int> prompt, int steps,
-                              const SamplingParams& sampling) {
+                              const SamplingParams& sampling, std::span<const int> end_tokens) {
   check_generation(target, prompt, steps);
   Sampler sampler(sampling, target.config().vocab_size);
   prefill_target(target, prompt);
@@ -183,7 +189,7 @@ SpecGeneration plain_generate(SpecModel& target, std::span<const int> prompt, in
   do {
     target.forward(std::span<const int>(&g.tokens.back(), 1), LogitsMode::last, logits);
     g.tokens.push_back(sampler.sample(logits, g.tokens));
-  } while (!finished(target, g.tokens, 1, steps));
+  } while (!finished(target, g.tokens, 1, steps, end_tokens));
   g.decode_seconds = now_seconds() - t0;
   g.generated = static_cast<int>(g.tokens.size() - prompt.size());
   return g;

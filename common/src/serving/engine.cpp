@@ -412,6 +412,9 @@ EngineRun run_sim(const std::vector<Request>& requests, const SchedulerConfig& c
                   const SimEngine& engine) {
   std::vector<Sequence> seqs =
       make_sequences(requests, engine.tokenizer, engine.config, /*samplers=*/false);
+  // Its tokens are placeholders, not a model's choices: none of them is an end of text (the
+  // simulated clients stop at Request::output_len).
+  for (Sequence& s : seqs) s.end_tokens.clear();
   std::unique_ptr<KVManager> kv = make_kv_manager(
       engine.memory, virtual_pools(engine.config, engine.kv_type), engine.config, engine.kv_type);
   SimClock clock;

@@ -78,12 +78,16 @@ Sequence make_sequence(const Request& request, const Tokenizer* tokenizer, int v
   s.max_new_tokens = std::min(request.max_tokens, context - s.prompt_tokens + 1);
   s.prefill_target = s.prompt_tokens;
   s.timeline.arrival = request.arrival;
+  if (tokenizer)
+    s.end_tokens = tokenizer->end_of_generation_ids();
+  else
+    s.end_tokens = {kBosToken};  // llama2.c models end a text with BOS
   return s;
 }
 
 void continue_conversation(Sequence& turn, const Sequence& previous, int context) {
   std::vector<int> tokens = previous.tokens;
-  if (previous.stop_reason == StopReason::eos && tokens.back() == kBosToken) tokens.pop_back();
+  if (previous.stop_reason == StopReason::eos && previous.ends_with_end_token()) tokens.pop_back();
   tokens.insert(tokens.end(), turn.tokens.begin() + 1, turn.tokens.begin() + turn.prompt_tokens);
   if (static_cast<long>(tokens.size()) > context) {
     throw Error(
@@ -106,6 +110,7 @@ Sequence make_branch(const Sequence& parent, int branch) {
   s.prefill_target = parent.prompt_tokens;
   s.max_new_tokens = parent.max_new_tokens;
   s.timeline.arrival = parent.timeline.arrival;
+  s.end_tokens = parent.end_tokens;
   s.branch = branch;
   return s;
 }

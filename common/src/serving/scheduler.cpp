@@ -209,7 +209,7 @@ void Scheduler::postprocess(const StepPlan& plan) {
     // The finish rule: end of text, the request's max_tokens, or the context (max_new_tokens
     // was clamped to what fits).
     const bool client_stop = s.request.output_len > 0 && s.generated() >= s.request.output_len;
-    if (client_stop || (!s.request.ignore_eos && s.tokens.back() == kBosToken)) {
+    if (client_stop || (!s.request.ignore_eos && s.ends_with_end_token())) {
       s.stop_reason = StopReason::eos;
     } else if (s.generated() >= s.max_new_tokens) {
       s.stop_reason =

@@ -31,11 +31,12 @@ struct ProposerRun {
 /// @param prompt (P) BOS + prompt ids, P <= steps
 /// @param steps positions to forward, prompt included
 /// @param sampling the sampling parameters (plain decoding's)
-/// @param plain plain_generate() of the same target, prompt, steps and sampling
+/// @param end_tokens the ids that end the generation (Tokenizer::end_of_generation_ids())
+/// @param plain plain_generate() of the same target, prompt, steps, sampling and end tokens
 /// @return the run and its comparison with @p plain
 ProposerRun measure_proposer(SpecModel& target, Proposer& proposer, int k,
                              std::span<const int> prompt, int steps, const SamplingParams& sampling,
-                             const SpecGeneration& plain);
+                             std::span<const int> end_tokens, const SpecGeneration& plain);
 
 /// @brief Which proposers compare_proposers() runs, and their parameters.
 struct ProposerChoice {
@@ -85,10 +86,13 @@ struct ProposerComparison {
 /// @param steps positions to forward, prompt included (<= the target's context)
 /// @param sampling the sampling parameters of every run
 /// @param choice the proposers and their parameters
+/// @param end_tokens the ids that end every run (Tokenizer::end_of_generation_ids(): BOS for
+///        llama2.c models, `<|im_end|>` and EOS for SmolLM2)
 /// @throws inferlab::Error when no chosen proposer can run (the draft proposer without a
 /// draft model), and what check_proposer_choice() and the runs throw.
 ProposerComparison compare_proposers(const Model& target, const Model* draft,
                                      std::span<const int> prompt, int steps,
-                                     const SamplingParams& sampling, const ProposerChoice& choice);
+                                     const SamplingParams& sampling, const ProposerChoice& choice,
+                                     std::span<const int> end_tokens);
 
 }  // namespace inferlab

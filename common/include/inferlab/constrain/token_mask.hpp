@@ -21,8 +21,9 @@
 namespace inferlab {
 
 /// @brief The bytes each token appends to the text: `<0xXX>` pieces are that byte, other
-/// pieces their text; BOS, EOS and UNK append nothing and are never allowed as text (EOS is
-/// allowed separately, where the constraint can end). Index = token id.
+/// pieces their text; control tokens (BOS, EOS, `<|im_end|>`), the unknown piece and unused
+/// slots append nothing and are never allowed as text (the end token is allowed separately,
+/// where the constraint can end). Index = token id.
 std::vector<std::string> token_byte_strings(const Tokenizer& tokenizer);
 
 /// @brief A bitset over the vocabulary: bit t set = token t allowed.
@@ -131,6 +132,8 @@ class MaskComputer {
   TokenMask oracle_mask(int state);
   /// @brief Whether the mask of @p state is already cached.
   bool cached(int state) const;
+  /// @brief The token allowed where the parser accepts (the constructor's `eos_token`).
+  int end_token() const { return eos_; }
 
  private:
   PushdownParser* parser_;

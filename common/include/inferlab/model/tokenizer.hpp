@@ -221,8 +221,9 @@ class StreamDecoder {
 
 /// @brief The text of a finished sequence, as a StreamDecoder prints it token by token: every
 /// token after the first (the BOS, or the prompt's first token), up to (not including) the
-/// first BOS at or after @p first_generated: llama2.c models' end-of-text signal, which the
-/// stopping rule (generation_stop()) keeps as the last token.
+/// first end-of-generation token (Tokenizer::is_end_of_generation(): BOS in llama2.c models) at
+/// or after @p first_generated, which the stopping rule (generation_stop()) keeps as the last
+/// token.
 /// @param tokenizer the sequence's tokenizer
 /// @param tokens prompt then generated tokens
 /// @param first_generated index of the first generated token (the prompt's length)

@@ -75,22 +75,26 @@ class SpeculativeDecoder {
 struct SpecGeneration {
   std::vector<int> tokens;      ///< BOS, prompt, generated (like GenerationResult::tokens)
   double decode_seconds = 0.0;  ///< wall time after the prompt's prefill
-  int generated = 0;            ///< new tokens (BOS included if it ended the sequence)
+  int generated = 0;            ///< new tokens (the end token included if one ended it)
   SpecStats stats;              ///< the rounds' measurements (empty for plain decoding)
 };
 
-/// @brief Generates with speculative decoding until `steps` positions are forwarded or BOS is
-/// drawn, exactly like generate(): same stopping rule (generation_stop()), same tokens under
-/// greedy decoding.
+/// @brief Generates with speculative decoding until `steps` positions are forwarded or an end
+/// token is drawn, exactly like generate(): same stopping rule (generation_stop()), same tokens
+/// under greedy decoding.
 /// @param target the target (its cache is cleared first)
 /// @param proposer the guesser
 /// @param prompt (P) BOS + prompt ids, P <= steps
 /// @param steps positions to forward, prompt included (<= the target's capacity)
 /// @param sampling the sampling parameters
+/// @param end_tokens the ids that end the generation: the tokenizer's end-of-generation set
+///        (Tokenizer::end_of_generation_ids(): BOS for llama2.c models, `<|im_end|>` and EOS
+///        for SmolLM2)
 /// @throws inferlab::Error on an empty prompt or one longer than steps.
 SpecGeneration speculative_generate(SpecModel& target, Proposer& proposer,
                                     std::span<const int> prompt, int steps,
-                                    const SamplingParams& sampling);
+                                    const SamplingParams& sampling,
+                                    std::span<const int> end_tokens);
 
 /// @brief The baseline: plain decoding with the same model adaptor (prefill, then one target
 /// forward per token), timed the same way, with the same stopping rule.
@@ -98,8 +102,9 @@ SpecGeneration speculative_generate(SpecModel& target, Proposer& proposer,
 /// @param prompt (P) BOS + prompt ids, P <= steps
 /// @param steps positions to forward, prompt included (<= the target's capacity)
 /// @param sampling the sampling parameters
+/// @param end_tokens the ids that end the generation, as for speculative_generate()
 /// @throws inferlab::Error on an empty prompt or one longer than steps.
 SpecGeneration plain_generate(SpecModel& target, std::span<const int> prompt, int steps,
-                              const SamplingParams& sampling);
+                              const SamplingParams& sampling, std::span<const int> end_tokens);
 
 }  // namespace inferlab

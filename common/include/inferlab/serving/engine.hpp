@@ -143,7 +143,9 @@ std::unique_ptr<KVManager> make_kv_manager(const MemoryConfig& memory, PoolFacto
 /// @brief The model side of the real engine.
 struct RealEngine {
   const Model* model = nullptr;          ///< must outlive the run
-  const Tokenizer* tokenizer = nullptr;  ///< for text prompts and the output text
+  /// For text prompts, the output text and the ids that end a generation (its
+  /// end-of-generation set: `<|im_end|>` for a ChatML model, BOS for a llama2.c one).
+  const Tokenizer* tokenizer = nullptr;
   DType kv_type = DType::f32;            ///< storage type of every sequence's KV cache
   Device device = Device::cpu;           ///< where the forward pass runs
   MemoryConfig memory;                   ///< how KV memory is managed

@@ -10,6 +10,7 @@
 /// (computed + n == tokens.size()), the step's logits are sampled and one token is appended.
 /// Prefill, chunked prefill and decode are the same operation with different n.
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -33,8 +34,8 @@ struct Request {
   int prompt_len = 0;
   int max_tokens = 64;      ///< new tokens to generate at most (>= 1)
   SamplingParams sampling;  ///< this request's sampler settings (its own seed, its own RNG)
-  /// Keep generating when the model emits its end-of-text token (BOS), so the output length is
-  /// exactly max_tokens, as serving benchmarks do to control output lengths.
+  /// Keep generating when the model emits an end-of-generation token (Sequence::end_tokens), so
+  /// the output length is exactly max_tokens, as serving benchmarks do to control output lengths.
   bool ignore_eos = false;
   /// The length at which this request really stops (its end of text), unknown to the engine
   /// until it happens; 0 = none (the model's own end of text, or max_tokens). Synthetic
@@ -72,7 +73,7 @@ enum class SequenceStatus {
 /// @brief Why a sequence stopped generating.
 enum class StopReason {
   none,        ///< still running
-  eos,         ///< the model emitted its end-of-text token (BOS in llama2.c models)
+  eos,         ///< the model emitted an end-of-generation token (Sequence::end_tokens)
   max_tokens,  ///< the request's max_tokens were generated
   context,     ///< the model's context is full (max_tokens was more than fits)
 };
@@ -106,6 +107,10 @@ struct Sequence {
   bool prefix_inserted = false;  ///< its prompt's blocks are in the prefix cache already
   /// The prefix-cache entry this sequence pinned at admission (0: none); the cache's handle.
   std::uint64_t prefix_lock = 0;
+  /// Ids whose sampling ends the generation, ascending: the tokenizer's end-of-generation set
+  /// (Tokenizer::end_of_generation_ids(): BOS for llama2.c models; EOS and the chat template's
+  /// end of turn, such as `<|im_end|>`, for GGUF ones). Empty: nothing ends it early.
+  std::vector<int> end_tokens;
 
   /// @brief Tokens generated so far.
   int generated() const { return static_cast<int>(tokens.size()) - prompt_tokens; }
@@ -115,22 +120,29 @@ struct Sequence {
   int uncomputed() const { return static_cast<int>(tokens.size()) - computed; }
   /// @brief True once it has stopped generating and released its slot.
   bool finished() const { return status == SequenceStatus::finished; }
+  /// @brief True when its last token is one of end_tokens (its end of text).
+  bool ends_with_end_token() const {
+    return !tokens.empty() &&
+           std::binary_search(end_tokens.begin(), end_tokens.end(), tokens.back());
+  }
 };
 
 /// @brief Builds the sequence of @p request: encodes its prompt (or makes a synthetic one),
 /// clamps max_tokens so the positions forwarded, P + max_new_tokens - 1, fit in @p context.
 /// @param request the prompt (text or length), max_tokens and sampling parameters
-/// @param tokenizer used for text prompts; may be null when every prompt is given by length
+/// @param tokenizer used for text prompts and for the end tokens; may be null when every
+/// prompt is given by length (the end tokens are then llama2.c's: BOS)
 /// @param vocab_size V, the id range of a synthetic prompt
 /// @param context S, positions the sequence's KV cache may hold
-/// @return a waiting sequence: tokens = BOS + prompt, nothing computed, no slot
+/// @return a waiting sequence: tokens = BOS + prompt, end_tokens the tokenizer's
+/// end-of-generation ids, nothing computed, no slot
 /// @throws inferlab::Error if the prompt is text but no tokenizer is given, the prompt does not
 /// fit in @p context, max_tokens < 1, or the sampling parameters are invalid.
 Sequence make_sequence(const Request& request, const Tokenizer* tokenizer, int vocab_size,
                        int context);
 
 /// @brief Makes @p turn, a later turn of a chat (Request::parent), continue @p previous, which
-/// has finished: its tokens become previous's tokens (without a final end of text) followed by
+/// has finished: its tokens become previous's tokens (without a final end token) followed by
 /// its own prompt without BOS, and max_new_tokens is clamped again to @p context.
 /// @throws inferlab::Error if the conversation no longer fits in @p context.
 void continue_conversation(Sequence& turn, const Sequence& previous, int context);
