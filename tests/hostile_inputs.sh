@@ -339,7 +339,7 @@ patch_bytes() {  # FILE OFFSET PRINTF-BYTES: overwrite bytes in place
 cp good.gguf gguf_version1.gguf && patch_bytes gguf_version1.gguf 4 '\001\000\000\000'
 cp good.gguf gguf_huge_count.gguf && patch_bytes gguf_huge_count.gguf 16 '\377\377\377\377\377\377\377\377'
 perl -0777 -pe 's/(general\.architecture.{12})llama/${1}qwen2/s' good.gguf > gguf_qwen2.gguf
-perl -0777 -pe 's/(token_embd\.weight\x02\0\0\0.{16})\0\0\0\0/${1}\x0e\0\0\0/s' good.gguf > gguf_q6k.gguf
+perl -0777 -pe 's/(token_embd\.weight\x02\0\0\0.{16})\0\0\0\0/${1}\x0d\0\0\0/s' good.gguf > gguf_q5k.gguf
 perl -0777 -pe 's/llama\.block_count/llama.block_coun_/' good.gguf > gguf_no_layers.gguf
 perl -0777 -pe 's/output_norm\.weight/output_norm.weighX/' good.gguf > gguf_no_norm.gguf
 perl -0777 -pe 's/(llama\.feed_forward_length\x04\0\0\0)\xac\0\0\0/${1}\xad\0\0\0/s' good.gguf > gguf_shape.gguf
@@ -350,7 +350,7 @@ check reject 1 "gguf_cut_tensor.gguf.*tensor 'output_norm.weight' .* runs past t
 check reject 1 "gguf_version1.gguf.*GGUF version 1 is not supported" "$ch01" --model gguf_version1.gguf
 check reject 1 "gguf_huge_count.gguf.*announces 18446744073709551615 metadata entries" "$ch01" --model gguf_huge_count.gguf
 check reject 1 "gguf_qwen2.gguf.*architecture 'qwen2' is not supported \(supported: llama\)" "$ch01" --model gguf_qwen2.gguf
-check reject 1 "gguf_q6k.gguf.*tensor 'token_embd.weight' has type Q6_K" "$ch01" --model gguf_q6k.gguf
+check reject 1 "gguf_q5k.gguf.*tensor 'token_embd.weight' has type Q5_K" "$ch01" --model gguf_q5k.gguf
 check reject 1 "gguf_no_layers.gguf.*'llama.block_count' is missing" "$ch01" --model gguf_no_layers.gguf
 check reject 1 "gguf_no_norm.gguf.*tensor 'output_norm.weight' is missing" "$ch01" --model gguf_no_norm.gguf
 check reject 1 "gguf_shape.gguf.*tensor 'blk.0.ffn_gate.weight' is \[64, 172\] F32, but the metadata implies \[64, 173\]" "$ch01" --model gguf_shape.gguf

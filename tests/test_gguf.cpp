@@ -326,10 +326,10 @@ TEST_CASE("gguf: every bad input is refused with one line naming the file", "[un
     refuse(b, "tensor 'first' has dimension 1 = 0 (empty)");
     const std::size_t first_type = first_dims + 4 + 16;
     b = good;
-    poke<std::uint32_t>(b, first_type, 14);
+    poke<std::uint32_t>(b, first_type, 13);
     refuse(b,
-           "tensor 'first' has type Q6_K, which InferLab does not read (supported: F32, F16, "
-           "BF16, Q8_0, Q4_0, Q4_1)");
+           "tensor 'first' has type Q5_K, which InferLab does not read (supported: F32, F16, "
+           "BF16, Q8_0, Q4_0, Q4_1, Q4_K, Q6_K)");
     b = good;
     poke<std::uint32_t>(b, first_type, 8);  // Q8_0 rows must be multiples of 32: 64 is
     poke<std::uint64_t>(b, first_dims + 4, 48);
