@@ -53,7 +53,15 @@ int members_in_any_order(Grammar& g, const std::vector<int>& members,
 int members_in_order(Grammar& g, const std::vector<int>& members, const std::vector<bool>& optional,
                      int extra, const std::function<int()>& separator) {
   const std::size_t n = members.size();
-  // first[i]: members i.. when none has been written yet; after[i]: when one has.
+  // first[i]: members i.. when none has been written yet; after[i]: when one has. Each is
+  // used twice by the one before it: a rule of its own (called, not copied), else the
+  // automaton would double with every optional member.
+  const std::string base = "in_order" + std::to_string(g.rules.size());
+  const auto shared = [&](const std::string& name, int expr) {
+    const int rule = g.add_rule(base + name);
+    g.define(rule, expr);
+    return g.ref(rule);
+  };
   std::vector<int> first(n + 1), after(n + 1);
   const int extras_after = extra >= 0 ? g.repeat(g.seq({separator(), extra}), 0, -1) : g.empty();
   after[n] = extras_after;
@@ -63,6 +71,10 @@ int members_in_order(Grammar& g, const std::vector<int>& members, const std::vec
     after[i] = optional[i] ? g.alt({with, after[i + 1]}) : with;
     const int with_first = g.seq({members[i], after[i + 1]});
     first[i] = optional[i] ? g.alt({with_first, first[i + 1]}) : with_first;
+    if (i > 0) {
+      after[i] = shared(fmt::format("_after{}", i), after[i]);
+      first[i] = shared(fmt::format("_first{}", i), first[i]);
+    }
   }
   return first[0];
 }
