@@ -1347,3 +1347,13 @@ TEST_CASE("JSON Schema: patternProperties", "[unit][constrain]") {
       compile(R"({"properties":{"x-a":{}},"patternProperties":{"^x-":{"type":"string"}}})"),
       Contains("matches a listed property ('x-a')"));
 }
+
+TEST_CASE("JSON mode (--json-mode) is an object, as OpenAI's JSON mode is", "[unit][constrain]") {
+  PushdownParser p(compile_constraint(ConstraintKind::json_mode, "", "--json-mode"));
+  CHECK(matches(p, "{}"));
+  CHECK(matches(p, "{\"a\": [1, true, null]}"));
+  for (const char* bad : {"true", "null", "0", "[]", "\"x\""}) {
+    INFO(bad);
+    CHECK_FALSE(matches(p, bad));
+  }
+}

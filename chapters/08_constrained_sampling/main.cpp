@@ -164,7 +164,7 @@ int main(int argc, char** argv) {
   app.add_option("--regex", o.regex, "constrain the output to this regular expression");
   app.add_option("--grammar", o.grammar_file, "constrain the output to this GBNF grammar file");
   app.add_option("--json-schema", o.schema_file, "constrain the output to this JSON Schema file");
-  app.add_flag("--json-mode", o.json_mode, "constrain the output to any JSON value");
+  app.add_flag("--json-mode", o.json_mode, "constrain the output to any JSON object (JSON mode)");
   app.add_flag("--compare", o.compare,
                "also generate unconstrained with the same seed and show the "
                "probability mass the mask removed per step");
