@@ -123,7 +123,8 @@ int run(const Options& o) {
     j["mask_us_p50"] = mask_us.p50;
     j["mask_us_p99"] = mask_us.p99;
     j["removed_mass"] = r.removed_mass;
-    std::cout << j.dump(1) << '\n';
+    // The text may end inside a character when --steps runs out: shown as U+FFFD.
+    std::cout << j.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
     return 0;
   }
   std::printf("\n%s\n\n--- constrained ---\n", r.text.c_str());
@@ -147,7 +148,10 @@ int run(const Options& o) {
       std::printf("  %4zu  %8d  %8.1f%%  %s\n", i, r.allowed[i], 100.0 * r.removed_mass[i],
                   t == kEosToken
                       ? "<eos>"
-                      : nlohmann::json(bytes[static_cast<std::size_t>(t)]).dump().c_str());
+                      // A byte token may be part of a character: shown as U+FFFD.
+                      : nlohmann::json(bytes[static_cast<std::size_t>(t)])
+                            .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
+                            .c_str());
     }
   }
   return 0;
