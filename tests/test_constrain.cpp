@@ -1357,3 +1357,21 @@ TEST_CASE("JSON mode (--json-mode) is an object, as OpenAI's JSON mode is", "[un
     CHECK_FALSE(matches(p, bad));
   }
 }
+
+TEST_CASE("JSON Schema: minProperties / maxProperties over a closed object's listed properties",
+          "[unit][constrain]") {
+  auto compile = [](const std::string& s) {
+    return PushdownParser(json_schema_grammar(Json::parse(s)));
+  };
+  PushdownParser p = compile(R"({"type":"object","properties":{"a":{},"b":{},"c":{}},
+      "required":["a"],"additionalProperties":false,"minProperties":2,"maxProperties":2})");
+  CHECK(matches(p, "{\"a\": 1, \"b\": 2}"));
+  CHECK(matches(p, "{\"c\": 1, \"a\": 2}"));
+  CHECK_FALSE(matches(p, "{\"a\": 1}"));
+  CHECK_FALSE(matches(p, "{\"a\": 1, \"b\": 2, \"c\": 3}"));
+  // With other members allowed, the count would include them: still refused.
+  CHECK_THROWS_WITH(compile(R"({"properties":{"a":{}},"minProperties":2})"),
+                    Contains("'minProperties'"));
+  CHECK_THROWS_WITH(compile(R"({"properties":{"a":{}},"maxProperties":2})"),
+                    Contains("'maxProperties'"));
+}

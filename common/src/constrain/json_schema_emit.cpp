@@ -234,8 +234,9 @@ class SchemaEmitter {
     const int extra = extras.empty() ? -1 : g_.alt(std::move(extras));
     if (o.any_order) {
       return g_.seq({lit("{"), ref(ws_),
-                     members_in_any_order(g_, members, optional, extra, comma(), needs), ref(ws_),
-                     lit("}")});
+                     members_in_any_order(g_, members, optional, extra, comma(), needs,
+                                          o.min_members, o.max_members),
+                     ref(ws_), lit("}")});
     }
     const int body = members_in_order(g_, members, optional, extra, [this] { return comma(); });
     return g_.seq({lit("{"), ref(ws_), body, ref(ws_), lit("}")});

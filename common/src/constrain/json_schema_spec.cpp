@@ -755,11 +755,19 @@ class SchemaParser {
       return parse_free_object(s, additional, min_props, max_props, std::move(patterns),
                                drops_others, depth);
     }
-    if (min_props && *min_props > static_cast<long>(required.size())) {
-      unsupported("minProperties", "more than the required properties");
+    // Counts over the listed properties alone: an object with no other members, in any order
+    // (the grammar tracks which were written, so it can count them).
+    const bool countable = closed && patterns.empty() &&
+                           static_cast<int>(props.size()) <= limits_.max_free_order_properties;
+    if (countable && min_props && *min_props > static_cast<long>(props.size()))
+      return add(NothingSpec{});
+    if (max_props && *max_props < static_cast<long>(required.size())) return add(NothingSpec{});
+    if (min_props && *min_props > static_cast<long>(required.size()) && !countable) {
+      unsupported("minProperties",
+                  "more than the required properties, on an object that allows other members "
+                  "or lists more properties than are tracked in any order");
     }
-    if (max_props && (!closed || *max_props < static_cast<long>(props.size()))) {
-      if (*max_props < static_cast<long>(required.size())) return add(NothingSpec{});
+    if (max_props && !countable && (!closed || *max_props < static_cast<long>(props.size()))) {
       unsupported("maxProperties", "fewer than the properties an instance may have");
     }
     ObjectSpec spec;
@@ -786,6 +794,10 @@ class SchemaParser {
       spec.additional = additional ? shared(*additional, depth) : add(AnySpec{});
     spec.patterns = std::move(patterns);
     spec.any_order = static_cast<int>(names.size()) <= limits_.max_free_order_properties;
+    if (countable) {
+      spec.min_members = static_cast<int>(min_props.value_or(0));
+      spec.max_members = max_props ? static_cast<int>(*max_props) : -1;
+    }
     return add(std::move(spec));
   }
 

@@ -111,6 +111,10 @@ struct ObjectSpec {
   /// true: the properties may come in any order (at most
   /// JsonSchemaLimits::max_free_order_properties of them); false: in the listed order.
   bool any_order = true;
+  /// minProperties / maxProperties, counted over the listed properties: only set for objects
+  /// in any order with no other members (additional = -1, no patterns).
+  int min_members = 0;
+  int max_members = -1;  ///< see min_members; -1: no bound
 };
 
 /// @brief An object without listed properties: every member is additional, its key
