@@ -14,7 +14,9 @@
 /// integers, `not` of a type, dependentRequired (and draft-07 dependencies with array
 /// values; a required or dependent name outside properties takes additionalProperties'
 /// schema), propertyNames / minProperties / maxProperties on objects without listed
-/// properties, unevaluatedProperties / unevaluatedItems in schemas without applicators,
+/// properties (minProperties / maxProperties also on objects with no other members),
+/// patternProperties (a key no pattern matches is refused unless additionalProperties is
+/// false, a subset), unevaluatedProperties / unevaluatedItems in schemas without applicators,
 /// uniqueItems false (or true where every item is one of a few scalars). Any keyword that
 /// does not constrain instances (title, description, examples, readOnly, x-..., any unknown
 /// name) is an annotation and ignored wherever it stands, as the specification says. Every
