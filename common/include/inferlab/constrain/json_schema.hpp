@@ -15,8 +15,8 @@
 /// values; a required or dependent name outside properties takes additionalProperties'
 /// schema), propertyNames / minProperties / maxProperties on objects without listed
 /// properties (minProperties / maxProperties also on objects with no other members),
-/// patternProperties (a key no pattern matches is refused unless additionalProperties is
-/// false, a subset), unevaluatedProperties / unevaluatedItems in schemas without applicators,
+/// patternProperties (where other keys are allowed, a key no pattern matches is refused: a
+/// subset), unevaluatedProperties / unevaluatedItems in schemas without applicators,
 /// uniqueItems false (or true where every item is one of a few scalars). Any keyword that
 /// does not constrain instances (title, description, examples, readOnly, x-..., any unknown
 /// name) is an annotation and ignored wherever it stands, as the specification says. Every
