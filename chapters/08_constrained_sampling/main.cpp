@@ -123,7 +123,8 @@ int run(const Options& o) {
     j["mask_us_p50"] = mask_us.p50;
     j["mask_us_p99"] = mask_us.p99;
     j["removed_mass"] = r.removed_mass;
-    std::cout << j.dump(1) << '\n';
+    // The text may end inside a character when --steps runs out: shown as U+FFFD.
+    std::cout << j.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
     return 0;
   }
   std::printf("\n%s\n\n--- constrained ---\n", r.text.c_str());
@@ -147,7 +148,10 @@ int run(const Options& o) {
       std::printf("  %4zu  %8d  %8.1f%%  %s\n", i, r.allowed[i], 100.0 * r.removed_mass[i],
                   t == masks.end_token()
                       ? "<eos>"
-                      : nlohmann::json(bytes[static_cast<std::size_t>(t)]).dump().c_str());
+                      // A byte token may be part of a character: shown as U+FFFD.
+                      : nlohmann::json(bytes[static_cast<std::size_t>(t)])
+                            .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
+                            .c_str());
     }
   }
   return 0;
@@ -164,7 +168,7 @@ int main(int argc, char** argv) {
   app.add_option("--regex", o.regex, "constrain the output to this regular expression");
   app.add_option("--grammar", o.grammar_file, "constrain the output to this GBNF grammar file");
   app.add_option("--json-schema", o.schema_file, "constrain the output to this JSON Schema file");
-  app.add_flag("--json-mode", o.json_mode, "constrain the output to any JSON value");
+  app.add_flag("--json-mode", o.json_mode, "constrain the output to any JSON object (JSON mode)");
   app.add_flag("--compare", o.compare,
                "also generate unconstrained with the same seed and show the "
                "probability mass the mask removed per step");

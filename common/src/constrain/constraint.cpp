@@ -30,7 +30,9 @@ Grammar compile_constraint(ConstraintKind kind, const std::string& text, const s
     case ConstraintKind::gbnf:
       return parse_gbnf(text, source);
     case ConstraintKind::json_mode:
-      return json_mode_grammar(limits);
+      // JSON mode as OpenAI defines it: the output is a JSON object (a bare `true` or `null`
+      // is JSON, but not what a caller asking for JSON mode can use).
+      return json_schema_grammar(nlohmann::ordered_json{{"type", "object"}}, limits);
     case ConstraintKind::json_schema: {
       const nlohmann::ordered_json schema = parse_json_input(text, source);
       try {

@@ -203,7 +203,7 @@ class GbnfParser {
     long v = 0;
     while (pos_ < t_.size() && std::isdigit(static_cast<unsigned char>(t_[pos_]))) {
       v = v * 10 + (t_[pos_++] - '0');
-      if (v > 10000) fail(at, "repetition count above the limit 10000");
+      if (v > 1000000) fail(at, "repetition count above the limit 1000000");
     }
     return static_cast<int>(v);
   }

@@ -1,6 +1,9 @@
 // Grammar construction helpers and the UTF-8 range encoder shared by the front ends.
 #include "inferlab/constrain/grammar.hpp"
 
+#include <algorithm>
+#include <string>
+
 namespace inferlab {
 
 namespace {
@@ -8,6 +11,93 @@ int push(Grammar& g, Expr e) {
   g.exprs.push_back(std::move(e));
   return static_cast<int>(g.exprs.size()) - 1;
 }
+
+// Above this many automaton nodes (count x the item's size), a counted repeat is written with
+// rules that double (below) instead of as copies of its item.
+constexpr long kUnrollBudget = 4096;
+
+// The automaton nodes an expression unrolls to, roughly (a call counts one), capped at `cap`.
+long expr_size(const Grammar& g, int e, long cap) {
+  const Expr& x = g.exprs[static_cast<std::size_t>(e)];
+  long n = 1;
+  switch (x.kind) {
+    case ExprKind::seq:
+    case ExprKind::alt:
+      for (const int c : x.children) {
+        n += expr_size(g, c, cap);
+        if (n > cap) return cap + 1;
+      }
+      return n;
+    case ExprKind::repeat: {
+      const long copies = std::max<long>({x.min, x.max, 1}) + (x.max < 0 ? 1 : 0);
+      const long child = expr_size(g, x.children[0], cap);
+      return child > cap / copies ? cap + 1 : 1 + child * copies;
+    }
+    default:
+      return n;
+  }
+}
+
+// X{min,max} in O(log max) rules, never unrolled (the classic pushdown counter). With E_k
+// the rule of exactly 2^k items (E_0 = X, E_k = E_{k-1} E_{k-1}) and U_k the rule of 0 to
+// 2^k - 1 items (U_0 = empty, U_k = U_{k-1} | E_{k-1} U_{k-1}, the two counts disjoint):
+// exactly m items are the E_k of m's binary digits in a row, and 0 to n items are
+// U_k | E_k (0 to n - 2^k items) for the largest 2^k <= n + 1. The parser's stacks then hold
+// the count in binary, a few per state, however large the count.
+class CountedRepeat {
+ public:
+  CountedRepeat(Grammar& g, int item)
+      : g_(g), item_(item), base_("count" + std::to_string(g.rules.size())) {}
+
+  int build(long min, long max) {
+    std::vector<int> parts;
+    for (int k = 0; (min >> k) != 0; ++k) {
+      if ((min >> k) & 1) parts.push_back(power(k));
+    }
+    if (max < 0) {
+      parts.push_back(g_.repeat(item_, 0, -1));
+    } else if (max > min) {
+      parts.push_back(at_most(max - min));
+    }
+    if (parts.empty()) return g_.empty();
+    return g_.seq(std::move(parts));
+  }
+
+ private:
+  Grammar& g_;
+  int item_;
+  std::string base_;
+  std::vector<int> powers_, belows_;  // rule ids of E_k and U_k
+
+  int power(int k) {  // E_k, exactly 2^k items
+    while (static_cast<int>(powers_.size()) <= k) {
+      const int r = g_.add_rule(base_ + "_x" + std::to_string(powers_.size()));
+      g_.define(r,
+                powers_.empty() ? item_ : g_.seq({g_.ref(powers_.back()), g_.ref(powers_.back())}));
+      powers_.push_back(r);
+    }
+    return g_.ref(powers_[static_cast<std::size_t>(k)]);
+  }
+
+  int below(int k) {  // U_k, 0 to 2^k - 1 items
+    while (static_cast<int>(belows_.size()) <= k) {
+      const int j = static_cast<int>(belows_.size());
+      const int r = g_.add_rule(base_ + "_u" + std::to_string(j));
+      g_.define(r, j == 0 ? g_.empty()
+                          : g_.alt({g_.ref(belows_.back()),
+                                    g_.seq({power(j - 1), g_.ref(belows_.back())})}));
+      belows_.push_back(r);
+    }
+    return g_.ref(belows_[static_cast<std::size_t>(k)]);
+  }
+
+  int at_most(long n) {  // 0 to n items
+    int k = 0;
+    while ((2L << k) <= n + 1) ++k;  // the largest 2^k <= n + 1
+    if ((1L << k) == n + 1) return below(k);
+    return g_.alt({below(k), g_.seq({power(k), at_most(n - (1L << k))})});
+  }
+};
 }  // namespace
 
 int Grammar::empty() { return push(*this, Expr{}); }
@@ -63,6 +153,9 @@ int Grammar::repeat(int item, int min, int max) {
     if (a == 0 && b == 1 && max == -1) return repeat(x, 0, -1);
     if (a == 0 && b == 1 && min == 0 && max == 1) return item;
   }
+  const long copies = std::max(min, max) + (max < 0 ? 1 : 0);
+  if (copies > 2 && expr_size(*this, item, kUnrollBudget) * copies > kUnrollBudget)
+    return CountedRepeat(*this, item).build(min, max);
   Expr e;
   e.kind = ExprKind::repeat;
   e.children = {item};

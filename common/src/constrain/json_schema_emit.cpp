@@ -224,27 +224,41 @@ class SchemaEmitter {
       names.push_back(p.name);
       needs.push_back(p.needs);
     }
-    int extra = -1;  // one additional member, or -1 when none is allowed
+    std::vector<int> extras;  // the forms of one additional member (none: none is allowed)
     if (o.additional >= 0) {
       const int value = emit(o.additional);
-      extra = member(key_other_than(g_, names), value);
+      extras.push_back(member(key_other_than(g_, names), value));
     }
+    for (const auto& [pattern, value] : o.patterns)
+      extras.push_back(pattern_member(pattern, value));
+    const int extra = extras.empty() ? -1 : g_.alt(std::move(extras));
     if (o.any_order) {
       return g_.seq({lit("{"), ref(ws_),
-                     members_in_any_order(g_, members, optional, extra, comma(), needs), ref(ws_),
-                     lit("}")});
+                     members_in_any_order(g_, members, optional, extra, comma(), needs,
+                                          o.min_members, o.max_members),
+                     ref(ws_), lit("}")});
     }
     const int body = members_in_order(g_, members, optional, extra, [this] { return comma(); });
     return g_.seq({lit("{"), ref(ws_), body, ref(ws_), lit("}")});
+  }
+
+  // A member whose key the regex `pattern` matches (anywhere in the key, as JSON Schema's
+  // patterns do), its value of schema `value`.
+  int pattern_member(const std::string& pattern, SpecId value) {
+    const int v = emit(value);
+    const int key = compile_regex(g_, pattern, RegexEncoding::json_string, true);
+    return member(g_.seq({lit("\""), key, lit("\"")}), v);
   }
 
   int emit(const FreeObjectSpec& o) {
     const int lo = o.min_properties, hi = o.max_properties;
     const int empty_object = g_.seq({lit("{"), ref(ws_), lit("}")});
     if (hi == 0) return empty_object;
-    int key = ref(string_);
-    if (o.key >= 0) key = emit(o.key);
-    const int m = member(key, emit(o.value));
+    std::vector<int> forms;  // the forms of one member
+    if (o.value >= 0)
+      forms.push_back(member(o.key >= 0 ? emit(o.key) : ref(string_), emit(o.value)));
+    for (const auto& [pattern, value] : o.patterns) forms.push_back(pattern_member(pattern, value));
+    const int m = g_.alt(std::move(forms));
     const int rest = g_.repeat(g_.seq({comma(), m}), std::max(0, lo - 1), hi < 0 ? -1 : hi - 1);
     const int members = g_.seq({lit("{"), ref(ws_), m, rest, ref(ws_), lit("}")});
     return lo == 0 ? g_.alt({empty_object, members}) : members;

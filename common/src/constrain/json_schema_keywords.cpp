@@ -193,7 +193,7 @@ Json expand_dependencies(const Json& s) {
 // Keywords of kUnsupported are refused, except in the forms that are harmless.
 void check_keyword(const Json& s, const std::string& k) {
   if (!kUnsupported.count(k)) return;
-  if (k == "patternProperties" && s[k].is_object() && s[k].empty()) return;
+  if (k == "patternProperties" && s[k].is_object()) return;  // the object's parse handles it
   if ((k == "dependentRequired" || k == "dependencies" || k == "dependentSchemas") &&
       s[k].is_object() && s[k].empty())
     return;

@@ -16,8 +16,10 @@
 
 #include <fmt/format.h>
 
+#include "inferlab/constrain/parser.hpp"
 #include "inferlab/constrain/regex.hpp"
 #include "inferlab/base/error.hpp"
+#include "inferlab/base/json_input.hpp"
 #include "json_schema_keywords.hpp"
 
 namespace inferlab {
@@ -87,34 +89,98 @@ std::optional<long> count_kw(const Json& s, const char* k) {
 }
 
 // A count range [lo, hi] (hi = -1: unbounded) set by keywords min_kw / max_kw: false when no
-// count is in it. Counts above 10000 are refused: each counted item is a copy in the grammar.
+// count is in it. Counts above 1000000 are refused (a guard: large counts are written as
+// rules that double, never as copies, see Grammar::repeat).
 bool count_range_nonempty(long lo, long hi, const char* min_kw, const char* max_kw) {
   if (hi >= 0 && hi < lo) return false;
-  if (lo > 10000 || hi > 10000) unsupported(lo > 10000 ? min_kw : max_kw, "counts above 10000");
+  constexpr long kMaxCount = 1000000;
+  if (lo > kMaxCount || hi > kMaxCount)
+    unsupported(lo > kMaxCount ? min_kw : max_kw, "counts above 1000000");
   return true;
 }
 
-// The regular language of a `format` (when format is an assertion).
-std::string format_regex(const Json& f) {
+// IPv6 (RFC 4291 section 2.2): eight groups of 1-4 hex digits, or fewer around one "::", the
+// last two groups possibly an IPv4 address; one alternative per number of groups before "::".
+std::string ipv6_regex(const std::string& ipv4) {
+  const std::string h = "[0-9a-fA-F]{1,4}";
+  std::vector<std::string> alts{fmt::format("({0}:){{7}}{0}", h),
+                                fmt::format("({0}:){{6}}{1}", h, ipv4)};
+  for (int left = 0; left <= 7; ++left) {
+    const int right =
+        7 - left;  // groups the "::" leaves room for on its right (it stands for >= 1)
+    std::string before = left == 0 ? "" : fmt::format("{0}(:{0}){{{1}}}", h, left - 1);
+    std::vector<std::string> after{fmt::format("({0}(:{0}){{0,{1}}})?", h, right - 1)};
+    if (right >= 2) after.push_back(fmt::format("({0}:){{0,{1}}}{2}", h, right - 2, ipv4));
+    if (right == 0) after = {""};
+    std::string tail = after.size() == 1 ? after[0] : "(" + after[0] + "|" + after[1] + ")";
+    alts.push_back(before + "::" + tail);
+  }
+  std::string out = "(";
+  for (std::size_t i = 0; i < alts.size(); ++i) out += (i ? "|" : "") + alts[i];
+  return out + ")";
+}
+
+// The regular language of a `format` the engine enforces (when format is an assertion), or
+// std::nullopt for a format it does not know: an annotation, as the specification says.
+// Where a format's exact language is not regular or too large (leap seconds at any offset, a
+// hostname's total length), the regex is a subset: it may refuse a valid string, never accept
+// an invalid one.
+std::optional<std::string> format_regex(const Json& f) {
   if (!f.is_string()) throw Error("format must be a string");
   const std::string name = f.get<std::string>();
-  static const std::string date = "[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])";
-  static const std::string time =
-      "([01][0-9]|2[0-3]):[0-5][0-9]:([0-5][0-9]|60)(\\.[0-9]+)?([Zz]|[+-]([01][0-9]|2[0-3]):[0-"
-      "5][0-9])";
+  // Dates: the days each month has; February 29 only in leap years (divisible by 4, and
+  // centuries only when divisible by 400).
+  static const std::string year = "[0-9]{4}";
+  static const std::string leap_year =
+      "([0-9]{2}(0[48]|[2468][048]|[13579][26])|([02468][048]|[13579][26])00)";
+  static const std::string date =
+      "(" + year +
+      "-((0[13578]|1[02])-(0[1-9]|[12][0-9]|3[01])|(0[469]|11)-(0[1-9]|[12][0-9]|30)|"
+      "02-(0[1-9]|1[0-9]|2[0-8]))|" +
+      leap_year + "-02-29)";
+  // RFC 3339 full-time: a leap second (:60) only at 23:59 UTC, written with Z or a zero offset.
+  static const std::string offset = "([Zz]|[+-]([01][0-9]|2[0-3]):[0-5][0-9])";
+  static const std::string frac = "(\\.[0-9]+)?";
+  static const std::string time = "(([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]" + frac + offset +
+                                  "|23:59:60" + frac + "([Zz]|[+-]00:00))";
   static const std::string octet = "(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])";
+  static const std::string ipv4 = octet + "(\\." + octet + "){3}";
   static const std::string atext = "[a-zA-Z0-9!#$%&'*+/=?^_`{|}~-]+";
+  // A hostname label: 1-63 letters, digits and hyphens, no hyphen first or last. At most
+  // four labels, the last of at most 61: never above the 253 characters a name may have.
+  static const std::string label = "[a-zA-Z0-9]([a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?";
+  static const std::string last_label = "[a-zA-Z0-9]([a-zA-Z0-9-]{0,59}[a-zA-Z0-9])?";
+  static const std::string hostname =
+      "(" + label + "|" + label + "(\\." + label + "){0,2}\\." + last_label + ")";
+  // URI characters (RFC 3986): unreserved, reserved but '#', '[' and ']', and %-escapes; no
+  // space, quote, backslash, braces, or anything outside ASCII. One '#' starts the fragment.
+  // (An IP-literal host "[...]" is refused: a subset.)
+  static const std::string uri_char = "([a-zA-Z0-9._~:/?@!$&'()*+,;=-]|%[0-9a-fA-F]{2})";
+  static const std::string fragment = "(#" + uri_char + "*)?";
+  static const std::string scheme = "[a-zA-Z][a-zA-Z0-9+.-]*:";
+  // A relative reference's first segment holds no ':' (it would read as a scheme).
+  static const std::string relative =
+      "(([a-zA-Z0-9._~@!$&'()*+,;=-]|%[0-9a-fA-F]{2})*([/?]" + uri_char + "*)?" + fragment + ")";
+  static const std::string n = "[0-9]+";
+  static const std::string dur_time =
+      "T(" + n + "H(" + n + "M(" + n + "S)?)?|" + n + "M(" + n + "S)?|" + n + "S)";
   if (name == "date") return date;
   if (name == "time") return time;
   if (name == "date-time") return date + "[Tt]" + time;
-  if (name == "email")
-    return atext + "(\\." + atext +
-           ")*@[a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?(\\.[a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?)*";
+  if (name == "duration") {
+    return "P((" + n + "Y(" + n + "M(" + n + "D)?)?|" + n + "M(" + n + "D)?|" + n + "D)(" +
+           dur_time + ")?|" + dur_time + "|" + n + "W)";
+  }
+  if (name == "email") return atext + "(\\." + atext + ")*@" + hostname;
+  if (name == "hostname") return hostname;
   if (name == "uuid")
     return "[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}";
-  if (name == "ipv4") return octet + "(\\." + octet + "){3}";
-  if (name == "uri") return "[a-zA-Z][a-zA-Z0-9+.-]*:[^\\x00-\\x20\"<>\\\\^`{|}\\x7f-\\x{10FFFF}]*";
-  throw Error(fmt::format("unsupported JSON Schema keyword 'format' with value '{}'", name));
+  if (name == "ipv4") return ipv4;
+  if (name == "ipv6") return ipv6_regex(ipv4);
+  if (name == "uri") return scheme + uri_char + "*" + fragment;
+  if (name == "uri-reference")
+    return "(" + scheme + uri_char + "*" + fragment + "|" + relative + ")";
+  return std::nullopt;
 }
 
 // A bound of a non-integer number as decimal digits, or a compile error naming its keyword.
@@ -187,14 +253,35 @@ class SchemaParser {
       }
     }
     if (ptr.empty()) return root_;
-    if (ptr[0] != '/')
-      throw Error(fmt::format("unsupported $ref '{}': anchors are not supported", r));
+    if (ptr[0] != '/') {
+      const Json* anchored = find_anchor(root_, ptr, 0);
+      if (!anchored)
+        throw Error(
+            fmt::format("$ref '{}': no $anchor (or draft-07 \"$id\": \"#{}\") named so", r, ptr));
+      return *anchored;
+    }
     try {
       const Json::json_pointer p(ptr);
       return root_.at(p);
     } catch (const std::exception&) {
       throw Error(fmt::format("$ref '{}' does not resolve to anything in the schema", r));
     }
+  }
+
+  // The subschema of `s` (depth levels down) that declares the plain-name fragment `name`:
+  // `"$anchor": name`, or draft-07's `"$id": "#name"`; nullptr when none does.
+  const Json* find_anchor(const Json& s, const std::string& name, int depth) {
+    if (depth > kMaxJsonInputDepth) return nullptr;  // parse_json_input's limit
+    if (s.is_object()) {
+      if (s.contains("$anchor") && s["$anchor"] == name) return &s;
+      if (s.contains("$id") && s["$id"] == "#" + name) return &s;
+    }
+    if (s.is_object() || s.is_array()) {
+      for (const auto& x : s) {
+        if (const Json* found = find_anchor(x, name, depth + 1)) return found;
+      }
+    }
+    return nullptr;
   }
 
   // Inlines $ref and allOf at the top of `s` so that the result is one plain schema.
@@ -273,7 +360,7 @@ class SchemaParser {
     }
     if (s.contains("$ref") || s.contains("allOf")) return parse(own(flatten(s, depth)), depth + 1);
     if (s.contains("anyOf") || s.contains("oneOf")) return parse_any_of(s, depth);
-    if (s.contains("enum") || s.contains("const")) return parse_enum(s);
+    if (s.contains("enum") || s.contains("const")) return parse_enum(s, depth);
 
     std::vector<std::string> types = types_of(s);
     if (s.contains("not")) types = subtract_not(s["not"], types);
@@ -317,7 +404,7 @@ class SchemaParser {
         merged.push_back(merge(flatten(rest, depth + 1), branch));
       }
     }
-    if (one) check_disjoint(merged, depth);
+    if (one && !limits_.one_of_as_any_of) check_disjoint(merged, depth);
     std::vector<SpecId> options;
     for (std::size_t i = 0; i < merged.size(); ++i) {
       options.push_back(plain ? shared(branches[i], depth) : parse(own(merged[i]), depth + 1));
@@ -364,11 +451,53 @@ class SchemaParser {
     }
   }
 
-  SpecId parse_enum(const Json& s) {
+  // The values a `not` beside enum/const excludes, when it is a list of them (or a type, or a
+  // boolean): true when `v` is excluded.
+  bool excluded_by_not(const Json& negated, const Json& v, int depth) {
+    const Json f = flatten(negated, depth + 1);
+    if (f.is_boolean()) return f.get<bool>();
+    for (const auto& [k, x] : f.items()) {
+      if (k != "enum" && k != "const" && k != "type" && !is_annotation(k))
+        unsupported("not", "beside enum/const, only 'not' of an enum, a const or a type");
+    }
+    if (f.contains("type") && !value_has_type(v, types_of(f))) return false;
+    const nlohmann::json c = canonical(v);
+    if (f.contains("const") && canonical(f["const"]) != c) return false;
+    if (f.contains("enum")) {
+      if (!f["enum"].is_array()) throw Error("enum must be an array");
+      return std::any_of(f["enum"].begin(), f["enum"].end(),
+                         [&](const Json& x) { return canonical(x) == c; });
+    }
+    return true;
+  }
+
+  // enum/const with other keywords beside them (minLength, pattern, format, not, ...): the
+  // values the other keywords allow, each checked by the grammar those keywords compile to.
+  // Where that grammar is a subset of the schema's language, a valid value may be dropped;
+  // an invalid one is never kept.
+  std::vector<Json> filter_values(std::vector<Json> values, const Json& siblings, int depth) {
+    Json rest = siblings;
+    if (rest.contains("not")) {
+      const Json negated = rest["not"];
+      rest.erase("not");
+      std::erase_if(values, [&](const Json& v) { return excluded_by_not(negated, v, depth); });
+    }
+    if (rest.empty() || values.empty()) return values;
+    SchemaParser sub(root_, limits_);
+    sub.out_.root = sub.parse(rest, depth + 1);
+    PushdownParser check(emit_json_schema(sub.out_, limits_));
+    std::erase_if(values, [&](const Json& v) {
+      return !check.accepts(check.advance(check.initial_state(), python_json_dumps(v)));
+    });
+    return values;
+  }
+
+  SpecId parse_enum(const Json& s, int depth) {
+    Json siblings = Json::object();  // the keywords beside enum/const that constrain values
     for (const auto& [k, v] : s.items()) {
       if (k != "enum" && k != "const" && k != "type" && !is_annotation(k) &&
           !(k == "format" && !limits_.format_assertion)) {
-        unsupported(k, "together with enum/const");
+        siblings[k] = v;
       }
     }
     Json vals = Json::array();
@@ -390,13 +519,16 @@ class SchemaParser {
       }
     }
     const std::vector<std::string> types = types_of(s);
-    EnumSpec spec;
+    std::vector<Json> kept;
     std::set<std::string> seen;
     for (const auto& v : vals) {
       if (!value_has_type(v, types)) continue;
       if (!seen.insert(python_json_dumps(v)).second) continue;
-      spec.values.push_back(v);
+      kept.push_back(v);
     }
+    EnumSpec spec;
+    spec.values =
+        siblings.empty() ? std::move(kept) : filter_values(std::move(kept), siblings, depth);
     return add(std::move(spec));
   }
 
@@ -406,14 +538,16 @@ class SchemaParser {
     const auto min_len = count_kw(s, "minLength");
     const auto max_len = count_kw(s, "maxLength");
     const bool has_pattern = s.contains("pattern");
-    const bool has_format = s.contains("format") && limits_.format_assertion;
+    const std::optional<std::string> format =
+        s.contains("format") && limits_.format_assertion ? format_regex(s["format"]) : std::nullopt;
+    const bool has_format = format.has_value();
     if (has_pattern || has_format) {
       if (has_pattern && has_format) unsupported("format", "together with pattern");
       if ((min_len && *min_len > 0) || max_len)
         unsupported(min_len ? "minLength" : "maxLength", "together with pattern or format");
       if (has_pattern && !s["pattern"].is_string()) throw Error("pattern must be a string");
       StringSpec spec;
-      spec.regex = has_pattern ? s["pattern"].get<std::string>() : format_regex(s["format"]);
+      spec.regex = has_pattern ? s["pattern"].get<std::string>() : *format;
       spec.search = has_pattern;
       Grammar check;  // the regex's errors are the schema's: found here, not while emitting
       compile_regex(check, *spec.regex, RegexEncoding::json_string, spec.search);
@@ -519,6 +653,52 @@ class SchemaParser {
 
   // ---- objects -----------------------------------------------------------------------------
 
+  // patternProperties as members a key of each pattern may add, with that pattern's schema.
+  // Exact when additionalProperties is false, when no listed name matches a pattern (checked
+  // here) and when the patterns' schemas are equal (a key two patterns match must satisfy
+  // both). Otherwise a key that matches no pattern would need the complement of the patterns,
+  // which is not built: such keys are then refused (`*drops_others` set), a subset of the
+  // valid instances. Patterns whose schemas are all `true` constrain nothing and are skipped.
+  std::vector<std::pair<std::string, SpecId>> parse_patterns(const Json& s, const Json& props,
+                                                             bool* drops_others, int depth) {
+    *drops_others = false;
+    std::vector<std::pair<std::string, SpecId>> out;
+    if (!s.contains("patternProperties")) return out;
+    const Json& pp = s["patternProperties"];
+    if (!pp.is_object()) throw Error("patternProperties must be an object");
+    if (pp.empty()) return out;
+    const bool all_true = std::all_of(
+        pp.begin(), pp.end(), [](const Json& x) { return x == Json(true) || x == Json::object(); });
+    const Json* additional =
+        s.contains("additionalProperties") ? &s["additionalProperties"] : nullptr;
+    const bool closed = additional && *additional == Json(false);
+    if (all_true && !closed) return out;  // every key allowed, every value allowed
+    if (s.contains("propertyNames") && s["propertyNames"] != Json(true))
+      unsupported("patternProperties", "together with propertyNames");
+    for (const auto& [pattern, sub] : pp.items()) {
+      if (sub != pp.begin().value()) {
+        unsupported("patternProperties",
+                    "several patterns with different schemas (a key two patterns match must "
+                    "satisfy both)");
+      }
+      Grammar g;  // the pattern's errors are the schema's; a listed name it matches is refused
+      const int body = compile_regex(g, pattern, RegexEncoding::json_string, true);
+      g.root = g.add_rule("key");
+      g.define(g.root, g.seq({g.literal("\""), body, g.literal("\"")}));
+      PushdownParser key(g);
+      for (const auto& [name, value] : props.items()) {
+        if (key.accepts(key.advance(key.initial_state(), python_json_dumps(Json(name))))) {
+          unsupported(
+              "patternProperties",
+              fmt::format("a pattern ('{}') that matches a listed property ('{}')", pattern, name));
+        }
+      }
+      out.emplace_back(pattern, shared(sub, depth));
+    }
+    *drops_others = !closed;
+    return out;
+  }
+
   SpecId parse_object(const Json& s, int depth) {
     static const Json kEmpty = Json::object();
     const Json& schema_props = s.contains("properties") ? s["properties"] : kEmpty;
@@ -569,12 +749,25 @@ class SchemaParser {
     const Json& props = *props_ptr;
     const auto min_props = count_kw(s, "minProperties");
     const auto max_props = count_kw(s, "maxProperties");
-    if (props.empty()) return parse_free_object(s, additional, min_props, max_props, depth);
-    if (min_props && *min_props > static_cast<long>(required.size())) {
-      unsupported("minProperties", "more than the required properties");
+    bool drops_others = false;
+    auto patterns = parse_patterns(s, props, &drops_others, depth);
+    if (props.empty()) {
+      return parse_free_object(s, additional, min_props, max_props, std::move(patterns),
+                               drops_others, depth);
     }
-    if (max_props && (!closed || *max_props < static_cast<long>(props.size()))) {
-      if (*max_props < static_cast<long>(required.size())) return add(NothingSpec{});
+    // Counts over the listed properties alone: an object with no other members, in any order
+    // (the grammar tracks which were written, so it can count them).
+    const bool countable = closed && patterns.empty() &&
+                           static_cast<int>(props.size()) <= limits_.max_free_order_properties;
+    if (countable && min_props && *min_props > static_cast<long>(props.size()))
+      return add(NothingSpec{});
+    if (max_props && *max_props < static_cast<long>(required.size())) return add(NothingSpec{});
+    if (min_props && *min_props > static_cast<long>(required.size()) && !countable) {
+      unsupported("minProperties",
+                  "more than the required properties, on an object that allows other members "
+                  "or lists more properties than are tracked in any order");
+    }
+    if (max_props && !countable && (!closed || *max_props < static_cast<long>(props.size()))) {
       unsupported("maxProperties", "fewer than the properties an instance may have");
     }
     ObjectSpec spec;
@@ -597,8 +790,14 @@ class SchemaParser {
                   fmt::format("on an object with more than {} listed or required properties",
                               limits_.max_free_order_properties));
     }
-    if (!closed) spec.additional = additional ? shared(*additional, depth) : add(AnySpec{});
+    if (!closed && !drops_others)
+      spec.additional = additional ? shared(*additional, depth) : add(AnySpec{});
+    spec.patterns = std::move(patterns);
     spec.any_order = static_cast<int>(names.size()) <= limits_.max_free_order_properties;
+    if (countable) {
+      spec.min_members = static_cast<int>(min_props.value_or(0));
+      spec.max_members = max_props ? static_cast<int>(*max_props) : -1;
+    }
     return add(std::move(spec));
   }
 
@@ -606,10 +805,13 @@ class SchemaParser {
   // propertyNames (as a string schema) and its value by additionalProperties; the member count
   // by minProperties / maxProperties.
   SpecId parse_free_object(const Json& s, const Json* additional, std::optional<long> min_props,
-                           std::optional<long> max_props, int depth) {
+                           std::optional<long> max_props,
+                           std::vector<std::pair<std::string, SpecId>> patterns, bool drops_others,
+                           int depth) {
     const long lo = min_props.value_or(0);
     long hi = max_props ? *max_props : -1;
-    if (additional && additional->is_boolean() && !additional->get<bool>()) hi = 0;
+    if (additional && additional->is_boolean() && !additional->get<bool>() && patterns.empty())
+      hi = 0;
     if (s.contains("propertyNames") && s["propertyNames"].is_boolean() &&
         !s["propertyNames"].get<bool>())
       hi = 0;
@@ -622,7 +824,10 @@ class SchemaParser {
       spec.key = parse(own(merge(flatten(s["propertyNames"], depth + 1), Json{{"type", "string"}})),
                        depth + 1);
     }
-    spec.value = additional ? shared(*additional, depth) : add(AnySpec{});
+    const bool closed = additional && *additional == Json(false);
+    if (!closed && !drops_others)
+      spec.value = additional ? shared(*additional, depth) : add(AnySpec{});
+    spec.patterns = std::move(patterns);
     return add(spec);
   }
 

@@ -1,6 +1,7 @@
 // The members of a JSON object: in any order, in a fixed order, and the keys outside a list.
 #include "inferlab/constrain/object_members.hpp"
 
+#include <bit>
 #include <map>
 
 #include <fmt/format.h>
@@ -12,12 +13,14 @@ namespace inferlab {
 
 int members_in_any_order(Grammar& g, const std::vector<int>& members,
                          const std::vector<bool>& optional, int extra, int separator,
-                         const std::vector<std::uint32_t>& needs) {
+                         const std::vector<std::uint32_t>& needs, int min_members,
+                         int max_members) {
   const std::size_t n = members.size();
+  const auto count = [](std::size_t seen) { return std::popcount(seen); };
   // The object may end after `seen` when the required members and those the written ones
-  // need are all in it.
+  // need are all in it, and enough members were written.
   auto complete = [&](std::size_t seen, std::uint32_t required) {
-    if ((seen & required) != required) return false;
+    if ((seen & required) != required || count(seen) < min_members) return false;
     for (std::size_t i = 0; i < needs.size(); ++i) {
       if ((seen >> i & 1) && (seen & needs[i]) != needs[i]) return false;
     }
@@ -36,7 +39,7 @@ int members_in_any_order(Grammar& g, const std::vector<int>& members,
     std::vector<int> alts;
     if (complete(seen, required)) alts.push_back(g.empty());
     for (std::size_t i = 0; i < n; ++i) {
-      if (!(seen >> i & 1))
+      if (!(seen >> i & 1) && (max_members < 0 || count(seen) < max_members))
         alts.push_back(g.seq({separator, members[i], g.ref(after[seen | std::size_t{1} << i])}));
     }
     if (extra >= 0) alts.push_back(g.seq({separator, extra, g.ref(after[seen])}));
@@ -44,7 +47,7 @@ int members_in_any_order(Grammar& g, const std::vector<int>& members,
   }
   std::vector<int> first;
   if (complete(0, required)) first.push_back(g.empty());
-  for (std::size_t i = 0; i < n; ++i)
+  for (std::size_t i = 0; i < n && max_members != 0; ++i)
     first.push_back(g.seq({members[i], g.ref(after[std::size_t{1} << i])}));
   if (extra >= 0) first.push_back(g.seq({extra, g.ref(after[0])}));
   return g.alt(std::move(first));
@@ -53,7 +56,15 @@ int members_in_any_order(Grammar& g, const std::vector<int>& members,
 int members_in_order(Grammar& g, const std::vector<int>& members, const std::vector<bool>& optional,
                      int extra, const std::function<int()>& separator) {
   const std::size_t n = members.size();
-  // first[i]: members i.. when none has been written yet; after[i]: when one has.
+  // first[i]: members i.. when none has been written yet; after[i]: when one has. Each is
+  // used twice by the one before it: a rule of its own (called, not copied), else the
+  // automaton would double with every optional member.
+  const std::string base = "in_order" + std::to_string(g.rules.size());
+  const auto shared = [&](const std::string& name, int expr) {
+    const int rule = g.add_rule(base + name);
+    g.define(rule, expr);
+    return g.ref(rule);
+  };
   std::vector<int> first(n + 1), after(n + 1);
   const int extras_after = extra >= 0 ? g.repeat(g.seq({separator(), extra}), 0, -1) : g.empty();
   after[n] = extras_after;
@@ -63,6 +74,10 @@ int members_in_order(Grammar& g, const std::vector<int>& members, const std::vec
     after[i] = optional[i] ? g.alt({with, after[i + 1]}) : with;
     const int with_first = g.seq({members[i], after[i + 1]});
     first[i] = optional[i] ? g.alt({with_first, first[i + 1]}) : with_first;
+    if (i > 0) {
+      after[i] = shared(fmt::format("_after{}", i), after[i]);
+      first[i] = shared(fmt::format("_first{}", i), first[i]);
+    }
   }
   return first[0];
 }

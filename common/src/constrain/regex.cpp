@@ -18,7 +18,7 @@ namespace {
 
 using Ranges = std::vector<std::pair<std::uint32_t, std::uint32_t>>;
 constexpr std::uint32_t kMaxCp = 0x10FFFF;
-constexpr int kMaxRepeat = 10000;
+constexpr int kMaxRepeat = 1000000;
 
 Ranges normalize(Ranges r) {
   std::sort(r.begin(), r.end());

@@ -20,7 +20,7 @@ enum class ConstraintKind {
   regex,        ///< a regular expression the whole output must match
   gbnf,         ///< a GBNF grammar (start rule `root`)
   json_schema,  ///< a JSON Schema (text of the schema)
-  json_mode,    ///< any JSON value (the text is ignored)
+  json_mode,    ///< any JSON object, OpenAI's JSON mode (the text is ignored)
 };
 
 /// @brief Compiles @p text of kind @p kind into a grammar. @p source names the input in errors

@@ -80,6 +80,10 @@ struct Grammar {
   /// @brief The union of @p items (no items: matches nothing).
   int alt(std::vector<int> items);
   /// @brief @p item repeated @p min to @p max times (@p max = -1: unbounded).
+  /// @note A small repeat becomes copies of @p item in the automaton. One whose copies would
+  /// exceed a few thousand nodes (maxLength 100000, a{1,1000}, an array of 500 objects) is
+  /// written with O(log max) rules that double instead (exactly 2^k items, 0 to 2^k - 1
+  /// items), so the parser's stacks count in binary and the grammar stays small.
   int repeat(int item, int min, int max);
   /// @brief A call of rule @p rule.
   int ref(int rule);

@@ -3,18 +3,23 @@
 /// @brief JSON Schema (draft 2020-12 and draft-07) and JSON mode compiled into the byte grammar.
 ///
 /// Honoured: type (incl. lists), properties / required / additionalProperties (false, true,
-/// schema), enum, const, anyOf, oneOf (when its branches are provably disjoint), allOf and
-/// $ref with siblings (merged), $ref / $defs / definitions (recursive too), items /
-/// prefixItems / additionalItems, minItems / maxItems, minLength / maxLength, pattern, format
-/// (date, time, date-time, email, uuid, uri, ipv4; or an annotation, see
-/// JsonSchemaLimits::format_assertion), minimum / maximum / exclusive bounds for
-/// integers and numbers (numbers then without exponent), multipleOf for integers, `not` of a
-/// type, dependentRequired (and draft-07 dependencies with array values; a required or
-/// dependent name outside properties takes additionalProperties' schema), propertyNames /
-/// minProperties / maxProperties on objects without listed properties,
-/// unevaluatedProperties / unevaluatedItems in schemas without applicators, uniqueItems false
-/// (or true where every item is one of a few scalars). Annotations (title, description,
-/// default, examples, ...) and unknown keywords are ignored as the specification says. Every
+/// schema), enum and const (with other keywords beside them: the values those allow), anyOf,
+/// oneOf (when its branches are provably disjoint; see JsonSchemaLimits::one_of_as_any_of),
+/// allOf and $ref with siblings (merged), $ref / $defs / definitions (recursive too; to a
+/// JSON pointer or an $anchor), items / prefixItems / additionalItems, minItems / maxItems,
+/// minLength / maxLength, pattern, format (date-time, date, time, duration, email, hostname,
+/// ipv4, ipv6, uuid, uri, uri-reference; any other format is an annotation, and all are with
+/// JsonSchemaLimits::format_assertion false), minimum / maximum / exclusive bounds for
+/// integers (of any size) and numbers (numbers then without exponent), multipleOf for
+/// integers, `not` of a type, dependentRequired (and draft-07 dependencies with array
+/// values; a required or dependent name outside properties takes additionalProperties'
+/// schema), propertyNames / minProperties / maxProperties on objects without listed
+/// properties (minProperties / maxProperties also on objects with no other members),
+/// patternProperties (where other keys are allowed, a key no pattern matches is refused: a
+/// subset), unevaluatedProperties / unevaluatedItems in schemas without applicators,
+/// uniqueItems false (or true where every item is one of a few scalars). Any keyword that
+/// does not constrain instances (title, description, examples, readOnly, x-..., any unknown
+/// name) is an annotation and ignored wherever it stands, as the specification says. Every
 /// other keyword is a compile error naming it: it is never silently dropped.
 ///
 /// Object members may come in any order (each listed property at most once, the required ones
@@ -58,6 +63,11 @@ struct JsonSchemaLimits {
   /// subset: 2^n). Above it, properties must come in the schema's order: a subset of the
   /// valid instances, never a superset. At most 16.
   int max_free_order_properties = 8;
+  /// false (the default): a oneOf whose branches may overlap is a compile error, since an
+  /// instance that two branches accept is invalid and a grammar cannot count matches. true:
+  /// such a oneOf compiles as anyOf (llguidance's opt-in rule), which accepts those invalid
+  /// instances too: a superset of the schema's language.
+  bool one_of_as_any_of = false;
 };
 
 /// @brief Compiles @p schema into a grammar of the JSON texts that satisfy it.

@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -104,17 +105,26 @@ struct ObjectSpec {
   };
   std::vector<Property> properties;  ///< in the schema's order (never empty)
   SpecId additional = -1;            ///< the value of any other key; -1: no other key allowed
+  /// patternProperties: a key (not a listed name) that a pattern matches (JSON Schema's
+  /// search semantics), and the schema of its value.
+  std::vector<std::pair<std::string, SpecId>> patterns;
   /// true: the properties may come in any order (at most
   /// JsonSchemaLimits::max_free_order_properties of them); false: in the listed order.
   bool any_order = true;
+  /// minProperties / maxProperties, counted over the listed properties: only set for objects
+  /// in any order with no other members (additional = -1, no patterns).
+  int min_members = 0;
+  int max_members = -1;  ///< see min_members; -1: no bound
 };
 
 /// @brief An object without listed properties: every member is additional, its key
 /// constrained by propertyNames, its value by additionalProperties, their count by
 /// minProperties / maxProperties.
 struct FreeObjectSpec {
-  SpecId key = -1;          ///< the schema of a key (a string spec); -1: any string
-  SpecId value = -1;        ///< the schema of a value (unused when max_properties is 0)
+  SpecId key = -1;  ///< the schema of a key (a string spec); -1: any string
+  /// The schema of a value (unused when max_properties is 0); -1: only the keys of patterns.
+  SpecId value = -1;
+  std::vector<std::pair<std::string, SpecId>> patterns;  ///< as ObjectSpec::patterns
   int min_properties = 0;   ///< fewest members
   int max_properties = -1;  ///< most members; -1: unbounded
 };

@@ -27,6 +27,9 @@ namespace inferlab {
 /// @param separator the expression written between two members
 /// @param needs needs[i] bit j set: when members[i] is written, members[j] must be too
 ///        (dependentRequired); empty when no member needs another
+/// @param min_members fewest listed members (minProperties of an object without additional
+///        members; 0: no bound)
+/// @param max_members most listed members (maxProperties likewise; -1: no bound)
 /// @return the index of the expression in g.exprs (which may match no member at all when
 ///         none is required)
 /// @note One rule per subset of the listed members written so far: 2^n rules for n members,
@@ -34,7 +37,8 @@ namespace inferlab {
 /// order properties, so this is the exact language.
 int members_in_any_order(Grammar& g, const std::vector<int>& members,
                          const std::vector<bool>& optional, int extra, int separator,
-                         const std::vector<std::uint32_t>& needs = {});
+                         const std::vector<std::uint32_t>& needs = {}, int min_members = 0,
+                         int max_members = -1);
 
 /// @brief Appends the members of an object in the listed order (required ones present,
 /// optional ones optional), then any additional members; returns its expression.
