@@ -50,9 +50,9 @@ struct RepeatedComparison {
   Repeated throughput_ratio;         // last allocator / first, per run
 };
 
-RepeatedComparison median_of_runs(std::vector<AllocatorComparison> runs) {
+RepeatedComparison median_of_runs(const std::vector<AllocatorComparison>& runs) {
   RepeatedComparison r;
-  r.median = std::move(runs.front());
+  r.median = runs.front();
   std::vector<double> ratios;
   for (const AllocatorComparison& c : runs)
     ratios.push_back(c.memory.back().throughput_tokens_per_s /
@@ -186,7 +186,7 @@ int run(const Options& o) {
             std::fprintf(stderr, "[serving with %s KV memory (run %d of %d)...]\n",
                          allocator_name(a), rep + 1, reps);
         }));
-  const RepeatedComparison rc = median_of_runs(std::move(runs));
+  const RepeatedComparison rc = median_of_runs(runs);
   const AllocatorComparison& c = rc.median;
   if (!o.plot.empty())
     save_plot(
