@@ -19,7 +19,7 @@ Repeated repeated(std::span<const double> values) {
 
 std::string ratio_text(const Repeated& ratio) {
   if (ratio.runs < 2) return fmt::format("{:.2f}x", ratio.median);
-  return fmt::format("{:.2f}x ({:.2f}-{:.2f}x over {} runs)", ratio.median, ratio.min, ratio.max,
+  return fmt::format("{:.2f}x [{:.2f}-{:.2f}x over {} runs]", ratio.median, ratio.min, ratio.max,
                      ratio.runs);
 }
 

@@ -30,7 +30,7 @@ struct Repeated {
 /// @throws inferlab::Error if @p values is empty.
 Repeated repeated(std::span<const double> values);
 
-/// @brief A ratio for a sentence: "1.29x" for one run, "1.29x (1.10-1.40x over 3 runs)" for
+/// @brief A ratio for a sentence: "1.29x" for one run, "1.29x [1.10-1.40x over 3 runs]" for
 /// several.
 std::string ratio_text(const Repeated& ratio);
 
