@@ -398,9 +398,9 @@ struct Request {
 std::vector<Request> make_workload(std::uint64_t seed) {
   SplitMix64 rng{seed};
   std::array<Seq, kPrefixLengths.size()> prefixes;
-  for (std::size_t p = 0; p < prefixes.size(); ++p)
+    for (std::size_t p = 0; p < prefixes.size(); ++p)
     for (int i = 0; i < kPrefixLengths[p]; ++i) prefixes[p].push_back(rng.below(kVocab));
-    std::array<Seq, kRepeatedPrompts> repeated;
+  std::array<Seq, kRepeatedPrompts> repeated;
   for (Seq& s : repeated)
     for (int i = 0; i < kRepeatedLength; ++i) s.push_back(rng.below(kVocab));
   std::vector<Request> out(kRequests);
