@@ -201,10 +201,10 @@ TEST_CASE("paged runs keep the block tables of the step where they were most sca
   spec.rate = 20.0;
   const EngineRun run = run_sim(generate_workload(spec), {Policy::continuous, 8, 256}, engine);
   REQUIRE(run.block_size == 16);
-    // A step of the run: the tables of the sequences running then, holding what it reserved.
-  const auto peak =
-      std::find_if(run.steps.begin(), run.steps.end(),
-                   [&](const EngineStep& s) { return s.start == run.peak_tables.time; });
+  // A step of the run: the tables of the sequences running then, holding what it reserved.
+  const auto peak = std::find_if(run.steps.begin(), run.steps.end(), [&](const EngineStep& s) {
+    return s.start == run.peak_tables.time;
+  });
   REQUIRE(peak != run.steps.end());
   CHECK(run.peak_tables.requests.size() == static_cast<std::size_t>(peak->running));
   REQUIRE(run.peak_tables.tables.size() == run.peak_tables.requests.size());

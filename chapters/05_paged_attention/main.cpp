@@ -180,12 +180,11 @@ int run(const Options& o) {
   const int reps = sim ? 1 : o.reps;
   std::vector<AllocatorComparison> runs;
   for (int rep = 0; rep < reps; ++rep)
-    runs.push_back(
-        compare_allocators(requests, sc, memory, allocators, engine, [&](Allocator a) {
-          if (!f.json)
-            std::fprintf(stderr, "[serving with %s KV memory (run %d of %d)...]\n",
-                         allocator_name(a), rep + 1, reps);
-        }));
+    runs.push_back(compare_allocators(requests, sc, memory, allocators, engine, [&](Allocator a) {
+      if (!f.json)
+        std::fprintf(stderr, "[serving with %s KV memory (run %d of %d)...]\n", allocator_name(a),
+                     rep + 1, reps);
+    }));
   const RepeatedComparison rc = median_of_runs(runs);
   const AllocatorComparison& c = rc.median;
   if (!o.plot.empty())

@@ -75,7 +75,7 @@ int print_real(const GenerationFlags& g, const SpeculativeFlags& f, const Repeat
   const bool greedy = g.sampling.greedy();
   std::printf("%s\n\n--- %s decoding: %d new tokens after a %zu-token prompt ---\n", text.c_str(),
               greedy ? "greedy" : "sampled", res.plain.generated, prompt_tokens);
-    std::printf("plain decoding: %.0f tokens/s (one target forward per token; median of %d runs)\n\n",
+  std::printf("plain decoding: %.0f tokens/s (one target forward per token; median of %d runs)\n\n",
               res.plain.generated / res.plain.decode_seconds, rep.runs);
   print_proposer_table(rep);
   print_best_k(rep);
@@ -128,7 +128,7 @@ int run(const GenerationFlags& g, const SpeculativeFlags& f) {
           g.device.c_str());
     }
   }
-    // Every run draws the same tokens (same seeds); the timed numbers are medians of f.reps runs.
+  // Every run draws the same tokens (same seeds); the timed numbers are medians of f.reps runs.
   std::vector<ProposerComparison> runs;
   for (int rep = 0; rep < f.reps; ++rep)
     runs.push_back(
@@ -136,7 +136,7 @@ int run(const GenerationFlags& g, const SpeculativeFlags& f) {
   const RepeatedProposers rep = median_of_runs(runs);
   const ProposerComparison& res = rep.median;
   const std::string text = stream_text(*m.tokenizer, res.runs.front().run.tokens, prompt.size());
-    if (!g.json) return print_real(g, f, rep, prompt.size(), text, m.model->name());
+  if (!g.json) return print_real(g, f, rep, prompt.size(), text, m.model->name());
   nlohmann::json out = to_json(res);
   out.update({{"chapter", "07_speculative_decoding"},
               {"model", m.model->name()},
@@ -160,7 +160,7 @@ int main(int argc, char** argv) {
   SpeculativeFlags f;
   add_generation_flags(app, g);
   add_speculative_flags(app, f);
-    return run_chapter(app, argc, argv, [&] {
+  return run_chapter(app, argc, argv, [&] {
     if (app.get_option("--reps")->count() && f.clock == "sim")
       throw Error("--reps applies to the real clock (the simulated clock is deterministic)");
     return run(g, f);

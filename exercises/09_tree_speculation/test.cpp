@@ -109,7 +109,8 @@ TEST_CASE("tree verification accepts as many nodes per round as the library", "[
   const double mine_mean = double(mine_nodes) / rounds;
   const double library_mean = double(library_nodes) / rounds;
   INFO("accepted nodes per round: yours " << mine_mean << ", library " << library_mean
-       << "; first level accepted in " << mine_first << " vs " << library_first << " rounds");
+                                          << "; first level accepted in " << mine_first << " vs "
+                                          << library_first << " rounds");
   CHECK(mine_mean == Approx(library_mean).margin(0.05));
   CHECK(double(mine_first) / rounds == Approx(double(library_first) / rounds).margin(0.05));
 }

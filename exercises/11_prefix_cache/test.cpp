@@ -398,7 +398,7 @@ struct Request {
 std::vector<Request> make_workload(std::uint64_t seed) {
   SplitMix64 rng{seed};
   std::array<Seq, kPrefixLengths.size()> prefixes;
-    for (std::size_t p = 0; p < prefixes.size(); ++p)
+  for (std::size_t p = 0; p < prefixes.size(); ++p)
     for (int i = 0; i < kPrefixLengths[p]; ++i) prefixes[p].push_back(rng.below(kVocab));
   std::array<Seq, kRepeatedPrompts> repeated;
   for (Seq& s : repeated)
@@ -434,7 +434,7 @@ TEST_CASE("exercise 11: the seeded workload: every repeat of a prefix or a promp
   // be found; a request without one cannot find 64 tokens by chance (4096^-64).
   const std::vector<Request> requests = make_workload(2024);
   ex::PrefixCache cache = ex::make_prefix_cache(500);
-    std::array<bool, kPrefixLengths.size()> seen{};
+  std::array<bool, kPrefixLengths.size()> seen{};
   std::array<bool, kRepeatedPrompts> asked{};
   int shared = 0, repeats = 0, hits = 0, unique_hits = 0, repeat_misses = 0;
   long matched_tokens = 0, prompt_tokens = 0;
@@ -445,7 +445,7 @@ TEST_CASE("exercise 11: the seeded workload: every repeat of a prefix or a promp
     REQUIRE(cache.entries <= 500);
     matched_tokens += static_cast<long>(m);
     prompt_tokens += static_cast<long>(r.prompt.size());
-        if (m >= kShortestPrefix) ++hits;
+    if (m >= kShortestPrefix) ++hits;
     if (r.repeated >= 0) {
       // Asked every few requests: once cached, it must be found whole each time.
       ++repeats;
@@ -476,13 +476,13 @@ TEST_CASE("exercise 11: the seeded workload: every repeat of a prefix or a promp
   const double hit_rate = static_cast<double>(hits) / kRequests;
   const double token_hit_rate =
       static_cast<double>(matched_tokens) / static_cast<double>(prompt_tokens);
-    std::cout << "exercise 11 workload: " << shared << " of " << kRequests
-            << " requests share a prefix, " << repeats << " repeat a prompt; hit rate "
-            << hit_rate << " (" << hits
-            << " requests found >= 64 tokens), token hit rate " << token_hit_rate << ", "
-            << cache.evictions << " evictions, " << cache.entries << " entries at the end\n";
+  std::cout << "exercise 11 workload: " << shared << " of " << kRequests
+            << " requests share a prefix, " << repeats << " repeat a prompt; hit rate " << hit_rate
+            << " (" << hits << " requests found >= 64 tokens), token hit rate " << token_hit_rate
+            << ", " << cache.evictions << " evictions, " << cache.entries
+            << " entries at the end\n";
   CHECK(tree_of(cache).size() == cache.entries);
-    CHECK(repeat_misses == 0);
+  CHECK(repeat_misses == 0);
   CHECK(unique_hits == 0);  // not 100%: the requests with nothing in common miss
   // Only first sightings miss: the hit rate is the best any cache could reach here.
   CHECK(hits == shared - static_cast<int>(kPrefixLengths.size()) + repeats - kRepeatedPrompts);

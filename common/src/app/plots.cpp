@@ -110,7 +110,7 @@ SvgPlot block_table_plot(const BlockTableSnapshot& snapshot, int block_size, int
   const int rows = std::min<int>(max_rows, static_cast<int>(snapshot.tables.size()));
   std::size_t cols = 1;
   for (int r = 0; r < rows; ++r) cols = std::max(cols, snapshot.tables[std::size_t(r)].size());
-    // Say what the panel leaves out: the rows beyond max_rows.
+  // Say what the panel leaves out: the rows beyond max_rows.
   const int all_rows = static_cast<int>(snapshot.tables.size());
   const std::string shown =
       rows < all_rows ? fmt::format("; the first {} of {} sequences shown", rows, all_rows) : "";
@@ -171,7 +171,7 @@ SvgPlot ttft_cdf_plot(const std::vector<const EngineRun*>& runs, const std::stri
   SvgPlot plot(title, 800, 420);
   plot.set_x_axis("time to first token (ms, log scale)", AxisScale::log);
   plot.set_y_axis("fraction of requests with a TTFT at most this", AxisScale::linear, 0.0, 1.0);
-      // A CDF fills the plot area's corners (0 at the left, 1 at the right): the legend goes above
+  // A CDF fills the plot area's corners (0 at the left, 1 at the right): the legend goes above
   // it, where it covers no curve.
   plot.set_legend(LegendPosition::above);
   for (const EngineRun* run : runs) {
@@ -204,7 +204,7 @@ void save_prefix_plots(const std::string& path, const std::vector<EngineRun>& ru
   for (const EngineRun& r : runs)
     if (!r.trie.empty())
       trie.emplace(trie_plot(r.trie,
-                                                          "The radix trie at the end of the run (each node: tokens on its "
+                             "The radix trie at the end of the run (each node: tokens on its "
                              "edge / matches through it; darker = more matches)"));
   if (trie) plots.push_back(&*trie);
   save_stacked(path, plots);
@@ -246,7 +246,7 @@ SvgPlot trie_plot(const std::vector<TrieNodeView>& trie, const std::string& titl
                std::clamp(170 * levels, 800, 1200), std::max(300, int(60 + 30 * rows)));
   plot.set_legend(LegendPosition::none);
   plot.set_x_axis("trie level (root at 0)", AxisScale::linear, -0.5, levels - 0.5);
-    plot.set_y_axis("leaves: tokens from the root", AxisScale::linear, -0.8, rows - 0.2);
+  plot.set_y_axis("leaves: tokens from the root", AxisScale::linear, -0.8, rows - 0.2);
   std::vector<double> ticks;
   for (int l = 0; l < levels; ++l) ticks.push_back(l);
   plot.set_x_ticks(ticks);
@@ -279,7 +279,7 @@ SvgPlot trie_plot(const std::vector<TrieNodeView>& trie, const std::string& titl
     const double yy = rows - 1 - y[std::size_t(i)];
     // Darker = more hits.
     const int light = 92 - static_cast<int>(45.0 * v.hits / max_hits);
-        // Short enough to fit the box at every level: "edge tokens / hits", as the title says.
+    // Short enough to fit the box at every level: "edge tokens / hits", as the title says.
     const std::string text = i == 0 ? "root" : fmt::format("{}/{}", v.tokens, v.hits);
     plot.add_rect(level[std::size_t(i)] - 0.35, yy - 0.35, level[std::size_t(i)] + 0.35, yy + 0.35,
                   text, {fmt::format("hsl(210,60%,{}%)", light), 1.0, false, 1.0});

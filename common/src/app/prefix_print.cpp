@@ -72,9 +72,9 @@ PrefixStudy median_study(const std::vector<PrefixStudy>& studies, PrefixStudyRep
     PrefixSummary& x = m.summaries[i];
     x.ttft_p50 = median_of([&](const PrefixStudy& s) { return s.summaries[i].ttft_p50; }).median;
     x.ttft_p99 = median_of([&](const PrefixStudy& s) { return s.summaries[i].ttft_p99; }).median;
-    x.throughput_tokens_per_s =
-        median_of([&](const PrefixStudy& s) { return s.summaries[i].throughput_tokens_per_s; })
-            .median;
+    x.throughput_tokens_per_s = median_of([&](const PrefixStudy& s) {
+                                  return s.summaries[i].throughput_tokens_per_s;
+                                }).median;
     std::vector<double> ttft_ratio, tput_ratio;
     for (const PrefixStudy& s : studies) {
       const PrefixSummary& base = s.summaries[off < m.summaries.size() ? off : i];
@@ -142,7 +142,7 @@ void print_prefix_study(const PrefixStudy& study, bool simulated,
       "\nside channel (%d-token prefix; alice sends it, then bob sends it, then bob sends "
       "an unseen one; medians of 5 rounds):\n",
       study.probe_tokens);
-    // The verdicts follow the measurement: a gap bob can see is at least 1.5x (below that, on
+  // The verdicts follow the measurement: a gap bob can see is at least 1.5x (below that, on
   // the real clock, a busy machine or overlapping requests hide it).
   constexpr double kVisibleGap = 1.5;
   const bool open_leaks = study.open.ratio() >= kVisibleGap;
@@ -154,11 +154,10 @@ void print_prefix_study(const PrefixStudy& study, bool simulated,
       open_leaks ? "bob learns what alice sent"
                  : "no gap measured here (the probe's requests overlapped or the machine was "
                    "busy: rerun on a quieter machine)");
-  std::printf("  salted by tenant: %.3f ms vs %.3f ms (%.1fx): %s\n",
-              study.closed.ttft_seen_s * 1e3, study.closed.ttft_unseen_s * 1e3,
-              study.closed.ratio(),
-              closed_leaks ? "a gap although the cache is salted (noise? rerun)"
-                           : "nothing to learn");
+  std::printf(
+      "  salted by tenant: %.3f ms vs %.3f ms (%.1fx): %s\n", study.closed.ttft_seen_s * 1e3,
+      study.closed.ttft_unseen_s * 1e3, study.closed.ratio(),
+      closed_leaks ? "a gap although the cache is salted (noise? rerun)" : "nothing to learn");
   const PrefillSaving& w = study.worked_example;
   std::printf(
       "\nworked number (roofline at peak FLOP/s, llama3-70b on %d x A100, 2,000-token system "

@@ -25,9 +25,10 @@ std::string ratio_text(const Repeated& ratio) {
 
 std::string too_noisy_text(const std::string& what, const Repeated& ratio) {
   if (ratio.runs < 2)
-    return fmt::format("{} was {:.2f}x in a single run: noise unknown, no conclusion (rerun with "
-                       "--reps 3 or more)",
-                       what, ratio.median);
+    return fmt::format(
+        "{} was {:.2f}x in a single run: noise unknown, no conclusion (rerun with "
+        "--reps 3 or more)",
+        what, ratio.median);
   return fmt::format(
       "{} ranged from {:.2f}x to {:.2f}x over {} runs: too noisy to tell which is faster "
       "(rerun with --threads 1, more --reps, or on a quieter machine)",

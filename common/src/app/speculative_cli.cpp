@@ -5,7 +5,6 @@
 #include <cstdio>
 #include <map>
 
-
 #include <fmt/format.h>
 
 #include "inferlab/app/cli_checks.hpp"
@@ -38,7 +37,7 @@ void add_speculative_flags(CLI::App& app, SpeculativeFlags& f) {
   app.add_option("--block-size", f.block_size, "--kv paged: positions per KV block")
       ->check(integer_in(1, 1 << 20))
       ->capture_default_str();
-    app.add_flag("--sweep-k", c.sweep_k, "run K = 1..8 for every chain proposer");
+  app.add_flag("--sweep-k", c.sweep_k, "run K = 1..8 for every chain proposer");
   app.add_option("--reps", f.reps,
                  "real clock: runs of the whole comparison (the tables print medians)")
       ->check(integer_in(1, 100))
@@ -111,7 +110,7 @@ RepeatedProposers median_of_runs(const std::vector<ProposerComparison>& runs) {
       median([](const ProposerComparison& c) { return c.plain.decode_seconds; }).median;
   for (std::size_t i = 0; i < r.median.runs.size(); ++i) {
     SpeedupReport& m = r.median.runs[i].report;
-    auto of = [&](double SpeedupReport::* field) {
+    auto of = [&](double SpeedupReport::*field) {
       return median([&](const ProposerComparison& c) { return c.runs[i].report.*field; }).median;
     };
     m.tokens_per_s = of(&SpeedupReport::tokens_per_s);
@@ -143,8 +142,7 @@ void print_proposer_table(const RepeatedProposers& rep) {
                 r.name.c_str(), r.k, s.acceptance_rate(), s.mean_accepted_per_round(),
                 r.report.target_forwards_per_token, r.report.tokens_per_s,
                 r.report.speedup_measured, noisy ? "?" : " ", 100 * sp.spread(),
-                r.report.speedup_predicted, r.report.draft_cost_ratio,
-                r.report.verify_cost_ratio);
+                r.report.speedup_predicted, r.report.draft_cost_ratio, r.report.verify_cost_ratio);
     for (int d = 0; d < static_cast<int>(s.tried_at.size()) && d < 8; ++d)
       std::printf("%s%.2f", d ? " " : "", s.acceptance_at(d));
     std::printf("\n");

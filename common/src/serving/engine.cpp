@@ -174,7 +174,6 @@ class EngineLoop {
   Scheduler scheduler_;
   ArrivalQueue arrivals_;
   EngineRun run_;
-  
 };
 
 // The step as scheduled: its tokens and the batch around it.
@@ -229,8 +228,7 @@ void EngineLoop::keep_peak_tables(const EngineStep& step) {
     blocks += t.size();
   }
   const BlockTableSnapshot& best = run_.peak_tables;
-  if (!run_.steps.empty() &&
-      std::pair(scattered, blocks) <= std::pair(best.scattered, best.blocks))
+  if (!run_.steps.empty() && std::pair(scattered, blocks) <= std::pair(best.scattered, best.blocks))
     return;
   run_.peak_tables = {step.start, {}, {}, scattered, blocks};
   for (const Sequence* s : scheduler_.running()) {

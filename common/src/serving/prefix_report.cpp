@@ -91,8 +91,7 @@ SideChannel measure_side_channel(const std::function<EngineRun(const std::vector
 }
 
 PrefillSaving prefill_saving(const ModelConfig& config, const Hardware& hardware,
-                             const CostOptions& cost, int prefix_tokens, double rate,
-                             int gpus) {
+                             const CostOptions& cost, int prefix_tokens, double rate, int gpus) {
   StepShape shape;
   shape.add_prefill(prefix_tokens, 0);
   PrefillSaving s;
@@ -109,8 +108,7 @@ PrefillSaving worked_example_prefill_saving() {
   four.peak_flops *= 4;
   four.bandwidth *= 4;
   four.memory_bytes *= 4;
-  return prefill_saving(named_config("llama3-70b"), four, cost_options_for(four), 2000, 100.0,
-                        4);
+  return prefill_saving(named_config("llama3-70b"), four, cost_options_for(four), 2000, 100.0, 4);
 }
 
 PrefixStudy run_prefix_study(const PrefixStudyPlan& plan, const PrefixServe& serve) {

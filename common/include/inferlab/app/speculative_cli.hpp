@@ -32,7 +32,7 @@ struct SpeculativeFlags {
   std::string sim_target = "llama3-70b";  ///< --sim-target: the simulated target's shape
   std::string sim_draft = "llama3-8b";    ///< --sim-draft: the simulated draft's shape
   double acceptance = 0.8;                ///< --acceptance: the simulated acceptance rate
-    std::int64_t context = 1024;            ///< --context: simulated cached tokens per sequence
+  std::int64_t context = 1024;            ///< --context: simulated cached tokens per sequence
   int reps = 3;  ///< --reps: real clock, runs of the whole comparison (the tables print medians)
 };
 

@@ -108,12 +108,12 @@ struct EngineRun {
   int block_size = 0;                  ///< positions per block (paged), else 0
   int preemptions = 0;                 ///< sequences preempted during the run
   std::size_t swapped_bytes = 0;       ///< bytes copied to and from the swap area
-    /// Paged: the running sequences' tables at the step where they were most scattered
+      /// Paged: the running sequences' tables at the step where they were most scattered
   /// (BlockTableSnapshot::scattered; at equal scatter, the most blocks in use).
   BlockTableSnapshot peak_tables;
-  std::string prefix_cache = "off";    ///< "radix", "hash" or "off" (chapter 06)
-  long long evicted_blocks = 0;        ///< blocks the prefix cache gave back to the pool
-  int peak_cached_blocks = 0;          ///< the most blocks the prefix cache held at once
+  std::string prefix_cache = "off";  ///< "radix", "hash" or "off" (chapter 06)
+  long long evicted_blocks = 0;      ///< blocks the prefix cache gave back to the pool
+  int peak_cached_blocks = 0;        ///< the most blocks the prefix cache held at once
   /// The radix trie at the end of the run (no tenant's salt), root first; empty otherwise.
   std::vector<TrieNodeView> trie;
 };

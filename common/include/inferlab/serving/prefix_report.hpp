@@ -83,8 +83,7 @@ struct PrefillSaving {
 ///        GPU-seconds saved are the wall time times @p gpus
 /// @return the wall time of one prefill and the GPU-seconds saved per second
 PrefillSaving prefill_saving(const ModelConfig& config, const Hardware& hardware,
-                             const CostOptions& cost, int prefix_tokens, double rate,
-                             int gpus = 1);
+                             const CostOptions& cost, int prefix_tokens, double rate, int gpus = 1);
 
 /// @brief The worked example: Llama-3-70B on 4x A100 (tensor parallel: 4x the FLOP/s, the
 /// bandwidth and the memory of one), a 2,000-token system prompt, 100 requests/s: the wall
