@@ -32,10 +32,9 @@ PrefixStudy median_study(const std::vector<PrefixStudy>& studies, PrefixStudyRep
 /// @brief Prints @p study: one column per cache (hit rates, prefill tokens, evictions, TTFT,
 /// throughput, steps, the cache's size), each cache against none, the radix cache in the other
 /// order, whether the tokens agreed (a real clock only), the side channel with and without a
-/// tenant salt, and the worked example.
-/// @param study the study's results
-/// On the real clock, each comparison with no cache is a median over the runs with its range,
-/// and one whose runs disagree on the direction is printed as too noisy.
+/// tenant salt, and the worked example. On the real clock, each comparison with no cache is a
+/// median over the runs with its range, and one whose runs disagree on the direction is
+/// printed as too noisy.
 /// @param study the study's results (median_study() of the runs)
 /// @param simulated the runs used a simulated clock, whose tokens are placeholders
 /// @param repeats the runs behind @p study's timed numbers
