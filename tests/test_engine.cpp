@@ -190,7 +190,8 @@ TEST_CASE("sim: continuous batching beats static on variable output lengths", "[
   CHECK(run_serving_metrics(co, {1e-9, 1e9}).goodput == 0.0);
 }
 
-TEST_CASE("paged runs keep the block tables of the step that reserved the most", "[engine]") {
+TEST_CASE("paged runs keep the block tables of the step where they were most scattered",
+          "[engine]") {
   SimEngine engine = h100_llama();
   engine.memory.allocator = Allocator::paged;
   engine.memory.block_size = 16;
@@ -200,18 +201,26 @@ TEST_CASE("paged runs keep the block tables of the step that reserved the most",
   spec.rate = 20.0;
   const EngineRun run = run_sim(generate_workload(spec), {Policy::continuous, 8, 256}, engine);
   REQUIRE(run.block_size == 16);
-  // The first of the steps that reserved the most: memory grows as requests arrive, so it is
-  // not the first step.
-  const auto peak = std::max_element(
-      run.steps.begin(), run.steps.end(),
-      [](const EngineStep& a, const EngineStep& b) { return a.kv_reserved < b.kv_reserved; });
-  REQUIRE(peak != run.steps.begin());
-  CHECK(run.peak_tables.time == peak->start);
+  // A step of the run: the tables of the sequences running then, holding what it reserved.
+  const auto peak = std::find_if(run.steps.begin(), run.steps.end(), [&](const EngineStep& s) {
+    return s.start == run.peak_tables.time;
+  });
+  REQUIRE(peak != run.steps.end());
   CHECK(run.peak_tables.requests.size() == static_cast<std::size_t>(peak->running));
   REQUIRE(run.peak_tables.tables.size() == run.peak_tables.requests.size());
   std::size_t blocks = 0;
-  for (const std::vector<int>& table : run.peak_tables.tables) blocks += table.size();
+  int scattered = 0;
+  for (const std::vector<int>& table : run.peak_tables.tables) {
+    blocks += table.size();
+    for (std::size_t c = 1; c < table.size(); ++c) scattered += table[c] != table[c - 1] + 1;
+  }
   CHECK(blocks * 16 == peak->kv_reserved);
+  CHECK(blocks == run.peak_tables.blocks);
+  CHECK(scattered == run.peak_tables.scattered);
+  // Requests finish and free their blocks, later ones take them: the tables the panel shows are
+  // not runs of consecutive blocks, and not the first step's.
+  CHECK(scattered > 0);
+  CHECK(peak != run.steps.begin());
 }
 
 TEST_CASE("engine rejects requests it cannot serve", "[engine]") {

@@ -563,8 +563,10 @@ TEST_CASE("the worked example: a 2,000-token prefill of Llama-3-70B on 4x A100",
       prefill_saving(named_config("llama3-70b"), four, cost_options_for(four), 2000, 100.0);
   CHECK(seed.prefill_seconds == hand.prefill_seconds);
   CHECK(seed.rate == 100.0);
-  CHECK(seed.gpu_seconds_saved_per_second == Approx(seed.prefill_seconds * 100.0));
-  // About 400 ms per request and 40 GPU-seconds saved per second.
+  // The prefill keeps all four GPUs busy: GPU-seconds are its wall time times 4.
+  CHECK(seed.gpus == 4);
+  CHECK(seed.gpu_seconds_saved_per_second == Approx(seed.prefill_seconds * 4 * 100.0));
+  // A few hundred ms per request.
   CHECK(seed.prefill_seconds > 0.1);
   CHECK(seed.prefill_seconds < 1.0);
 }

@@ -44,6 +44,10 @@ int main(int argc, char** argv) {
       }
     }
     std::cout << "wrote " << written << " MaskBench files to " << out << '\n';
+  } catch (const ParameterError& e) {
+    // The core names its parameter (the chapter's --maskbench); here the paths are the inputs.
+    std::cerr << "error: input " << e.problem() << '\n';
+    return 1;
   } catch (const std::exception& e) {
     std::cerr << "error: " << e.what() << '\n';
     return 1;

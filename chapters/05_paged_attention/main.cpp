@@ -21,6 +21,7 @@
 #include "inferlab/app/serving_cli.hpp"
 #include "inferlab/app/serving_json.hpp"
 #include "inferlab/app/serving_report.hpp"
+#include "inferlab/app/real_clock_repeats.hpp"
 
 using namespace inferlab;
 
@@ -32,6 +33,7 @@ struct Options {
   std::string allocator = "both", reserve = "max-tokens", preempt = "recompute", plot;
   std::string kv_dtype = "f32";
   int block_size = 16, n = 1;
+  int reps = 3;  // real clock: runs of the whole comparison; the tables print their medians
   double kv_memory_mib = 0.0;  // 0: room for 2048 positions of the model
   double swap_memory_mib = 64.0;
   bool sweep_block_size = false;
@@ -39,21 +41,74 @@ struct Options {
 
 constexpr double kMiB = 1024.0 * 1024.0;
 
-void print_result(const Options& o, const AllocatorComparison& c, bool sim) {
+// The runs of one comparison on the real clock: the first run with its throughput and waste
+// (timed quantities) replaced by their medians over all runs, and the paged/contiguous
+// throughput ratio of each run.
+struct RepeatedComparison {
+  AllocatorComparison median;
+  std::vector<Repeated> throughput;  // one per allocator
+  Repeated throughput_ratio;         // last allocator / first, per run
+};
+
+RepeatedComparison median_of_runs(const std::vector<AllocatorComparison>& runs) {
+  RepeatedComparison r;
+  r.median = runs.front();
+  std::vector<double> ratios;
+  for (const AllocatorComparison& c : runs)
+    ratios.push_back(c.memory.back().throughput_tokens_per_s /
+                     std::max(c.memory.front().throughput_tokens_per_s, 1e-12));
+  r.throughput_ratio = repeated(ratios);
+  for (std::size_t i = 0; i < r.median.memory.size(); ++i) {
+    std::vector<double> tput, waste;
+    for (const AllocatorComparison& c : runs) {
+      tput.push_back(c.memory[i].throughput_tokens_per_s);
+      waste.push_back(c.memory[i].waste_fraction);
+      r.median.same_tokens = r.median.same_tokens && c.same_tokens;
+    }
+    r.throughput.push_back(repeated(tput));
+    r.median.memory[i].throughput_tokens_per_s = r.throughput.back().median;
+    r.median.memory[i].waste_fraction = repeated(waste).median;
+  }
+  return r;
+}
+
+void print_result(const Options& o, const RepeatedComparison& rc, bool sim) {
+  const AllocatorComparison& c = rc.median;
   print_memory_table(c.memory);
+  if (!sim) {
+    std::printf("  (real clock: waste and throughput are medians of %d runs; throughput spread",
+                rc.throughput_ratio.runs);
+    for (std::size_t i = 0; i < c.memory.size(); ++i)
+      std::printf("%s %s %.0f%%", i ? "," : "", c.memory[i].allocator.c_str(),
+                  100 * rc.throughput[i].spread());
+    std::printf(")\n");
+  }
   const MemorySummary &a = c.memory.front(), &p = c.memory.back();
-  if (c.memory.size() == 2)
+  if (c.memory.size() == 2) {
     std::printf(
         "\npaged vs contiguous on the same budget: waste %.1f%% vs %.1f%%, %d vs %d "
-        "sequences at once (%.1fx), %.2fx the throughput\n",
+        "sequences at once (%.1fx)",
         100 * p.waste_fraction, 100 * a.waste_fraction, p.max_concurrent_sequences,
         a.max_concurrent_sequences,
-        double(p.max_concurrent_sequences) / std::max(a.max_concurrent_sequences, 1),
-        p.throughput_tokens_per_s / std::max(a.throughput_tokens_per_s, 1e-12));
+        double(p.max_concurrent_sequences) / std::max(a.max_concurrent_sequences, 1));
+    if (sim)
+      std::printf(", %s the throughput\n", ratio_text(rc.throughput_ratio).c_str());
+    else if (rc.throughput_ratio.direction_unclear())
+      std::printf("\n%s\n", too_noisy_text("the throughput ratio", rc.throughput_ratio).c_str());
+    else
+      std::printf(", %s the throughput\n", ratio_text(rc.throughput_ratio).c_str());
+  }
   if (!sim)
     std::printf("each request's tokens under every allocator: %s\n",
                 c.same_tokens ? "identical (paging moves the keys, never changes them)"
                               : "DIFFERENT (paged attention is broken!)");
+  // The counterfactual can exceed the budget: that is what sharing buys.
+  if (p.peak_bytes_saved_by_sharing > p.kv_bytes_budget)
+    std::printf(
+        "sharing: at the peak it saved %.2f MiB of prompt copies, more than the "
+        "whole %.2f MiB budget:\n  unshared, those sequences could not have been in memory "
+        "at once\n",
+        p.peak_bytes_saved_by_sharing / kMiB, p.kv_bytes_budget / kMiB);
   if (!o.plot.empty()) std::printf("plot written to %s\n", o.plot.c_str());
 }
 
@@ -114,16 +169,24 @@ int run(const Options& o) {
         "memory:    %.2f MiB of KV (%zu bytes per position in %s = %zu positions); "
         "blocks of %d; contiguous reserves %s; preemption: %s\n",
         memory.budget_bytes / kMiB, per_token, dtype_name(kv_type), memory.budget_bytes / per_token,
-        o.block_size, o.reserve == "context" ? "the whole context" : "prompt + max_tokens",
+        o.block_size, o.reserve == "context" ? "the whole context" : "prompt + max_tokens - 1",
         preempt_name(preempt));
     if (sim) print_sim_memory_fit(*engine.sim, memory.budget_bytes);
     std::printf("\n");
   }
 
-  const AllocatorComparison c =
-      compare_allocators(requests, sc, memory, allocators, engine, [&](Allocator a) {
-        if (!f.json) std::fprintf(stderr, "[serving with %s KV memory...]\n", allocator_name(a));
-      });
+  // The simulated clock is deterministic: one run. The real clock is not: the tables print
+  // medians of o.reps runs, and a ratio the runs disagree on is reported as noise.
+  const int reps = sim ? 1 : o.reps;
+  std::vector<AllocatorComparison> runs;
+  for (int rep = 0; rep < reps; ++rep)
+    runs.push_back(compare_allocators(requests, sc, memory, allocators, engine, [&](Allocator a) {
+      if (!f.json)
+        std::fprintf(stderr, "[serving with %s KV memory (run %d of %d)...]\n", allocator_name(a),
+                     rep + 1, reps);
+    }));
+  const RepeatedComparison rc = median_of_runs(runs);
+  const AllocatorComparison& c = rc.median;
   if (!o.plot.empty())
     save_plot(
         o.plot, c,
@@ -148,12 +211,15 @@ int run(const Options& o) {
     sweep = block_size_sweep(
         [&](const MemoryConfig& mem) { return engine.serve(requests, sc, mem); }, memory, config);
   }
-  print_result(o, c, sim);
+  print_result(o, rc, sim);
   if (sweep) print_block_size_sweep(*sweep);
-  if (sim)
-    print_swap_vs_recompute(
-        swap_vs_recompute_table(config, engine.sim->hardware, engine.sim->cost, 50e9),
-        o.serving.config, o.serving.hardware);
+  if (sim) {
+    // Priced in the run's own KV type, the bytes per position its header printed.
+    CostOptions cost = engine.sim->cost;
+    cost.kv_dtype = kv_type;
+    print_swap_vs_recompute(swap_vs_recompute_table(config, engine.sim->hardware, cost, 50e9),
+                            o.serving.config, o.serving.hardware, kv_type);
+  }
   return c.same_tokens || sim ? 0 : 1;
 }
 
@@ -193,8 +259,17 @@ int main(int argc, char** argv) {
   app.add_option("--kv-dtype", o.kv_dtype, "KV storage type: f32, f16 or int8")
       ->check(CLI::IsMember({"f32", "f16", "int8"}))
       ->capture_default_str();
+  CLI::Option* reps =
+      app.add_option("--reps", o.reps,
+                     "real clock: runs of the whole comparison (tables print medians)")
+          ->check(integer_in(1, 100))
+          ->capture_default_str();
   app.add_option("--plot", o.plot, "write an SVG of KV memory over time and the block tables");
   app.add_flag("--sweep-block-size", o.sweep_block_size,
                "waste and attention time per step for block sizes 1..128");
-  return run_chapter(app, argc, argv, [&] { return run(o); });
+  return run_chapter(app, argc, argv, [&] {
+    if (reps->count() && sim_clock(o.serving))
+      throw Error("--reps applies to the real clock (the simulated clock is deterministic)");
+    return run(o);
+  });
 }

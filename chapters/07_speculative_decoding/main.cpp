@@ -69,14 +69,16 @@ int run_sim(const GenerationFlags& g, const SpeculativeFlags& f) {
 }
 
 // Prints the run; the exit code is 1 when greedy speculation changed a token.
-int print_real(const GenerationFlags& g, const SpeculativeFlags& f, const ProposerComparison& res,
+int print_real(const GenerationFlags& g, const SpeculativeFlags& f, const RepeatedProposers& rep,
                std::size_t prompt_tokens, const std::string& text, const std::string& model) {
+  const ProposerComparison& res = rep.median;
   const bool greedy = g.sampling.greedy();
   std::printf("%s\n\n--- %s decoding: %d new tokens after a %zu-token prompt ---\n", text.c_str(),
               greedy ? "greedy" : "sampled", res.plain.generated, prompt_tokens);
-  std::printf("plain decoding: %.0f tokens/s (one target forward per token)\n\n",
-              res.plain.generated / res.plain.decode_seconds);
-  print_proposer_table(res.runs);
+  std::printf("plain decoding: %.0f tokens/s (one target forward per token; median of %d runs)\n\n",
+              res.plain.generated / res.plain.decode_seconds, rep.runs);
+  print_proposer_table(rep);
+  print_best_k(rep);
   if (greedy) {
     bool all_same = true;
     for (const ProposerRun& r : res.runs) all_same = all_same && r.same_as_plain;
@@ -126,11 +128,15 @@ int run(const GenerationFlags& g, const SpeculativeFlags& f) {
           g.device.c_str());
     }
   }
-  const ProposerComparison res =
-      compare_proposers(*m.model, draft ? &*draft : nullptr, prompt, steps, g.sampling, choice,
-                        m.tokenizer->end_of_generation_ids());
+  // Every run draws the same tokens (same seeds); the timed numbers are medians of f.reps runs.
+  std::vector<ProposerComparison> runs;
+  for (int rep = 0; rep < f.reps; ++rep)
+    runs.push_back(compare_proposers(*m.model, draft ? &*draft : nullptr, prompt, steps,
+                                     g.sampling, choice, m.tokenizer->end_of_generation_ids()));
+  const RepeatedProposers rep = median_of_runs(runs);
+  const ProposerComparison& res = rep.median;
   const std::string text = stream_text(*m.tokenizer, res.runs.front().run.tokens, prompt.size());
-  if (!g.json) return print_real(g, f, res, prompt.size(), text, m.model->name());
+  if (!g.json) return print_real(g, f, rep, prompt.size(), text, m.model->name());
   nlohmann::json out = to_json(res);
   out.update({{"chapter", "07_speculative_decoding"},
               {"model", m.model->name()},
@@ -154,5 +160,9 @@ int main(int argc, char** argv) {
   SpeculativeFlags f;
   add_generation_flags(app, g);
   add_speculative_flags(app, f);
-  return run_chapter(app, argc, argv, [&] { return run(g, f); });
+  return run_chapter(app, argc, argv, [&] {
+    if (app.get_option("--reps")->count() && f.clock == "sim")
+      throw Error("--reps applies to the real clock (the simulated clock is deterministic)");
+    return run(g, f);
+  });
 }

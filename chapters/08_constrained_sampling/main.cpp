@@ -17,6 +17,7 @@
 #include "inferlab/app/chapter_cli.hpp"
 #include "inferlab/constrain/constraint.hpp"
 #include "inferlab/constrain/maskbench.hpp"
+#include "inferlab/model/model_files.hpp"
 #include "inferlab/base/error.hpp"
 #include "inferlab/runtime/metrics.hpp"
 
@@ -46,7 +47,8 @@ std::string read_file(const std::string& path, const char* flag) {
 int run_maskbench(const Options& o) {
   if (o.gen.tokenizer.empty()) throw Error("--maskbench needs --tokenizer PATH");
   if (!(o.time_limit_s > 0)) throw Error("--time-limit must be > 0 seconds");
-  const Tokenizer tok = Tokenizer::load(o.gen.tokenizer);
+  // A bare name is looked up where models are ($INFERLAB_MODELS, then models/).
+  const Tokenizer tok = Tokenizer::load(find_tokenizer(o.gen.tokenizer, "", 0));
   const MaskBenchVocab vocab(tok);
   std::vector<MaskBenchResult> results;
   for (const std::string& path : list_json_files(o.maskbench)) {

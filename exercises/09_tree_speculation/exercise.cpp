@@ -9,9 +9,8 @@
 namespace inferlab::ex09 {
 
 TreeVerdict verify_tree(const DraftTree& tree, std::span<const float> p, Rng& rng) {
-  // TODO(exercise): the rule of exercise.hpp (recursive rejection over siblings): the accepted
-  //                 path from the context down and the next token, consuming rng exactly as it
-  //                 says (one draw per child tried, one for the final token).
+  // TODO(exercise): the rule of README.md (recursive rejection over siblings): the accepted
+  //                 path from the context down and the next token after it.
   (void)tree;
   (void)p;
   (void)rng;

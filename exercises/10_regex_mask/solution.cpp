@@ -216,7 +216,7 @@ std::vector<bool> allowed_tokens(const Dfa& dfa, int state,
     const auto [n, s] = work.back();
     work.pop_back();
     for (const auto& [b, c] : trie[static_cast<std::size_t>(n)].child) {
-      const int next = dfa.next[static_cast<std::size_t>(s)][b];
+      const int next = dfa.step(s, b);
       if (next < 0 || !live[static_cast<std::size_t>(next)]) continue;  // prune the subtree
       for (const int t : trie[static_cast<std::size_t>(c)].ids)
         allowed[static_cast<std::size_t>(t)] = true;

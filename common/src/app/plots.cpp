@@ -110,9 +110,16 @@ SvgPlot block_table_plot(const BlockTableSnapshot& snapshot, int block_size, int
   const int rows = std::min<int>(max_rows, static_cast<int>(snapshot.tables.size()));
   std::size_t cols = 1;
   for (int r = 0; r < rows; ++r) cols = std::max(cols, snapshot.tables[std::size_t(r)].size());
-  SvgPlot plot(fmt::format("Block tables at t = {:.3f} s (most blocks in use): logical block -> "
+  // Say what the panel leaves out: the rows beyond max_rows.
+  const int all_rows = static_cast<int>(snapshot.tables.size());
+  const std::string shown =
+      rows < all_rows ? fmt::format("; the first {} of {} sequences shown", rows, all_rows) : "";
+  SvgPlot plot(fmt::format("Block tables at t = {:.3f} s, the most scattered moment ({} of {} "
+                           "logical neighbours not neighbours in the pool{}): logical block -> "
                            "physical block, {} positions each",
-                           snapshot.time, block_size),
+                           snapshot.time, snapshot.scattered,
+                           snapshot.blocks - std::min(snapshot.blocks, snapshot.tables.size()),
+                           shown, block_size),
                1200, std::max(150, 80 + 36 * std::max(rows, 1)));  // SvgPlot's least height
   plot.set_legend(LegendPosition::none);
   plot.set_x_axis("logical block", AxisScale::linear, 0.0, double(cols));
@@ -164,7 +171,9 @@ SvgPlot ttft_cdf_plot(const std::vector<const EngineRun*>& runs, const std::stri
   SvgPlot plot(title, 800, 420);
   plot.set_x_axis("time to first token (ms, log scale)", AxisScale::log);
   plot.set_y_axis("fraction of requests with a TTFT at most this", AxisScale::linear, 0.0, 1.0);
-  plot.set_legend(LegendPosition::bottom_right);
+  // A CDF fills the plot area's corners (0 at the left, 1 at the right): the legend goes above
+  // it, where it covers no curve.
+  plot.set_legend(LegendPosition::above);
   for (const EngineRun* run : runs) {
     std::vector<double> t;
     for (const RequestResult& r : run->requests)
@@ -195,8 +204,8 @@ void save_prefix_plots(const std::string& path, const std::vector<EngineRun>& ru
   for (const EngineRun& r : runs)
     if (!r.trie.empty())
       trie.emplace(trie_plot(r.trie,
-                             "The radix trie at the end of the run (tokens per edge, "
-                             "matches through the node)"));
+                             "The radix trie at the end of the run (each node: tokens on its "
+                             "edge / matches through it; darker = more matches)"));
   if (trie) plots.push_back(&*trie);
   save_stacked(path, plots);
 }
@@ -237,11 +246,26 @@ SvgPlot trie_plot(const std::vector<TrieNodeView>& trie, const std::string& titl
                std::clamp(170 * levels, 800, 1200), std::max(300, int(60 + 30 * rows)));
   plot.set_legend(LegendPosition::none);
   plot.set_x_axis("trie level (root at 0)", AxisScale::linear, -0.5, levels - 0.5);
-  plot.set_y_axis("", AxisScale::linear, -0.8, rows - 0.2);
+  plot.set_y_axis("leaves: tokens from the root", AxisScale::linear, -0.8, rows - 0.2);
   std::vector<double> ticks;
   for (int l = 0; l < levels; ++l) ticks.push_back(l);
   plot.set_x_ticks(ticks);
-  plot.set_y_ticks({}, {});
+  // One row per leaf, labelled with the length of the sequence it ends (every k-th leaf when
+  // there are too many rows for a label each).
+  std::vector<int> depth_tokens(std::size_t(std::max(n, 1)), 0);
+  for (int i = 1; i < n; ++i)
+    depth_tokens[std::size_t(i)] =
+        depth_tokens[std::size_t(trie[std::size_t(i)].parent)] + trie[std::size_t(i)].tokens;
+  const int every = std::max(1, static_cast<int>(rows) / 40 + 1);
+  std::vector<double> yt;
+  std::vector<std::string> yl;
+  for (int i = 1; i < n; ++i) {
+    const int leaf_row = static_cast<int>(y[std::size_t(i)]);
+    if (!children[std::size_t(i)].empty() || leaf_row % every != 0) continue;
+    yt.push_back(rows - 1 - y[std::size_t(i)]);
+    yl.push_back(fmt::format("{} tok", depth_tokens[std::size_t(i)]));
+  }
+  plot.set_y_ticks(yt, yl);
   for (int i = 1; i < n; ++i) {
     const int p = trie[std::size_t(i)].parent;
     plot.add_segment(level[std::size_t(p)] + 0.35, rows - 1 - y[std::size_t(p)],
@@ -255,8 +279,8 @@ SvgPlot trie_plot(const std::vector<TrieNodeView>& trie, const std::string& titl
     const double yy = rows - 1 - y[std::size_t(i)];
     // Darker = more hits.
     const int light = 92 - static_cast<int>(45.0 * v.hits / max_hits);
-    const std::string text =
-        i == 0 ? "root" : fmt::format("{} tok, {} hit{}", v.tokens, v.hits, v.hits == 1 ? "" : "s");
+    // Short enough to fit the box at every level: "edge tokens / hits", as the title says.
+    const std::string text = i == 0 ? "root" : fmt::format("{}/{}", v.tokens, v.hits);
     plot.add_rect(level[std::size_t(i)] - 0.35, yy - 0.35, level[std::size_t(i)] + 0.35, yy + 0.35,
                   text, {fmt::format("hsl(210,60%,{}%)", light), 1.0, false, 1.0});
   }

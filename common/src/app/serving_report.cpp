@@ -131,9 +131,10 @@ void print_block_size_sweep(const BlockSizeSweep& b) {
 }
 
 void print_swap_vs_recompute(const std::vector<SwapVsRecompute>& table, const std::string& config,
-                             const std::string& hardware) {
-  std::printf("\nswap vs recompute for one preempted sequence (%s on %s, host link 50 GB/s):\n",
-              config.c_str(), hardware.c_str());
+                             const std::string& hardware, DType kv_type) {
+  std::printf(
+      "\nswap vs recompute for one preempted sequence (%s on %s, %s KV, host link 50 GB/s):\n",
+      config.c_str(), hardware.c_str(), dtype_name(kv_type));
   std::printf("  %8s  %12s  %15s  %s\n", "tokens", "swap (ms)", "recompute (ms)", "cheaper");
   for (const SwapVsRecompute& x : table)
     std::printf("  %8ld  %12.2f  %15.2f  %s\n", x.tokens, x.swap_seconds * 1e3,

@@ -1,7 +1,9 @@
 // Chapter 07's command line: flags, the checks that name them, the draft, the text tables.
 #include "inferlab/app/speculative_cli.hpp"
 
+#include <algorithm>
 #include <cstdio>
+#include <map>
 
 #include <fmt/format.h>
 
@@ -36,6 +38,10 @@ void add_speculative_flags(CLI::App& app, SpeculativeFlags& f) {
       ->check(integer_in(1, 1 << 20))
       ->capture_default_str();
   app.add_flag("--sweep-k", c.sweep_k, "run K = 1..8 for every chain proposer");
+  app.add_option("--reps", f.reps,
+                 "real clock: runs of the whole comparison (the tables print medians)")
+      ->check(integer_in(1, 100))
+      ->capture_default_str();
   app.add_option("--clock", f.clock, "real (run the model) or sim (chapter 03's roofline)")
       ->check(CLI::IsMember({"real", "sim"}))
       ->capture_default_str();
@@ -90,27 +96,109 @@ std::optional<Model> load_draft(const SpeculativeFlags& f, const ProposerChoice&
   return draft;
 }
 
-void print_proposer_table(const std::vector<ProposerRun>& runs) {
-  std::printf("  %-11s %2s  %6s  %6s  %7s  %9s  %7s  %7s  %5s  %5s  %s\n", "proposer", "K", "alpha",
-              "acc/rd", "fwd/tok", "tokens/s", "speedup", "predict", "c", "v",
+RepeatedProposers median_of_runs(const std::vector<ProposerComparison>& runs) {
+  if (runs.empty()) throw Error("median_of_runs(): no runs");
+  RepeatedProposers r;
+  r.median = runs.front();
+  r.runs = int(runs.size());
+  auto median = [&](auto&& get) {
+    std::vector<double> v;
+    for (const ProposerComparison& c : runs) v.push_back(get(c));
+    return repeated(v);
+  };
+  r.median.plain.decode_seconds =
+      median([](const ProposerComparison& c) { return c.plain.decode_seconds; }).median;
+  for (std::size_t i = 0; i < r.median.runs.size(); ++i) {
+    SpeedupReport& m = r.median.runs[i].report;
+    auto of = [&](double SpeedupReport::*field) {
+      return median([&](const ProposerComparison& c) { return c.runs[i].report.*field; }).median;
+    };
+    m.tokens_per_s = of(&SpeedupReport::tokens_per_s);
+    m.plain_tokens_per_s = of(&SpeedupReport::plain_tokens_per_s);
+    m.draft_cost_ratio = of(&SpeedupReport::draft_cost_ratio);
+    m.verify_cost_ratio = of(&SpeedupReport::verify_cost_ratio);
+    m.speedup_predicted = of(&SpeedupReport::speedup_predicted);
+    m.speedup_predicted_ideal = of(&SpeedupReport::speedup_predicted_ideal);
+    r.speedup.push_back(
+        median([&](const ProposerComparison& c) { return c.runs[i].report.speedup_measured; }));
+    m.speedup_measured = r.speedup.back().median;
+  }
+  return r;
+}
+
+void print_proposer_table(const RepeatedProposers& rep) {
+  std::printf("  %-11s %2s  %6s  %6s  %7s  %9s  %7s  %6s  %7s  %5s  %5s  %s\n", "proposer", "K",
+              "alpha", "acc/rd", "fwd/tok", "tokens/s", "speedup", "spread", "predict", "c", "v",
               "alpha at depth 1, 2, ...");
-  for (const ProposerRun& r : runs) {
+  bool unclear = false;
+  for (std::size_t i = 0; i < rep.median.runs.size(); ++i) {
+    const ProposerRun& r = rep.median.runs[i];
     const SpecStats& s = r.run.stats;
-    std::printf("  %-11s %2d  %6.3f  %6.2f  %7.3f  %9.0f  %6.2fx  %6.2fx  %5.3f  %5.2f  ",
+    const Repeated& sp = rep.speedup[i];
+    // A speed-up whose runs lie on both sides of 1 says neither "faster" nor "slower".
+    const bool noisy = rep.runs > 1 && sp.direction_unclear();
+    unclear = unclear || noisy;
+    std::printf("  %-11s %2d  %6.3f  %6.2f  %7.3f  %9.0f  %6.2fx%s %5.0f%%  %6.2fx  %5.3f  %5.2f  ",
                 r.name.c_str(), r.k, s.acceptance_rate(), s.mean_accepted_per_round(),
                 r.report.target_forwards_per_token, r.report.tokens_per_s,
-                r.report.speedup_measured, r.report.speedup_predicted, r.report.draft_cost_ratio,
-                r.report.verify_cost_ratio);
+                r.report.speedup_measured, noisy ? "?" : " ", 100 * sp.spread(),
+                r.report.speedup_predicted, r.report.draft_cost_ratio, r.report.verify_cost_ratio);
     for (int d = 0; d < static_cast<int>(s.tried_at.size()) && d < 8; ++d)
       std::printf("%s%.2f", d ? " " : "", s.acceptance_at(d));
     std::printf("\n");
   }
   std::printf(
       "\n  alpha: accepted / tried positions; acc/rd: draft tokens accepted per round; fwd/tok: "
-      "target forwards per generated token;\n  predict: (1 - alpha^(K+1)) / (1 - alpha) / (K c + "
-      "v) with c = proposer time per position and v = verification time per round, both over "
-      "one plain decode step,\n  measured in this run (the textbook's v = 1 assumes verification "
-      "is free while memory-bound).\n");
+      "target forwards per generated token;\n  speedup, c, v, tokens/s: medians of %d runs "
+      "(spread: (max - min) / median of the speed-up);\n  predict: (1 - alpha^(K+1)) / "
+      "(1 - alpha) / (K c + v) with c = proposer time per position and v = verification time "
+      "per round, both over one plain decode step,\n  measured in these runs (the textbook's "
+      "v = 1 assumes verification is free while memory-bound).\n",
+      rep.runs);
+  if (rep.runs < 2)
+    std::printf("  single runs: the noise is unknown; --reps 3 or more gives a spread\n");
+  if (unclear)
+    std::printf(
+        "  ?: the runs put this speed-up on both sides of 1: too noisy to say whether it pays "
+        "(rerun with --threads 1, more --reps, or on a quieter machine)\n");
+}
+
+void print_best_k(const RepeatedProposers& rep) {
+  // Rows per proposer, in the order they ran.
+  std::vector<std::string> names;
+  std::map<std::string, std::vector<std::size_t>> rows;
+  for (std::size_t i = 0; i < rep.median.runs.size(); ++i) {
+    const std::string& n = rep.median.runs[i].name;
+    if (!rows.count(n)) names.push_back(n);
+    rows[n].push_back(i);
+  }
+  bool any = false;
+  for (const std::string& n : names) {
+    const std::vector<std::size_t>& ix = rows[n];
+    if (ix.size() < 2) continue;
+    if (!any) std::printf("\nbest K (median measured speed-up over %d runs):\n", rep.runs);
+    any = true;
+    auto by = [&](auto&& key) {
+      return *std::max_element(ix.begin(), ix.end(),
+                               [&](std::size_t a, std::size_t b) { return key(a) < key(b); });
+    };
+    const std::size_t best = by([&](std::size_t i) { return rep.speedup[i].median; });
+    const std::size_t predicted =
+        by([&](std::size_t i) { return rep.median.runs[i].report.speedup_predicted; });
+    // The runner-up whose range reaches the best one's: the runs cannot order them.
+    int tied_k = 0;
+    for (std::size_t i : ix)
+      if (i != best && rep.runs > 1 && rep.speedup[i].max >= rep.speedup[best].min)
+        tied_k = tied_k ? tied_k : rep.median.runs[i].k;
+    std::printf("  %-11s K = %d (%.2fx); the formula predicts K = %d (%.2fx)", n.c_str(),
+                rep.median.runs[best].k, rep.speedup[best].median, rep.median.runs[predicted].k,
+                rep.median.runs[predicted].report.speedup_predicted);
+    if (rep.runs < 2)
+      std::printf("; single runs, noise unknown");
+    else if (tied_k)
+      std::printf("; K = %d is within the runs' range of it", tied_k);
+    std::printf("%s\n", rep.speedup[best].median < 1.0 ? "; no K pays here" : "");
+  }
 }
 
 void print_sim_sweep(const SpecSimSweep& sweep) {

@@ -174,7 +174,6 @@ class EngineLoop {
   Scheduler scheduler_;
   ArrivalQueue arrivals_;
   EngineRun run_;
-  std::size_t peak_reserved_ = 0;
 };
 
 // The step as scheduled: its tokens and the batch around it.
@@ -214,12 +213,24 @@ void EngineLoop::end_step(const StepPlan& plan, EngineStep& step) {
   run_.steps.push_back(std::move(step));
 }
 
-// Paged memory: the running sequences' block tables at the first step that reserved the most.
+// Paged memory: the running sequences' block tables at the step where they were most scattered
+// over the pool (the first such step; at equal scatter, the one with the most blocks). At the
+// start every table is a run of consecutive blocks; frees and preemptions break them up, which
+// is the indirection the block table exists for.
 void EngineLoop::keep_peak_tables(const EngineStep& step) {
   if (kv_.block_size() == 0) return;
-  if (!run_.steps.empty() && step.kv_reserved <= peak_reserved_) return;
-  peak_reserved_ = step.kv_reserved;
-  run_.peak_tables = {step.start, {}, {}};
+  int scattered = 0;
+  std::size_t blocks = 0;
+  for (const Sequence* s : scheduler_.running()) {
+    if (!s->kv) continue;
+    const std::vector<int>& t = s->kv->blocks();
+    for (std::size_t c = 1; c < t.size(); ++c) scattered += t[c] != t[c - 1] + 1 ? 1 : 0;
+    blocks += t.size();
+  }
+  const BlockTableSnapshot& best = run_.peak_tables;
+  if (!run_.steps.empty() && std::pair(scattered, blocks) <= std::pair(best.scattered, best.blocks))
+    return;
+  run_.peak_tables = {step.start, {}, {}, scattered, blocks};
   for (const Sequence* s : scheduler_.running()) {
     if (!s->kv) continue;
     run_.peak_tables.requests.push_back(s->request.id);

@@ -91,13 +91,14 @@ SideChannel measure_side_channel(const std::function<EngineRun(const std::vector
 }
 
 PrefillSaving prefill_saving(const ModelConfig& config, const Hardware& hardware,
-                             const CostOptions& cost, int prefix_tokens, double rate) {
+                             const CostOptions& cost, int prefix_tokens, double rate, int gpus) {
   StepShape shape;
   shape.add_prefill(prefix_tokens, 0);
   PrefillSaving s;
   s.rate = rate;
   s.prefill_seconds = step_time_seconds(config, hardware, shape, cost);
-  s.gpu_seconds_saved_per_second = s.prefill_seconds * rate;
+  s.gpus = gpus;
+  s.gpu_seconds_saved_per_second = s.prefill_seconds * gpus * rate;
   return s;
 }
 
@@ -107,7 +108,7 @@ PrefillSaving worked_example_prefill_saving() {
   four.peak_flops *= 4;
   four.bandwidth *= 4;
   four.memory_bytes *= 4;
-  return prefill_saving(named_config("llama3-70b"), four, cost_options_for(four), 2000, 100.0);
+  return prefill_saving(named_config("llama3-70b"), four, cost_options_for(four), 2000, 100.0, 4);
 }
 
 PrefixStudy run_prefix_study(const PrefixStudyPlan& plan, const PrefixServe& serve) {

@@ -36,7 +36,8 @@ SvgPlot roofline_plot(const Hardware& hardware, const std::vector<RooflinePoint>
 SvgPlot kv_memory_plot(const std::vector<const EngineRun*>& runs, const std::string& title);
 
 /// @brief The block tables of @p snapshot as a grid: one row per sequence, one cell per
-/// logical block, labelled with its physical block (at most @p max_rows rows).
+/// logical block, labelled with its physical block (at most @p max_rows rows; the title says
+/// how many were left out, and how scattered the tables are).
 SvgPlot block_table_plot(const BlockTableSnapshot& snapshot, int block_size, int max_rows = 8);
 
 /// @brief Writes several plots into one SVG file, one above the other.

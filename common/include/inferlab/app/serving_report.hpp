@@ -28,8 +28,9 @@ void print_memory_table(const std::vector<MemorySummary>& s);
 /// @brief The block size sweep of @p b: waste, concurrency and attention time per block size.
 void print_block_size_sweep(const BlockSizeSweep& b);
 
-/// @brief Swap vs recompute of @p table for the model @p config on @p hardware (their names).
+/// @brief Swap vs recompute of @p table for the model @p config on @p hardware (their names),
+/// with the KV cache stored as @p kv_type (the type the table's swap bytes were priced in).
 void print_swap_vs_recompute(const std::vector<SwapVsRecompute>& table, const std::string& config,
-                             const std::string& hardware);
+                             const std::string& hardware, DType kv_type);
 
 }  // namespace inferlab

@@ -14,6 +14,7 @@
 #include "inferlab/analysis/speculative_compare.hpp"
 #include "inferlab/analysis/speculative_sim.hpp"
 #include "inferlab/app/chapter_cli.hpp"
+#include "inferlab/app/real_clock_repeats.hpp"
 #include "inferlab/model/model.hpp"
 
 namespace inferlab {
@@ -32,6 +33,7 @@ struct SpeculativeFlags {
   std::string sim_draft = "llama3-8b";    ///< --sim-draft: the simulated draft's shape
   double acceptance = 0.8;                ///< --acceptance: the simulated acceptance rate
   std::int64_t context = 1024;            ///< --context: simulated cached tokens per sequence
+  int reps = 3;  ///< --reps: real clock, runs of the whole comparison (the tables print medians)
 };
 
 /// @brief Registers the flags of @p f on @p app, and the flags of the core parameters whose
@@ -63,11 +65,32 @@ ProposerChoice proposer_choice(const SpeculativeFlags& f, const GenerationFlags&
 std::optional<Model> load_draft(const SpeculativeFlags& f, const ProposerChoice& choice,
                                 const ModelConfig& target);
 
+/// @brief compare_proposers() run several times on the real clock: the first comparison with
+/// its timed numbers (tokens/s, speed-ups, c, v, plain decoding's time) replaced by their
+/// medians over the runs, and the range of each row's measured speed-up.
+struct RepeatedProposers {
+  ProposerComparison median;      ///< the comparison to print, plot and write as JSON
+  std::vector<Repeated> speedup;  ///< (median.runs) speedup_measured over the runs
+  int runs = 1;                   ///< comparisons behind the medians
+};
+
+/// @brief The medians of @p runs (the same comparison, one or more times; the counts, tokens and
+/// acceptance are the first run's: with the same seeds every run draws the same tokens).
+/// @throws inferlab::Error if @p runs is empty.
+RepeatedProposers median_of_runs(const std::vector<ProposerComparison>& runs);
+
 /// @brief Prints one row per run: proposer, K, alpha, accepted tokens per round, target
-/// forwards per token, tokens/s, measured and predicted speed-up, the cost ratios c and v, and
-/// the acceptance at depths 1..8; with the column heads, and a legend below.
-/// @param runs compare_proposers() runs
-void print_proposer_table(const std::vector<ProposerRun>& runs);
+/// forwards per token, tokens/s, measured speed-up and its spread over the repeats, predicted
+/// speed-up, the cost ratios c and v, and the acceptance at depths 1..8; with the column
+/// heads, and a legend below. A row whose repeats put the speed-up on both sides of 1 is marked.
+/// @param r the repeated comparison
+void print_proposer_table(const RepeatedProposers& r);
+
+/// @brief With several K per proposer (--sweep-k): for each proposer, the K with the best
+/// median measured speed-up, the K the formula predicts best, and whether the runs' ranges
+/// separate the best K from the next.
+/// @param r the repeated comparison
+void print_best_k(const RepeatedProposers& r);
 
 /// @brief Prints, for every K of @p sweep, its expected tokens per round, one row per batch
 /// (the three step times, the speed-up, whether verification is memory- or compute-bound) and

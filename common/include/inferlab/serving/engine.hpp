@@ -84,6 +84,10 @@ struct BlockTableSnapshot {
   double time = 0.0;                     ///< seconds since the run began
   std::vector<int> requests;             ///< Request::id of each running sequence
   std::vector<std::vector<int>> tables;  ///< its physical blocks, logical order
+  /// Logical neighbours (block c and c + 1 of one table) that are not physical neighbours: how
+  /// far frees and preemptions have scattered the tables over the pool.
+  int scattered = 0;
+  std::size_t blocks = 0;  ///< blocks in all the tables
 };
 
 /// @brief A whole run: per request, per step, and the aggregate numbers.
@@ -104,10 +108,12 @@ struct EngineRun {
   int block_size = 0;                  ///< positions per block (paged), else 0
   int preemptions = 0;                 ///< sequences preempted during the run
   std::size_t swapped_bytes = 0;       ///< bytes copied to and from the swap area
-  BlockTableSnapshot peak_tables;      ///< paged: the tables when the most blocks were in use
-  std::string prefix_cache = "off";    ///< "radix", "hash" or "off" (chapter 06)
-  long long evicted_blocks = 0;        ///< blocks the prefix cache gave back to the pool
-  int peak_cached_blocks = 0;          ///< the most blocks the prefix cache held at once
+      /// Paged: the running sequences' tables at the step where they were most scattered
+  /// (BlockTableSnapshot::scattered; at equal scatter, the most blocks in use).
+  BlockTableSnapshot peak_tables;
+  std::string prefix_cache = "off";  ///< "radix", "hash" or "off" (chapter 06)
+  long long evicted_blocks = 0;      ///< blocks the prefix cache gave back to the pool
+  int peak_cached_blocks = 0;        ///< the most blocks the prefix cache held at once
   /// The radix trie at the end of the run (no tenant's salt), root first; empty otherwise.
   std::vector<TrieNodeView> trie;
 };

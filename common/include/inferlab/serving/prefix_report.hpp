@@ -66,18 +66,28 @@ SideChannel measure_side_channel(const std::function<EngineRun(const std::vector
 
 /// @brief What a prefix cache saves when every request repeats the same system prompt.
 struct PrefillSaving {
-  double prefill_seconds = 0.0;               ///< one prefill of the prefix on the roofline
-  double gpu_seconds_saved_per_second = 0.0;  ///< prefill_seconds * rate
+  double prefill_seconds = 0.0;  ///< one prefill of the prefix on the roofline (wall time)
+  int gpus = 1;                  ///< GPUs busy for those seconds (the model is split over them)
+  double gpu_seconds_saved_per_second = 0.0;  ///< prefill_seconds * gpus * rate
   double rate = 0.0;                          ///< requests per second
 };
 /// @brief The prefill of @p prefix_tokens tokens of @p config on @p hardware (step_time_seconds
 /// of one prefill chunk) and what skipping it saves at @p rate requests per second.
+/// @param config the model
+/// @param hardware the machine the prefill runs on, as one device (a group of @p gpus GPUs
+///        modelled as one with their summed FLOP/s and bandwidth)
+/// @param cost the roofline's formats and utilisations
+/// @param prefix_tokens the prompt tokens the cache saves
+/// @param rate requests per second
+/// @param gpus GPUs that @p hardware stands for: each is busy for the whole prefill, so the
+///        GPU-seconds saved are the wall time times @p gpus
+/// @return the wall time of one prefill and the GPU-seconds saved per second
 PrefillSaving prefill_saving(const ModelConfig& config, const Hardware& hardware,
-                             const CostOptions& cost, int prefix_tokens, double rate);
+                             const CostOptions& cost, int prefix_tokens, double rate, int gpus = 1);
 
 /// @brief The worked example: Llama-3-70B on 4x A100 (tensor parallel: 4x the FLOP/s, the
-/// bandwidth and the memory of one), a 2,000-token system prompt, 100 requests/s: about 400 ms
-/// of prefill per request, 40 GPU-seconds saved every second.
+/// bandwidth and the memory of one), a 2,000-token system prompt, 100 requests/s: the wall
+/// time of one prefill on the four GPUs, and four times that in GPU-seconds per request.
 PrefillSaving worked_example_prefill_saving();
 
 /// @brief Match + insert cost of a prefix cache, per request.
