@@ -7,6 +7,7 @@
 // engine thread is serving/live_engine.hpp.
 #include <csignal>
 #include <cstdio>
+#include <filesystem>
 #include <optional>
 #include <thread>
 
@@ -69,6 +70,9 @@ int run(Options o) {
   try {
     m = load_model(o.gen);
     if (o.server.model_name.empty()) o.server.model_name = m->model->name();
+    if (o.server.model_name.empty() && !o.gen.model.empty())
+      o.server.model_name = std::filesystem::path(o.gen.model).stem().string();
+    if (o.server.model_name.empty()) o.server.model_name = "inferlab";
     chat = server_chat_template(*m->tokenizer, o.chat_template);
     LiveEngineConfig config;
     config.scheduler.max_seqs = o.max_seqs;
@@ -115,6 +119,7 @@ int run(Options o) {
 int main(int argc, char** argv) {
   CLI::App app{"InferLab chapter 10: an OpenAI-compatible server"};
   Options o;
+  o.server.model_name.clear();  // the model's own name unless --model-name says otherwise
   app.add_option("--model", o.gen.model, "model file (path or name in the models folder)");
   app.add_option("--tokenizer", o.gen.tokenizer, "tokenizer file (default: the model's)");
   app.add_option("--synthetic", o.gen.synthetic, "a named shape with random weights");
