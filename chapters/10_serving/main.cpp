@@ -69,10 +69,6 @@ int run(Options o) {
   std::optional<ChatTemplate> chat;
   try {
     m = load_model(o.gen);
-    if (o.server.model_name.empty()) o.server.model_name = m->model->name();
-    if (o.server.model_name.empty() && !o.gen.model.empty())
-      o.server.model_name = std::filesystem::path(o.gen.model).stem().string();
-    if (o.server.model_name.empty()) o.server.model_name = "inferlab";
     chat = server_chat_template(*m->tokenizer, o.chat_template);
     LiveEngineConfig config;
     config.scheduler.max_seqs = o.max_seqs;
@@ -100,7 +96,9 @@ int run(Options o) {
     http.join();
     throw;
   }
-  server.attach(*engine, *m->tokenizer, *chat);
+  // The model file's name without its folder and extension, as clients will name it.
+  server.attach(*engine, *m->tokenizer, *chat,
+                std::filesystem::path(m->model->name()).stem().string());
   std::printf("ready: POST /v1/completions, /v1/chat/completions, /tokenize, /detokenize; "
               "GET /v1/models, /health, /metrics\n");
   std::fflush(stdout);
@@ -119,7 +117,6 @@ int run(Options o) {
 int main(int argc, char** argv) {
   CLI::App app{"InferLab chapter 10: an OpenAI-compatible server"};
   Options o;
-  o.server.model_name.clear();  // the model's own name unless --model-name says otherwise
   app.add_option("--model", o.gen.model, "model file (path or name in the models folder)");
   app.add_option("--tokenizer", o.gen.tokenizer, "tokenizer file (default: the model's)");
   app.add_option("--synthetic", o.gen.synthetic, "a named shape with random weights");
@@ -131,8 +128,8 @@ int main(int argc, char** argv) {
       ->check(integer_in(0, 65535))
       ->capture_default_str();
   app.add_option("--api-key", o.server.api_key, "require Authorization: Bearer KEY (not /health)");
-  app.add_option("--model-name", o.server.model_name, "the model id clients see (default: the "
-                                                      "model's name)");
+  app.add_option("--model-name", o.server.model_name,
+                 "the model id clients see (default: the model file's name)");
   app.add_option("--max-seqs", o.max_seqs, "sequences in the batch at once")
       ->check(integer_in(1, 4096))
       ->capture_default_str();

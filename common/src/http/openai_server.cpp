@@ -235,8 +235,9 @@ struct OpenAIServer::Impl {
     LiveRequest live;
     live.prompt = prompt_ids(r);
     const int room = e.context() - static_cast<int>(live.prompt.size()) + 1;
-    live.max_tokens = r.max_tokens ? *r.max_tokens
-                                   : std::max(1, std::min(chat ? room : 16, config.limits.max_tokens));
+    // OpenAI's defaults: 16 tokens for a completion, up to the context for a chat answer.
+    const int default_tokens = std::max(1, std::min(chat ? room : 16, config.limits.max_tokens));
+    live.max_tokens = r.max_tokens ? *r.max_tokens : default_tokens;
     live.n = r.n;
     live.sampling = r.sampling;
     if (!r.seed_given) live.sampling.seed = std::random_device{}();
@@ -395,7 +396,9 @@ OpenAIServer::~OpenAIServer() = default;
 int OpenAIServer::port() const { return impl_->port; }
 
 void OpenAIServer::attach(LiveEngine& engine, const Tokenizer& tokenizer,
-                          const ChatTemplate& chat_template) {
+                          const ChatTemplate& chat_template, const std::string& model_name) {
+  if (impl_->config.model_name.empty()) impl_->config.model_name = model_name;
+  if (impl_->config.model_name.empty()) impl_->config.model_name = "inferlab";
   impl_->tokenizer = &tokenizer;
   impl_->chat_template = &chat_template;
   impl_->token_bytes = token_byte_strings(tokenizer);

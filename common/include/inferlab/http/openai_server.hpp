@@ -27,7 +27,7 @@ struct ServerConfig {
   std::string api_key;             ///< required as `Authorization: Bearer KEY` ("" = none)
   std::size_t max_body_bytes = std::size_t(1) << 20;  ///< larger bodies get 413
   int http_threads = 128;          ///< worker threads (each open request holds one)
-  std::string model_name = "inferlab";  ///< the id /v1/models lists
+  std::string model_name;          ///< the id /v1/models lists ("" = the one attach() gives)
   ApiLimits limits;                ///< max_tokens, n, stop caps
 };
 
@@ -44,9 +44,14 @@ class OpenAIServer {
 
   /// @brief The port bound (the chosen one when config.port was 0).
   int port() const;
-  /// @brief Starts serving requests with @p engine, @p tokenizer and @p chat_template (all
-  /// must outlive the server): /health turns 200.
-  void attach(LiveEngine& engine, const Tokenizer& tokenizer, const ChatTemplate& chat_template);
+  /// @brief Starts serving requests: /health turns 200.
+  /// @param engine the engine thread (must outlive the server)
+  /// @param tokenizer the model's tokenizer (must outlive the server)
+  /// @param chat_template renders /v1/chat/completions' messages (must outlive the server)
+  /// @param model_name the model id /v1/models lists and responses carry, unless
+  ///        ServerConfig::model_name is set
+  void attach(LiveEngine& engine, const Tokenizer& tokenizer, const ChatTemplate& chat_template,
+              const std::string& model_name);
   /// @brief Accepts connections until stop(); returns when every worker has finished.
   void listen();
   /// @brief Stops accepting; listen() returns once the open requests are done (cancel them in

@@ -2,7 +2,8 @@
 /// @file server_metrics.hpp
 /// @brief What a server exposes at `GET /metrics`: gauges of the engine's state, counters of
 /// tokens and requests, and latency histograms, written in the Prometheus text format with
-/// names in the style of vLLM's (`inferlab:num_requests_running`, `inferlab:time_to_first_token_seconds`).
+/// names in the style of vLLM's (`inferlab:num_requests_running`,
+/// `inferlab:time_to_first_token_seconds`).
 
 #include <cstdint>
 #include <string>
