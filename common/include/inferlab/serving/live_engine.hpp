@@ -21,6 +21,7 @@
 #include <memory>
 #include <mutex>
 #include <span>
+#include <string>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -100,7 +101,8 @@ class RequestStream {
 /// @brief Thrown by LiveEngine::submit() when the waiting queue is full.
 class QueueFull : public Error {
  public:
-  using Error::Error;
+  /// @brief @p message says why: how many requests wait, or that the server is stopping.
+  explicit QueueFull(const std::string& message) : Error(message) {}
 };
 
 /// @brief How the live engine runs.
