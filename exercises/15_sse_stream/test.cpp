@@ -28,7 +28,8 @@ const std::string kDone = "data: [DONE]\n\n";
 std::vector<std::string> reference(const std::vector<std::string>& pieces,
                                    const std::vector<std::string>& stop) {
   static const inferlab::Tokenizer tok = inferlab::Tokenizer::synthetic(512);
-  inferlab::TextStream stream(tok, stop, inferlab::kBosToken);
+  // The stream continues a prompt that ends in "x" (after BOS, llama2.c drops a leading space).
+  inferlab::TextStream stream(tok, stop, 3 + 'x');
   std::vector<std::string> events;
   for (const std::string& piece : pieces) {
     std::string sent;
