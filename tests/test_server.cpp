@@ -358,6 +358,14 @@ TEST_CASE("LiveEngine: a cancelled request frees its blocks; a full queue refuse
   LiveEngine closed(model, tok, config);
   CHECK_THROWS_AS(closed.submit(live), QueueFull);
   CHECK(closed.metrics().rejected_queue_full == 1);
+  live.n = config.scheduler.max_seqs + 1;  // more choices than slots: they could never run
+  CHECK_THROWS_WITH(engine.submit(live), Catch::Contains("batch slots"));
+  try {
+    engine.submit(live);
+  } catch (const ParameterError& e) {
+    CHECK(e.parameter() == "n");
+  }
+  live.n = 1;
   live.prompt.assign(std::size_t(model.config().seq_len) + 1, 5);
   CHECK_THROWS_WITH(engine.submit(live), Catch::Contains("context"));
 }

@@ -264,8 +264,10 @@ struct OpenAIServer::Impl {
       res.set_header("Retry-After", "1");
       throw ApiError(429, fmt::format("the server is busy: {}", full.what()), "",
                      "server_error", "queue_full");
+    } catch (const ParameterError& bad) {
+      throw ApiError(400, bad.what(), bad.parameter());
     } catch (const Error& bad) {
-      throw ApiError(400, bad.what(), r.max_tokens ? "max_tokens" : "");
+      throw ApiError(400, bad.what());
     }
     res.set_chunked_content_provider(
         r.stream ? "text/event-stream" : "application/json",

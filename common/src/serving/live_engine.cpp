@@ -84,21 +84,28 @@ void LiveEngine::shutdown() {
 std::shared_ptr<RequestStream> LiveEngine::submit(LiveRequest request) {
   request.sampling.validate();
   const int prompt = static_cast<int>(request.prompt.size());
-  if (prompt < 1) throw Error("the prompt has no token");
+  if (prompt < 1) throw ParameterError("prompt", "has no token");
   if (prompt > context_)
-    throw Error(fmt::format("the prompt is {} tokens; the model's context is {}", prompt,
-                            context_));
+    throw ParameterError("prompt", fmt::format("{} tokens: the model's context is {}", prompt,
+                                               context_));
   for (int id : request.prompt)
     if (id < 0 || id >= vocab_)
-      throw Error(fmt::format("prompt token {} is outside the vocabulary [0, {})", id, vocab_));
-  if (request.max_tokens < 1) throw Error("max_tokens must be >= 1");
-  if (request.n < 1) throw Error("n must be >= 1");
+      throw ParameterError("prompt",
+                           fmt::format("token {} is outside the vocabulary [0, {})", id, vocab_));
+  if (request.max_tokens < 1)
+    throw ParameterError("max_tokens", fmt::format("{}: must be >= 1", request.max_tokens));
+  // Every choice runs in a batch slot of its own: more choices than slots could never start.
+  if (request.n < 1 || request.n > config_.scheduler.max_seqs)
+    throw ParameterError("n", fmt::format("{}: the choices need a batch slot each; the server "
+                                          "has {} batch slots",
+                                          request.n, config_.scheduler.max_seqs));
   // The positions one choice holds at its end: it must fit the pool alone, or it never runs.
   const long positions = prompt + std::min(request.max_tokens, context_ - prompt + 1);
   if (kv_->capacity_tokens() > 0 && std::size_t(positions) > kv_->capacity_tokens())
-    throw Error(fmt::format("the prompt and max_tokens need {} KV positions; the server's KV "
-                            "memory holds {}",
-                            positions, kv_->capacity_tokens()));
+    throw ParameterError("max_tokens",
+                         fmt::format("{}: the prompt and max_tokens need {} KV positions; the "
+                                     "server's KV memory holds {}",
+                                     request.max_tokens, positions, kv_->capacity_tokens()));
   auto stream = std::make_shared<RequestStream>(request.n, prompt);
   {
     std::lock_guard lock(inbox_mu_);

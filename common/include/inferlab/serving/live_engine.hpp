@@ -127,9 +127,10 @@ class LiveEngine {
   LiveEngine& operator=(const LiveEngine&) = delete;  ///< owns a thread
 
   /// @brief Queues @p request; its events arrive on the returned stream.
-  /// @throws QueueFull when max_queue requests are waiting already; inferlab::Error naming the
-  /// problem for a request that can never run (empty prompt, prompt longer than the context,
-  /// more KV than the whole pool, a bad sampling parameter).
+  /// @throws QueueFull when max_queue requests are waiting already; a ParameterError naming
+  /// prompt, max_tokens or n for a request that can never run (empty prompt, prompt longer than
+  /// the context, more KV than the whole pool, more choices than batch slots); inferlab::Error
+  /// for a bad sampling parameter.
   std::shared_ptr<RequestStream> submit(LiveRequest request);
   /// @brief Ends every choice of @p stream's request (client gone): its sequences leave the
   /// batch and free their KV blocks before the next step. Each gets a cancelled finish event.
