@@ -140,6 +140,11 @@ code="$(curl -s -o /dev/null -w '%{http_code}' --max-time 10 "${auth[@]}" \
   "$url/v1/completions" -d '{"prompt":')"
 [ "$code" = 400 ]
 check "malformed JSON is a 400" $?
+printf '%*s' 5000 '' | tr ' ' '[' > "$work/deep.json"
+code="$(curl -s -o "$work/deep_err.json" -w '%{http_code}' --max-time 10 "${auth[@]}" \
+  "$url/v1/completions" --data-binary @"$work/deep.json")"
+[ "$code" = 400 ] && grep -q 'deeper' "$work/deep_err.json"
+check "JSON nested 5000 deep is a 400 ($(jq -r .error.message "$work/deep_err.json"))" $?
 code="$(curl -s -o /dev/null -w '%{http_code}' --max-time 10 "$url/v1/models")"
 health="$(curl -s -o /dev/null -w '%{http_code}' --max-time 10 "$url/health")"
 [ "$code" = 401 ] && [ "$health" = 200 ]

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <httplib.h>
 
+#include "inferlab/base/json_input.hpp"
 #include "inferlab/constrain/constraint.hpp"
 #include "inferlab/serving/text_stream.hpp"
 
@@ -178,11 +179,12 @@ struct OpenAIServer::Impl {
     if (type.rfind("application/json", 0) != 0)
       throw ApiError(415, fmt::format("Content-Type must be application/json, not '{}'", type),
                      "", "invalid_request_error", "unsupported_media_type");
+    // The checked parse: a body nested 100,000 arrays deep would overflow the stack of the
+    // recursive walks that follow (copying, dumping), so the depth is refused first.
     try {
-      return Json::parse(req.body);
-    } catch (const Json::parse_error& e) {
-      throw ApiError(400, fmt::format("the body is not valid JSON: {}", e.what()), "",
-                     "invalid_request_error", "invalid_json");
+      return Json(parse_json_input(req.body, "the request body"));
+    } catch (const Error& e) {
+      throw ApiError(400, e.what(), "", "invalid_request_error", "invalid_json");
     }
   }
 
