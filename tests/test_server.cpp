@@ -318,7 +318,7 @@ TEST_CASE("LiveEngine: greedy tokens equal the chapter 04 engine's, n choices, l
   }
 }
 
-TEST_CASE("LiveEngine: a cancelled request frees its blocks; a full queue refuses",
+TEST_CASE("LiveEngine: a cancelled request frees its blocks, a full queue refuses",
           "[server]") {
   const Model model = make_synthetic_model("stories260K");
   const Tokenizer tok = Tokenizer::synthetic(model.config().vocab_size);
