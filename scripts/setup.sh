@@ -8,7 +8,8 @@ set -euo pipefail
 
 packages=(cmake ninja-build g++ make libomp-dev libeigen3-dev catch2 libcli11-dev
           nlohmann-json3-dev libfmt-dev libpcre2-dev pkgconf doxygen graphviz
-          doxygen-awesome-css libjs-mathjax)
+          doxygen-awesome-css libjs-mathjax
+          libcpp-httplib-dev curl jq python3-venv)
 # Only for fuzzing (scripts/fuzz.sh): clang and its libFuzzer runtime.
 if [ "${1:-}" = "--fuzz" ]; then
   packages+=(clang libclang-rt-dev)

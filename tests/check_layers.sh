@@ -4,7 +4,7 @@
 # #include "inferlab/<layer>/..." under common/ and fails naming each include that goes upward.
 set -euo pipefail
 root="${1:-$(dirname "$0")/..}"
-layers=(base model runtime analysis serving constrain app)
+layers=(base model runtime analysis serving constrain app http)
 rank() { local i; for i in "${!layers[@]}"; do [ "${layers[$i]}" = "$1" ] && { echo "$i"; return; }; done; echo -1; }
 bad=0
 while IFS= read -r file; do

@@ -229,4 +229,18 @@ void Scheduler::postprocess(const StepPlan& plan) {
   });
 }
 
+void Scheduler::cancel(Sequence& seq) {
+  if (seq.finished()) return;
+  if (seq.status == SequenceStatus::swapped)
+    throw Error(fmt::format("Scheduler::cancel: request {} is swapped out", seq.request.id));
+  std::erase(waiting_, &seq);
+  if (std::erase(running_, &seq) > 0) {
+    slot_used_[static_cast<std::size_t>(seq.slot)] = false;
+    reserved_slots_ -= static_cast<int>(seq.forks.size());
+  }
+  if (kv_) kv_->free(seq);
+  seq.forks.clear();
+  seq.status = SequenceStatus::finished;
+}
+
 }  // namespace inferlab

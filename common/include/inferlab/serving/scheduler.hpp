@@ -136,6 +136,13 @@ class Scheduler {
   /// is now in the cache forks its parallel branches (Sequence::forks): each shares the prompt's
   /// KV but the last position, which it forwards itself to draw its own first token.
   void postprocess(const StepPlan& plan);
+  /// @brief Ends @p seq now, between two steps (a server's client went away, or a stop string
+  /// was found): it leaves the queue or the batch, its slot and its KV memory are released (its
+  /// computed prefix goes to the prefix cache, as a finished sequence's does), its parallel
+  /// branches not yet forked are dropped, and it is marked finished (stop_reason unchanged).
+  /// Does nothing to a finished sequence.
+  /// @throws inferlab::Error for a swapped-out sequence (its blocks are in the swap area).
+  void cancel(Sequence& seq);
 
   /// @brief Anything left: waiting, swapped or running sequences.
   bool has_work() const { return !waiting_.empty() || !swapped_.empty() || !running_.empty(); }
