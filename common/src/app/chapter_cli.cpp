@@ -98,8 +98,19 @@ GenerateOptions generate_options(const GenerationFlags& f) {
 LoadedModel load_model(const GenerationFlags& f) {
   // Everything the flags alone can tell is checked before any loading or printing.
   f.sampling.validate();
-  require_device(parse_device(f.device));
+  // The storage is checked against the device before the device itself: a format the CUDA
+  // pass cannot run is refused the same way on a machine with or without a GPU.
   const WeightFormat weights = parse_weight_format(f.weights);
+  const bool cuda = parse_device(f.device) == Device::cuda;
+  auto refuse_on_cuda = [&f] {
+    return Error(fmt::format(
+        "--weights {}: the CUDA forward pass runs float32 weights only (--weights f32, or "
+        "file on a float32 model)",
+        f.weights));
+  };
+  if (cuda && weights != WeightFormat::file && weights != WeightFormat::f32)
+    throw refuse_on_cuda();
+  require_device(parse_device(f.device));
   if (f.threads < 0 || f.threads > max_threads())
     throw Error(fmt::format("--threads {} is outside [0, {}]", f.threads, max_threads()));
   require_utf8(f.prompt, "--prompt");
@@ -115,12 +126,7 @@ LoadedModel load_model(const GenerationFlags& f) {
     model_path = find_model(f.model);
     m.model.emplace(Model::load(model_path, LoadOptions{weights}));
   }
-  if (parse_device(f.device) == Device::cuda && !m.model->float_weights()) {
-    throw Error(fmt::format(
-        "--weights {}: the CUDA forward pass runs float32 weights only (--weights f32, or "
-        "file on a float32 model)",
-        f.weights));
-  }
+  if (cuda && !m.model->float_weights()) throw refuse_on_cuda();
   const int V = m.model->config().vocab_size;
   // A GGUF model carries its tokenizer; --tokenizer still overrides it.
   const std::string path = f.tokenizer.empty() && GgufFile::has_magic(model_path)
