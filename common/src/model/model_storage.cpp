@@ -141,7 +141,7 @@ void Model::store(const std::vector<StoredTensor>& tensors, std::vector<float> n
   // The norms are the only float tensors kept; the float body (or mapping) goes.
   storage_->norms = std::move(norms);
   storage_->map.reset();
-  storage_->owned = {};
+  std::vector<float>().swap(storage_->owned);  // its memory given back, not only cleared
   const std::size_t L = std::size_t(c.n_layers), D = std::size_t(c.dim);
   weights_ = Weights{};
   weights_.rms_att = storage_->norms.data();
