@@ -355,6 +355,13 @@ check reject 1 "gguf_no_layers.gguf.*'llama.block_count' is missing" "$ch01" --m
 check reject 1 "gguf_no_norm.gguf.*tensor 'output_norm.weight' is missing" "$ch01" --model gguf_no_norm.gguf
 check reject 1 "gguf_shape.gguf.*tensor 'blk.0.ffn_gate.weight' is \[64, 172\] F32, but the metadata implies \[64, 173\]" "$ch01" --model gguf_shape.gguf
 
+# --- --weights (issue 26, weight storage): an unknown format, rows that are not whole blocks,
+# a format the device cannot run (a NaN block scale in a file: tests/test_weight_storage.cpp) ----
+check reject 1 "--weights q3_k: unknown weight format \(known: file, f32, f16, q8_0, q4_0, q4_1, q4_k, q6_k\)" "$ch01" --synthetic stories260K --weights q3_k
+check reject 1 "--weights q8_0: tensor 'w2 \(layer 0\)' has rows of 172 numbers, not a whole number of Q8_0's 32-number blocks" "$ch01" --synthetic stories260K --weights q8_0 --steps 4
+check reject 1 "--weights q4_1: the CUDA forward pass runs float32 weights only" "$ch01" --synthetic stories260K --weights q4_1 --device cuda
+check ok - "" "$ch01" --synthetic stories15M --weights q4_0 --steps 24 --temperature 0
+
 # --- rows that need the real model files --------------------------------------------------------
 if [ -n "$models" ] && [ -f "$models/stories260K.bin" ] && [ -f "$models/tok512.bin" ]; then
   # One infinity in rms_final: found at load, named by tensor and index.

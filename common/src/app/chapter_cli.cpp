@@ -14,6 +14,7 @@
 #include "inferlab/app/cli_checks.hpp"
 #include "inferlab/model/gguf.hpp"
 #include "inferlab/model/model_files.hpp"
+#include "inferlab/model/weight_format.hpp"
 #include "inferlab/base/safe_files.hpp"
 
 namespace inferlab {
@@ -72,6 +73,11 @@ void add_generation_flags(CLI::App& app, GenerationFlags& f) {
   app.add_option("--threads", f.threads, "CPU threads (0 = OpenMP default)")->check(thread_count());
   app.add_option("--device", f.device, "where the forward pass runs: cpu or cuda")
       ->capture_default_str();
+  app.add_option("--weights", f.weights,
+                 "weight storage: " + fmt::format("{}", fmt::join(weight_format_names(), ", ")) +
+                     " (file = the file's own types; a format quantizes the linear layers and "
+                     "the embedding at load)")
+      ->capture_default_str();
   app.add_flag("--json", f.json, "print one JSON object instead of streaming text");
   app.add_option("--dump-logits", f.dump_logits,
                  "write 'pos token logit...' rows for every forwarded position to this file");
@@ -92,6 +98,18 @@ GenerateOptions generate_options(const GenerationFlags& f) {
 LoadedModel load_model(const GenerationFlags& f) {
   // Everything the flags alone can tell is checked before any loading or printing.
   f.sampling.validate();
+  // The storage is checked against the device before the device itself: a format the CUDA
+  // pass cannot run is refused the same way on a machine with or without a GPU.
+  const WeightFormat weights = parse_weight_format(f.weights);
+  const bool cuda = parse_device(f.device) == Device::cuda;
+  auto refuse_on_cuda = [&f] {
+    return Error(fmt::format(
+        "--weights {}: the CUDA forward pass runs float32 weights only (--weights f32, or "
+        "file on a float32 model)",
+        f.weights));
+  };
+  if (cuda && weights != WeightFormat::file && weights != WeightFormat::f32)
+    throw refuse_on_cuda();
   require_device(parse_device(f.device));
   if (f.threads < 0 || f.threads > max_threads())
     throw Error(fmt::format("--threads {} is outside [0, {}]", f.threads, max_threads()));
@@ -101,11 +119,14 @@ LoadedModel load_model(const GenerationFlags& f) {
   LoadedModel m;
   std::string model_path;
   if (!f.synthetic.empty()) {
-    m.model.emplace(make_synthetic_model(f.synthetic));
+    SyntheticOptions synthetic;
+    synthetic.weights = weights;
+    m.model.emplace(make_synthetic_model(f.synthetic, synthetic));
   } else {
     model_path = find_model(f.model);
-    m.model.emplace(Model::load(model_path));
+    m.model.emplace(Model::load(model_path, LoadOptions{weights}));
   }
+  if (cuda && !m.model->float_weights()) throw refuse_on_cuda();
   const int V = m.model->config().vocab_size;
   // A GGUF model carries its tokenizer; --tokenizer still overrides it.
   const std::string path = f.tokenizer.empty() && GgufFile::has_magic(model_path)

@@ -21,6 +21,7 @@
 #include "inferlab/base/safe_files.hpp"
 #include "inferlab/model/gguf.hpp"
 #include "mapped_file.hpp"
+#include "model_storage.hpp"
 
 namespace inferlab {
 
@@ -188,20 +189,6 @@ void ModelConfig::validate(const std::string& source) const {
   if (approx > kMaxFloats) fail("dimensions are too large");
 }
 
-struct Model::Storage {
-  std::optional<MappedFile> map;  // the mapped file, or
-  std::vector<float> owned;       // an owned body (synthetic models, GGUF files)
-};
-
-// The packed linear weights of a model (and of its views): built once, on first use.
-struct Model::Packed {
-  ModelConfig config;  // the full model's, whose every layer is packed
-  Weights weights;
-  std::once_flag once;
-  CpuLinears linears;
-  bool file_backed = false;  // weights point into a read-only file mapping (Model::load)
-};
-
 namespace {
 
 // Gives back the pages that lie wholly inside [p, p + n) of a read-only private file mapping:
@@ -220,7 +207,7 @@ void release_file_pages(const float* p, std::size_t n) {
 std::size_t CpuLinears::bytes() const {
   std::size_t total = wcls.bytes();
   for (const auto* list : {&wq, &wk, &wv, &wo, &w1, &w2, &w3})
-    for (const kernels::PackedMatrix& m : *list) total += m.bytes();
+    for (const LinearWeight& m : *list) total += m.bytes();
   return total;
 }
 
@@ -242,9 +229,9 @@ const CpuLinears& Model::cpu_linears() const {
     // once (stories110M: 438 MB, not 876), and never both copies of more than one matrix.
     // Whatever still reads the file's layout (the CUDA upload, the matmul ladder's benchmarks)
     // faults the pages back in from the file, the same bytes.
-    auto pack = [&p](std::vector<kernels::PackedMatrix>& list, const float* m, std::size_t n,
+    auto pack = [&p](std::vector<LinearWeight>& list, const float* m, std::size_t n,
                      std::size_t d) {
-      list.emplace_back(m, int(n), int(d));
+      list.push_back(LinearWeight{kernels::PackedMatrix(m, int(n), int(d)), {}});
       if (p.file_backed) release_file_pages(m, n * d);
     };
     for (int l = 0; l < c.n_layers; ++l) {
@@ -256,7 +243,7 @@ const CpuLinears& Model::cpu_linears() const {
       pack(out.w2, w.w2 + l * D * H, H, D);
       pack(out.w3, w.w3 + l * H * D, D, H);
     }
-    out.wcls = kernels::PackedMatrix(w.wcls, c.dim, c.vocab_size);
+    out.wcls.packed = kernels::PackedMatrix(w.wcls, c.dim, c.vocab_size);
     // A shared classifier is the embedding table, which every step reads: it stays.
     if (p.file_backed && !c.shared_classifier)
       release_file_pages(w.wcls, std::size_t(c.vocab_size) * D);
@@ -305,8 +292,8 @@ void Model::bind_weights(const float* p) {
   w.wcls = config_.shared_classifier ? w.token_embedding : p;
 }
 
-Model Model::load(const std::string& path) {
-  if (GgufFile::has_magic(path)) return load_gguf(path);
+Model Model::load(const std::string& path, const LoadOptions& options) {
+  if (GgufFile::has_magic(path)) return load_gguf(path, options);
   auto fail = [&](const std::string& what) -> Error {
     return Error(fmt::format("cannot load model '{}': {}", path, what));
   };
@@ -352,7 +339,7 @@ Model Model::load(const std::string& path) {
   m.bind_weights(body);
   m.make_packed();
   m.packed_->file_backed = true;
-  return m;
+  return with_weights(std::move(m), options.weights);
 }
 
 Model Model::from_buffer(const ModelConfig& config, std::vector<float> body, std::string name) {
@@ -393,6 +380,11 @@ Model Model::first_layers_view(const Model& base, int n_layers) {
 
 void Model::save(const std::string& path) const {
   if (!storage_) throw Error(fmt::format("cannot save '{}': it is a view of another model", name_));
+  if (!float_weights()) {
+    throw Error(fmt::format("cannot save '{}' as a llama2.c file: its weights are stored in a "
+                            "block format, not as float32",
+                            name_));
+  }
   std::ofstream out(path, std::ios::binary);
   if (!out) throw Error(fmt::format("cannot write model '{}'", path));
   const ModelConfig& c = config_;

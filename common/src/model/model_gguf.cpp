@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <limits>
 #include <map>
+#include <optional>
 #include <string>
 
 #include <fmt/format.h>
@@ -19,6 +20,7 @@
 #include "inferlab/model/gguf_writer.hpp"
 #include "inferlab/model/model.hpp"
 #include "legacy_rope_tables.hpp"
+#include "model_storage.hpp"
 
 namespace inferlab {
 
@@ -122,7 +124,7 @@ struct Conversion {
 
 }  // namespace
 
-Model Model::load_gguf(const std::string& path) {
+Model Model::load_gguf(const std::string& path, const LoadOptions& options) {
   const GgufFile f = GgufFile::open(path);
   const ModelConfig c = config_from_metadata(f);
   const std::size_t D = c.dim, H = c.hidden_dim, KV = c.kv_dim(), V = c.vocab_size;
@@ -191,6 +193,53 @@ Model Model::load_gguf(const std::string& path) {
         "entries, more than the model's {} weights (the metadata does not fit the tensors)",
         path, c.seq_len, c.head_size(), table_elements, weight_elements));
   }
+  // The type each matrix is kept as: the file's (WeightFormat::file), or the format's. When
+  // every one is float32 the model is a float model in llama2.c's layout, as below; otherwise
+  // the matrices are stored (model_storage.cpp) and only the norms are converted to floats.
+  const std::optional<kernels::TensorType> format_type = weight_format_type(options.weights);
+  bool all_float = true;
+  for (std::size_t i = 0; i < needed.size(); ++i) {
+    if (needed[i].out == 1) continue;
+    all_float &= format_type.value_or(tensors[i]->type) == kernels::TensorType::kF32;
+  }
+  if (!all_float) {
+    Model m;
+    m.config_ = c;
+    m.name_ = path;
+    m.storage_ = std::make_unique<Storage>();
+    const std::size_t L = std::size_t(c.n_layers);
+    std::vector<float> norms(2 * L * D + D);  // rms_att, rms_ffn, rms_final
+    std::vector<StoredTensor> stored;
+    for (std::size_t i = 0; i < needed.size(); ++i) {
+      const Part& part = needed[i];
+      const GgufTensor& t = *tensors[i];
+      if (part.out != 1) {
+        stored.push_back({part.name, t.type, t.data, int(part.in), int(part.out),
+                          format_type.value_or(t.type), part.field,
+                          int(part.offset / (part.in * part.out))});
+        continue;
+      }
+      const std::size_t base = part.field == &Weights::rms_att   ? 0
+                               : part.field == &Weights::rms_ffn ? L * D
+                                                                 : 2 * L * D;
+      float* const dst = norms.data() + base + part.offset;
+      kernels::dequantize_ref(t.type, t.data, dst, t.n_elements);
+      for (std::size_t j = 0; j < t.n_elements; ++j) {
+        if (!std::isfinite(dst[j])) {
+          throw Error(
+              fmt::format("cannot load model '{}': tensor '{}' holds {} at index {}: the "
+                          "weights must be finite",
+                          path, part.name, dst[j], j));
+        }
+      }
+    }
+    m.store(stored, std::move(norms), options.weights,
+            fmt::format("GGUF v{} '{}', {} classifier, file {:.1f} MB", f.version(),
+                        f.find("general.name") ? std::string(f.get_string("general.name"))
+                                               : "llama",
+                        c.shared_classifier ? "tied" : "separate", double(f.file_bytes()) / 1e6));
+    return m;
+  }
   Model m = from_buffer(c, std::vector<float>(body_floats(c)), path);
   float* const body = m.owned_body();
   std::map<std::string, Conversion> conversions;
@@ -232,6 +281,11 @@ Model Model::load_gguf(const std::string& path) {
 
 void Model::save_gguf(const std::string& path, kernels::TensorType type) const {
   if (!storage_) throw Error(fmt::format("cannot save '{}': it is a view of another model", name_));
+  if (!float_weights()) {
+    throw Error(fmt::format("cannot save '{}' as GGUF: its weights are stored in a block "
+                            "format, not as float32",
+                            name_));
+  }
   const ModelConfig& c = config_;
   GgufWriter out;
   out.add_string("general.architecture", "llama");

@@ -154,7 +154,7 @@ Model make_synthetic_model(const ModelConfig& base, const SyntheticOptions& opti
     fill_uniform(p, V * D, 1.0f / std::sqrt(float(D)), options.seed, ++stream);
     p += V * D;
   }
-  return Model::from_buffer(c, std::move(body), full_name);
+  return Model::with_weights(Model::from_buffer(c, std::move(body), full_name), options.weights);
 }
 
 }  // namespace inferlab

@@ -9,6 +9,7 @@
 #include "inferlab/base/error.hpp"
 #include "inferlab/kernels/attention.hpp"
 #include "inferlab/kernels/matmul.hpp"
+#include "inferlab/kernels/quant_matmul.hpp"
 #include "inferlab/kernels/rmsnorm.hpp"
 #include "inferlab/kernels/rope.hpp"
 #include "inferlab/kernels/swiglu.hpp"
@@ -37,6 +38,15 @@ void tree_layout(const TreeMask& tree, int start, int n, int* pos, std::vector<i
     rows.insert(rows.end(), path.rbegin(), path.rend());
   }
   begin.push_back(static_cast<int>(rows.size()));
+}
+
+// y (T, d) = x (T, n) W^T, W as the model stores it: float32 packed panels or block rows.
+void linear(float* y, const float* x, const LinearWeight& w, int T) {
+  if (w.is_stored()) {
+    k::matmul_quant(y, x, w.stored, T);
+  } else {
+    k::matmul_packed(y, x, w.packed, T);
+  }
 }
 
 }  // namespace
@@ -92,15 +102,14 @@ void ForwardPass::run(std::span<const BatchEntry> batch, bool all_rows,
   }
   reserve(T);
   const int D = c.dim, H = c.hidden_dim, KV = c.kv_dim(), hs = c.head_size();
-  const CpuLinears& pw = *linears_;  // the linear weights, packed for matmul_packed
+  const CpuLinears& pw = *linears_;  // the linear weights, as linear() reads them
 
   // x (T, D): the residual stream starts as the token embeddings of every entry, back to back.
   {
     int t = 0;
     for (const BatchEntry& e : batch) {
       for (std::size_t i = 0; i < e.tokens.size(); ++i, ++t) {
-        std::memcpy(&x_[std::size_t(t) * D], w.token_embedding + std::size_t(e.tokens[i]) * D,
-                    sizeof(float) * D);
+        model_->embedding_row(e.tokens[i], &x_[std::size_t(t) * D]);
         pos_[t] = e.start_pos + static_cast<int>(i);
       }
     }
@@ -123,9 +132,9 @@ void ForwardPass::run(std::span<const BatchEntry> batch, bool all_rows,
     // The linear layers see all T tokens of the step as one matrix: the weights are read once
     // for the whole batch (the reason batching pays on a memory-bound machine).
     k::rmsnorm_cpu(xb_.data(), x_.data(), w.rms_att + std::size_t(l) * D, T, D, c.norm_eps);
-    k::matmul_packed(q_.data(), xb_.data(), pw.wq[l], T);
-    k::matmul_packed(k_.data(), xb_.data(), pw.wk[l], T);
-    k::matmul_packed(v_.data(), xb_.data(), pw.wv[l], T);
+    linear(q_.data(), xb_.data(), pw.wq[l], T);
+    linear(k_.data(), xb_.data(), pw.wk[l], T);
+    linear(v_.data(), xb_.data(), pw.wv[l], T);
     k::rope_cpu(q_.data(), k_.data(), pos_.data(), T, c.n_heads, c.n_kv_heads, hs,
                 rope_inv_freq_.data());
     // Attention is per sequence: each entry's new keys and values join its own cache (converted
@@ -146,15 +155,15 @@ void ForwardPass::run(std::span<const BatchEntry> batch, bool all_rows,
       }
       t += n;
     }
-    k::matmul_packed(out_.data(), att_.data(), pw.wo[l], T);
+    linear(out_.data(), att_.data(), pw.wo[l], T);
     for (std::size_t i = 0; i < std::size_t(T) * D; ++i) x_[i] += out_[i];
 
     // --- feed-forward block: w2( silu(w1 x) * w3 x ) ---
     k::rmsnorm_cpu(xb_.data(), x_.data(), w.rms_ffn + std::size_t(l) * D, T, D, c.norm_eps);
-    k::matmul_packed(hb_.data(), xb_.data(), pw.w1[l], T);
-    k::matmul_packed(hb2_.data(), xb_.data(), pw.w3[l], T);
+    linear(hb_.data(), xb_.data(), pw.w1[l], T);
+    linear(hb2_.data(), xb_.data(), pw.w3[l], T);
     k::swiglu_cpu(hb_.data(), hb_.data(), hb2_.data(), long(T) * H);
-    k::matmul_packed(out_.data(), hb_.data(), pw.w2[l], T);
+    linear(out_.data(), hb_.data(), pw.w2[l], T);
     for (std::size_t i = 0; i < std::size_t(T) * D; ++i) x_[i] += out_[i];
   }
   for (const BatchEntry& e : batch) e.cache->set_length(e.start_pos + int(e.tokens.size()));
@@ -174,7 +183,7 @@ void ForwardPass::run(std::span<const BatchEntry> batch, bool all_rows,
   }
   k::rmsnorm_cpu(xb_.data(), xb_.data(), w.rms_final, rows, D, c.norm_eps);
   logits.resize(std::size_t(rows) * c.vocab_size);
-  k::matmul_packed(logits.data(), xb_.data(), pw.wcls, rows);
+  linear(logits.data(), xb_.data(), pw.wcls, rows);
 }
 
 std::vector<float> naive_logits(ForwardPass& pass, std::span<const int> tokens, DType kv_type) {

@@ -48,10 +48,20 @@ class DeviceKVPool final : public KVPool {
   mutable cuda::CudaKVPool pool_;
 };
 
+// The CUDA forward pass reads float32 weights: a model stored in a block format is refused.
+const Weights& float_weights_of(const Model& model) {
+  if (!model.float_weights()) {
+    throw ParameterError("weights",
+                         "stored in a block format: the CUDA forward pass runs float32 weights "
+                         "only (f32)");
+  }
+  return model.weights();
+}
+
 class CudaRunner final : public ModelRunner {
  public:
   explicit CudaRunner(const Model& model)
-      : ModelRunner(model), gpu_(model.config(), model.weights()) {}
+      : ModelRunner(model), gpu_(model.config(), float_weights_of(model)) {}
   Device device() const override { return Device::cuda; }
   std::unique_ptr<KVPool> make_pool(int num_blocks, int block_size, DType type) const override {
     if (type != DType::f32) {

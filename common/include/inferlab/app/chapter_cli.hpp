@@ -30,6 +30,7 @@ struct GenerationFlags {
   int steps = 256;             ///< --steps: positions to forward, prompt included (llama2.c's -n)
   int threads = 0;             ///< --threads: 0 = OpenMP's default
   std::string device = "cpu";  ///< --device: cpu or cuda
+  std::string weights = "file";  ///< --weights: storage of the weights (weight_format.hpp)
   bool json = false;           ///< --json: one JSON object instead of streamed text
   std::string dump_logits;     ///< --dump-logits: path of the `pos token logit...` file
   SamplingParams sampling;     ///< --temperature, --top-k, ... --seed

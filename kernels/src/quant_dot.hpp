@@ -1,0 +1,75 @@
+#pragma once
+// Rungs 2 and 3 of the quantized matmul (quant_matmul.hpp): the activations quantized to 8-bit
+// blocks, and the dot products of one weight row with up to kTile tokens' blocks, one set of
+// functions per instruction set (quant_dot_x86.inc, compiled once per target).
+#include <cstddef>
+#include <cstdint>
+
+#include "inferlab/kernels/quant_formats.hpp"
+#include "inferlab/kernels/quant_matmul.hpp"
+
+namespace inferlab::kernels::quant_dot {
+
+// Numbers per block of the 32-blocks (Q8_0, Q4_0, Q4_1) and their activations.
+constexpr int kBlock = 32;
+// Tokens one call of a row dot serves (rung 3's tile; rung 2 passes one).
+constexpr int kTile = 4;
+
+// One block of 32 activations: x[j] ~ q[j] * d, and s = d * (q[0] + ... + q[31]) (the term a
+// weight block's minimum multiplies).
+struct ActBlock {
+  float d;
+  float s;
+  std::int8_t q[kBlock];
+};
+
+// Quantizes n activations (n a multiple of kBlock) to n / kBlock blocks: d = amax / 127,
+// q = x / d rounded to nearest (ties to even), as llama.cpp's Q8_0 activations.
+void quantize_activations(const float* x, int n, ActBlock* out);
+
+// out[c] = dot of the weight row (nb blocks of type) with token c's nb activation blocks
+// (act + c * nb), c < count <= kTile. Every path forms, per block, 8 integer lanes (lane l the
+// sum of the 4 products 4l .. 4l+3), adds them into 8 float lanes as
+// acc[l] = fma(d_w * d_a, float(lane[l]), acc[l]), a weight minimum m_w as
+// extra = fma(m_w, s_a, extra), and returns
+// ((acc0 + acc4) + (acc2 + acc6)) + ((acc1 + acc5) + (acc3 + acc7)) + extra: the same bits on
+// every path, for every count.
+using RowDot = void (*)(const std::uint8_t* row, const ActBlock* act, int nb, int count,
+                        float* out);
+
+// The row dot of type on isa; nullptr for a type without an integer form.
+RowDot row_dot(TensorType type, QuantIsa isa);
+RowDot row_dot_scalar(TensorType type);
+RowDot row_dot_avx2(TensorType type);
+RowDot row_dot_avx512_vnni(TensorType type);
+
+// IEEE half to float (exact).
+inline float half_to_float(std::uint16_t h) {
+  const std::uint32_t sign = std::uint32_t(h & 0x8000) << 16;
+  std::uint32_t exp = (h >> 10) & 0x1F, man = h & 0x3FF, bits;
+  if (exp == 0x1F) {
+    bits = sign | 0x7F800000u | (man << 13);
+  } else if (exp != 0) {
+    bits = sign | ((exp + 112) << 23) | (man << 13);
+  } else if (man == 0) {
+    bits = sign;
+  } else {  // subnormal: normalize
+    exp = 113;
+    while ((man & 0x400) == 0) {
+      man <<= 1;
+      --exp;
+    }
+    bits = sign | (exp << 23) | ((man & 0x3FF) << 13);
+  }
+  float f;
+  __builtin_memcpy(&f, &bits, 4);
+  return f;
+}
+
+inline float load_half(const std::uint8_t* p) {
+  std::uint16_t h;
+  __builtin_memcpy(&h, p, 2);
+  return half_to_float(h);
+}
+
+}  // namespace inferlab::kernels::quant_dot

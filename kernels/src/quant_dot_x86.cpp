@@ -1,0 +1,70 @@
+// Rungs 2 and 3 of the quantized matmul with x86 SIMD: quant_dot_x86.inc compiled for AVX2 and
+// for AVX-512 VNNI by `#pragma GCC target`, so the library builds for any -march (x86-64-v2
+// included) and matmul_quant picks the path at run time (quant_isa_supported).
+#include <cstring>
+
+#include "quant_dot.hpp"
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#include <immintrin.h>
+#define INFERLAB_QDOT_X86 1
+#else
+#define INFERLAB_QDOT_X86 0
+#endif
+
+namespace inferlab::kernels::quant_dot {
+
+#if INFERLAB_QDOT_X86
+
+#pragma GCC push_options
+#pragma GCC target("avx2,fma,f16c")
+namespace avx2 {
+#define INFERLAB_QDOT_VNNI 0
+#include "quant_dot_x86.inc"
+#undef INFERLAB_QDOT_VNNI
+}  // namespace avx2
+#pragma GCC pop_options
+
+#pragma GCC push_options
+#pragma GCC target("avx2,fma,f16c,avx512f,avx512vl,avx512vnni")
+namespace vnni {
+#define INFERLAB_QDOT_VNNI 1
+#include "quant_dot_x86.inc"
+#undef INFERLAB_QDOT_VNNI
+}  // namespace vnni
+#pragma GCC pop_options
+
+RowDot row_dot_avx2(TensorType type) {
+  switch (type) {
+    case TensorType::kQ8_0:
+      return avx2::row_dot_q8_0_any;
+    case TensorType::kQ4_0:
+      return avx2::row_dot_q4_0_any;
+    case TensorType::kQ4_1:
+      return avx2::row_dot_q4_1_any;
+    default:
+      return nullptr;
+  }
+}
+
+RowDot row_dot_avx512_vnni(TensorType type) {
+  switch (type) {
+    case TensorType::kQ8_0:
+      return vnni::row_dot_q8_0_any;
+    case TensorType::kQ4_0:
+      return vnni::row_dot_q4_0_any;
+    case TensorType::kQ4_1:
+      return vnni::row_dot_q4_1_any;
+    default:
+      return nullptr;
+  }
+}
+
+#else
+
+RowDot row_dot_avx2(TensorType) { return nullptr; }
+RowDot row_dot_avx512_vnni(TensorType) { return nullptr; }
+
+#endif
+
+}  // namespace inferlab::kernels::quant_dot

@@ -1,0 +1,300 @@
+// The linear layer on stored (block-format) weights: the matrix type, rung 1 (the reference),
+// and the drivers of rungs 2 and 3 with their scalar row dots (SIMD ones: quant_dot_x86.cpp).
+#include "inferlab/kernels/quant_matmul.hpp"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <new>
+#include <string>
+#include <vector>
+
+#include "inferlab/kernels/error.hpp"
+#include "quant_dot.hpp"
+
+namespace inferlab::kernels {
+
+namespace {
+
+constexpr std::size_t kAlign = 64;
+
+// Below about this many multiply-adds a call runs on one thread: waking the team costs more.
+constexpr long kParallelWork = 1L << 17;
+
+}  // namespace
+
+QuantMatrix QuantMatrix::allocate(TensorType type, int n, int d) {
+  if (n < 1 || d < 1) {
+    throw Error("QuantMatrix: a " + std::to_string(d) + " x " + std::to_string(n) +
+                " matrix has no rows to store");
+  }
+  const std::size_t block = block_elements(type);
+  if (std::size_t(n) % block != 0) {
+    throw Error("QuantMatrix: rows of " + std::to_string(n) + " numbers are not a whole number "
+                "of " + ggml_type_name(std::uint32_t(type)) + "'s " + std::to_string(block) +
+                "-number blocks");
+  }
+  QuantMatrix m;
+  m.type_ = type;
+  m.n_ = n;
+  m.d_ = d;
+  m.row_bytes_ = tensor_bytes(type, std::size_t(n));
+  auto* p = static_cast<std::uint8_t*>(
+      ::operator new[](m.bytes(), std::align_val_t(kAlign)));
+  m.data_ = std::shared_ptr<std::uint8_t[]>(
+      p, [](std::uint8_t* q) { ::operator delete[](q, std::align_val_t(kAlign)); });
+  return m;
+}
+
+QuantMatrix QuantMatrix::quantize(TensorType type, const float* w, int n, int d) {
+  QuantMatrix m = allocate(type, n, d);
+  std::uint8_t* out = m.data_.get();
+  const long rows = d;
+#pragma omp parallel for schedule(static) if (long(n) * d >= kParallelWork)
+  for (long o = 0; o < rows; ++o)
+    quantize_ref(type, w + o * n, out + std::size_t(o) * m.row_bytes_, std::size_t(n));
+  return m;
+}
+
+QuantMatrix QuantMatrix::copy_rows(TensorType type, const void* rows, int n, int d) {
+  QuantMatrix m = allocate(type, n, d);
+  std::memcpy(m.data_.get(), rows, m.bytes());
+  return m;
+}
+
+void QuantMatrix::dequantize_row(int o, float* dst) const {
+  dequantize_ref(type_, row(o), dst, std::size_t(n_));
+}
+
+void matmul_quant_ref(float* y, const float* x, const QuantMatrix& w, int T) {
+  if (w.empty()) throw Error("matmul_quant_ref: the weight matrix is empty");
+  if (T < 1) throw Error("matmul_quant_ref: T = " + std::to_string(T) + " (must be >= 1)");
+  const int n = w.n(), d = w.d();
+#pragma omp parallel if (long(T) * n * d >= kParallelWork)
+  {
+    std::vector<float> row(static_cast<std::size_t>(n));
+#pragma omp for schedule(static)
+    for (int o = 0; o < d; ++o) {
+      w.dequantize_row(o, row.data());
+      for (int t = 0; t < T; ++t) {
+        const float* xt = x + std::size_t(t) * n;
+        float acc = 0.0f;
+        for (int i = 0; i < n; ++i) acc += row[std::size_t(i)] * xt[i];
+        y[std::size_t(t) * d + std::size_t(o)] = acc;
+      }
+    }
+  }
+}
+
+namespace quant_dot {
+
+void quantize_activations(const float* x, int n, ActBlock* out) {
+  for (int b = 0; b < n / kBlock; ++b, x += kBlock) {
+    float amax = 0.0f;
+    for (int j = 0; j < kBlock; ++j) amax = std::max(amax, std::fabs(x[j]));
+    const float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
+    int sum = 0;
+    for (int j = 0; j < kBlock; ++j) {
+      const int q = int(std::nearbyint(x[j] * id));
+      out[b].q[j] = std::int8_t(q);
+      sum += q;
+    }
+    out[b].d = d;
+    out[b].s = d * float(sum);
+  }
+}
+
+namespace {
+
+// The scalar path: the 8 lanes of quant_dot.hpp as loops. w(j) gives weight j of the block as
+// an int, a block's scale d and minimum m (0 when none) come from scale().
+template <int C, class Block>
+void row_dot_lanes(const std::uint8_t* row, const ActBlock* act, int nb, float* out,
+                   std::size_t block_bytes, Block block) {
+  float acc[C][8] = {}, extra[C] = {};
+  for (int b = 0; b < nb; ++b, row += block_bytes) {
+    int w[kBlock];
+    float d = 0.0f, m = 0.0f;
+    block(row, w, d, m);
+    for (int c = 0; c < C; ++c) {
+      const ActBlock& a = act[std::size_t(c) * std::size_t(nb) + std::size_t(b)];
+      for (int l = 0; l < 8; ++l) {
+        int lane = 0;
+        for (int j = 4 * l; j < 4 * l + 4; ++j) lane += w[j] * int(a.q[j]);
+        acc[c][l] = std::fma(d * a.d, float(lane), acc[c][l]);
+      }
+      extra[c] = std::fma(m, a.s, extra[c]);
+    }
+  }
+  for (int c = 0; c < C; ++c) {
+    const float* v = acc[c];
+    out[c] = (((v[0] + v[4]) + (v[2] + v[6])) + ((v[1] + v[5]) + (v[3] + v[7]))) + extra[c];
+  }
+}
+
+void block_q8_0(const std::uint8_t* p, int* w, float& d, float& m) {
+  d = load_half(p);
+  m = 0.0f;
+  for (int j = 0; j < kBlock; ++j) w[j] = std::int8_t(p[2 + j]);
+}
+void block_q4_0(const std::uint8_t* p, int* w, float& d, float& m) {
+  d = load_half(p);
+  m = 0.0f;
+  for (int j = 0; j < kBlock / 2; ++j) {
+    w[j] = int(p[2 + j] & 0x0F) - 8;
+    w[j + kBlock / 2] = int(p[2 + j] >> 4) - 8;
+  }
+}
+void block_q4_1(const std::uint8_t* p, int* w, float& d, float& m) {
+  d = load_half(p);
+  m = load_half(p + 2);
+  for (int j = 0; j < kBlock / 2; ++j) {
+    w[j] = p[4 + j] & 0x0F;
+    w[j + kBlock / 2] = p[4 + j] >> 4;
+  }
+}
+
+template <void (*Block)(const std::uint8_t*, int*, float&, float&), std::size_t kBytes>
+void row_dot_scalar_any(const std::uint8_t* row, const ActBlock* act, int nb, int count,
+                        float* out) {
+  switch (count) {
+    case 1:
+      return row_dot_lanes<1>(row, act, nb, out, kBytes, Block);
+    case 2:
+      return row_dot_lanes<2>(row, act, nb, out, kBytes, Block);
+    case 3:
+      return row_dot_lanes<3>(row, act, nb, out, kBytes, Block);
+    default:
+      return row_dot_lanes<4>(row, act, nb, out, kBytes, Block);
+  }
+}
+
+}  // namespace
+
+RowDot row_dot_scalar(TensorType type) {
+  switch (type) {
+    case TensorType::kQ8_0:
+      return row_dot_scalar_any<block_q8_0, 34>;
+    case TensorType::kQ4_0:
+      return row_dot_scalar_any<block_q4_0, 18>;
+    case TensorType::kQ4_1:
+      return row_dot_scalar_any<block_q4_1, 20>;
+    default:
+      return nullptr;
+  }
+}
+
+RowDot row_dot(TensorType type, QuantIsa isa) {
+  switch (isa) {
+    case QuantIsa::avx2:
+      return row_dot_avx2(type);
+    case QuantIsa::avx512_vnni:
+      return row_dot_avx512_vnni(type);
+    case QuantIsa::scalar:
+      break;
+  }
+  return row_dot_scalar(type);
+}
+
+}  // namespace quant_dot
+
+bool quant_isa_supported(QuantIsa isa) {
+  switch (isa) {
+    case QuantIsa::scalar:
+      return true;
+    case QuantIsa::avx2:
+      return quant_dot::row_dot_avx2(TensorType::kQ8_0) != nullptr &&
+             __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+             __builtin_cpu_supports("f16c");
+    case QuantIsa::avx512_vnni:
+      return quant_dot::row_dot_avx512_vnni(TensorType::kQ8_0) != nullptr &&
+             quant_isa_supported(QuantIsa::avx2) && __builtin_cpu_supports("avx512f") &&
+             __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");
+  }
+  return false;
+}
+
+QuantIsa quant_isa_best() {
+  static const QuantIsa best = quant_isa_supported(QuantIsa::avx512_vnni) ? QuantIsa::avx512_vnni
+                               : quant_isa_supported(QuantIsa::avx2)      ? QuantIsa::avx2
+                                                                          : QuantIsa::scalar;
+  return best;
+}
+
+const char* quant_isa_name(QuantIsa isa) {
+  switch (isa) {
+    case QuantIsa::scalar:
+      return "scalar";
+    case QuantIsa::avx2:
+      return "avx2";
+    case QuantIsa::avx512_vnni:
+      return "avx512-vnni";
+  }
+  return "?";
+}
+
+int matmul_quant_versions() { return 3; }
+
+namespace {
+
+// Rungs 2 (tile = 1) and 3 (tile = kTile): the T rows of x quantized once, then each weight
+// row dotted with tiles of tokens.
+void matmul_quant_integer(float* y, const float* x, const QuantMatrix& w, int T, int tile,
+                          quant_dot::RowDot dot) {
+  using quant_dot::ActBlock;
+  const int n = w.n(), d = w.d(), nb = n / quant_dot::kBlock;
+  thread_local std::vector<ActBlock> act;
+  if (act.size() < std::size_t(T) * std::size_t(nb)) act.resize(std::size_t(T) * std::size_t(nb));
+  ActBlock* const a = act.data();
+  const bool parallel = long(T) * n * d >= kParallelWork;
+  // A few tokens' activations are quantized before the team starts: one barrier fewer per
+  // call, which is what a decode step on a busy machine waits for.
+  const bool parallel_activations = parallel && T >= quant_dot::kTile;
+  if (!parallel_activations) {
+    for (int t = 0; t < T; ++t)
+      quant_dot::quantize_activations(x + std::size_t(t) * n, n, a + std::size_t(t) * nb);
+  }
+#pragma omp parallel if (parallel)
+  {
+    if (parallel_activations) {
+#pragma omp for schedule(static)
+      for (int t = 0; t < T; ++t)
+        quant_dot::quantize_activations(x + std::size_t(t) * n, n, a + std::size_t(t) * nb);
+    }
+#pragma omp for schedule(static)
+    for (int o = 0; o < d; ++o) {
+      float out[quant_dot::kTile];
+      for (int t = 0; t < T; t += tile) {
+        const int count = std::min(tile, T - t);
+        dot(w.row(o), a + std::size_t(t) * nb, nb, count, out);
+        for (int c = 0; c < count; ++c) y[std::size_t(t + c) * d + std::size_t(o)] = out[c];
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void matmul_quant_version(int version, QuantIsa isa, float* y, const float* x,
+                          const QuantMatrix& w, int T) {
+  if (version < 1 || version > matmul_quant_versions()) {
+    throw Error("matmul_quant_version: version " + std::to_string(version) +
+                " is outside 1.." + std::to_string(matmul_quant_versions()));
+  }
+  if (!quant_isa_supported(isa)) {
+    throw Error(std::string("matmul_quant_version: this CPU cannot run ") + quant_isa_name(isa));
+  }
+  if (w.empty()) throw Error("matmul_quant_version: the weight matrix is empty");
+  if (T < 1) throw Error("matmul_quant_version: T = " + std::to_string(T) + " (must be >= 1)");
+  const quant_dot::RowDot dot = quant_dot::row_dot(w.type(), isa);
+  if (version == 1 || !dot) return matmul_quant_ref(y, x, w, T);
+  matmul_quant_integer(y, x, w, T, version == 2 ? 1 : quant_dot::kTile, dot);
+}
+
+void matmul_quant(float* y, const float* x, const QuantMatrix& w, int T) {
+  matmul_quant_version(kMatmulQuantBestVersion, quant_isa_best(), y, x, w, T);
+}
+
+}  // namespace inferlab::kernels

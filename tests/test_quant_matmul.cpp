@@ -1,0 +1,133 @@
+// The quantized matmul ladder (quant_matmul.hpp): rung 1 against float matmul_ref on the
+// dequantized weights, rungs 2 and 3 against rung 1 within the activation-rounding bound, the
+// same bits on every instruction set and for every batch (batch invariance), and refusals.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "inferlab/base/error.hpp"
+#include "inferlab/kernels/matmul.hpp"
+#include "inferlab/kernels/quant_formats.hpp"
+#include "inferlab/kernels/quant_matmul.hpp"
+#include "test_support.hpp"
+
+using namespace inferlab;
+using Catch::Matchers::Contains;
+using kernels::QuantIsa;
+using kernels::QuantMatrix;
+using kernels::TensorType;
+
+namespace {
+
+std::vector<float> random_floats(std::size_t n, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
+std::vector<float> run(int version, QuantIsa isa, const std::vector<float>& x,
+                       const QuantMatrix& w, int T) {
+  std::vector<float> y(std::size_t(T) * std::size_t(w.d()), NAN);
+  kernels::matmul_quant_version(version, isa, y.data(), x.data(), w, T);
+  return y;
+}
+
+// The bound of rungs 2 and 3 against rung 1: each activation moves by at most half a step of
+// its 32-block (amax / 254), so an output moves by at most sum over blocks of
+// (sum_i |w[o, i]|) * amax_block / 254; plus float rounding, relative to sum_i |w x|.
+double integer_bound(const std::vector<float>& wf, const float* x, int n, int o) {
+  double bound = 0.0, magnitude = 0.0;
+  for (int b = 0; b < n / 32; ++b) {
+    double amax = 0.0, wsum = 0.0;
+    for (int j = 32 * b; j < 32 * b + 32; ++j) {
+      amax = std::max(amax, double(std::fabs(x[j])));
+      wsum += std::fabs(wf[std::size_t(o) * n + j]);
+      magnitude += std::fabs(wf[std::size_t(o) * n + j] * x[j]);
+    }
+    bound += wsum * amax / 254.0;
+  }
+  return bound * 1.001 + 1e-5 * magnitude + 1e-6;
+}
+
+}  // namespace
+
+TEST_CASE("quantized matmul: every rung, every instruction set, awkward shapes",
+          "[kernel][quant]") {
+  const TensorType types[] = {TensorType::kQ8_0, TensorType::kQ4_0, TensorType::kQ4_1,
+                              TensorType::kF16, TensorType::kBF16};
+  const int shapes[][2] = {{32, 1}, {64, 31}, {96, 33}, {4096, 17}};
+  std::vector<QuantIsa> isas = {QuantIsa::scalar};
+  for (QuantIsa isa : {QuantIsa::avx2, QuantIsa::avx512_vnni})
+    if (kernels::quant_isa_supported(isa)) isas.push_back(isa);
+  std::printf("quantized matmul: %zu instruction sets checked, best %s\n", isas.size(),
+              kernels::quant_isa_name(kernels::quant_isa_best()));
+  REQUIRE(kernels::matmul_quant_versions() == 3);
+  for (TensorType type : types) {
+    for (const auto& s : shapes) {
+      const int n = s[0], d = s[1];
+      const std::vector<float> wsrc = random_floats(std::size_t(n) * d, unsigned(n + d));
+      const QuantMatrix w = QuantMatrix::quantize(type, wsrc.data(), n, d);
+      REQUIRE(w.bytes() == kernels::tensor_bytes(type, std::size_t(n) * d));
+      std::vector<float> wf(std::size_t(n) * d);
+      for (int o = 0; o < d; ++o) w.dequantize_row(o, wf.data() + std::size_t(o) * n);
+      for (int T : {1, 3, 5, 9}) {
+        CAPTURE(kernels::ggml_type_name(std::uint32_t(type)), n, d, T);
+        const std::vector<float> x = random_floats(std::size_t(T) * n, unsigned(7 * T + n));
+        std::vector<float> want(std::size_t(T) * d);
+        kernels::matmul_ref(want.data(), x.data(), wf.data(), T, n, d);
+        // Rung 1: float dot products of the dequantized rows.
+        const std::vector<float> ref = run(1, QuantIsa::scalar, x, w, T);
+        const auto r = test::all_close(ref, want, long(want.size()), 1e-5, 1e-5);
+        INFO("rung 1 vs matmul_ref: max error " << r.max_abs_err << ", first bad " << r.first_bad);
+        CHECK(r.ok);
+        // Rungs 2 and 3 on every instruction set: one set of bits, within the bound of rung 1.
+        const std::vector<float> first = run(2, QuantIsa::scalar, x, w, T);
+        for (int t = 0; t < T; ++t) {
+          for (int o = 0; o < d; ++o) {
+            const std::size_t i = std::size_t(t) * d + std::size_t(o);
+            const double bound = integer_bound(wf, x.data() + std::size_t(t) * n, n, o);
+            if (!(std::fabs(first[i] - ref[i]) <= bound)) {
+              FAIL_CHECK("token " << t << " row " << o << ": rung 2 " << first[i] << ", rung 1 "
+                                  << ref[i] << ", bound " << bound);
+            }
+          }
+        }
+        for (QuantIsa isa : isas) {
+          for (int version : {2, 3}) {
+            CAPTURE(kernels::quant_isa_name(isa), version);
+            const std::vector<float> y = run(version, isa, x, w, T);
+            CHECK(std::memcmp(y.data(), first.data(), y.size() * sizeof(float)) == 0);
+          }
+        }
+        // Batch invariance: the last token alone gives the bits it has in the batch.
+        const std::vector<float> last(x.end() - n, x.end());
+        const std::vector<float> alone = run(3, kernels::quant_isa_best(), last, w, 1);
+        CHECK(std::memcmp(alone.data(), first.data() + std::size_t(T - 1) * d,
+                          std::size_t(d) * sizeof(float)) == 0);
+      }
+    }
+  }
+}
+
+TEST_CASE("quantized matmul: refusals", "[kernel][quant]") {
+  const std::vector<float> w = random_floats(48 * 2, 1);
+  CHECK_THROWS_WITH(QuantMatrix::quantize(TensorType::kQ8_0, w.data(), 48, 2),
+                    Contains("rows of 48 numbers are not a whole number of Q8_0's 32-number "
+                             "blocks"));
+  CHECK_THROWS_WITH(QuantMatrix::quantize(TensorType::kQ4_0, w.data(), 0, 2),
+                    Contains("no rows"));
+  const QuantMatrix q = QuantMatrix::quantize(TensorType::kQ8_0, w.data(), 32, 3);
+  std::vector<float> x(32, 1.0f), y(3);
+  CHECK_THROWS_WITH(kernels::matmul_quant_version(4, QuantIsa::scalar, y.data(), x.data(), q, 1),
+                    Contains("version 4 is outside 1..3"));
+  CHECK_THROWS_WITH(kernels::matmul_quant(y.data(), x.data(), QuantMatrix(), 1),
+                    Contains("empty"));
+  CHECK_THROWS_WITH(kernels::matmul_quant(y.data(), x.data(), q, 0), Contains("T = 0"));
+}
