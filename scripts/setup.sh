@@ -9,6 +9,7 @@ set -euo pipefail
 packages=(cmake ninja-build g++ make libomp-dev libeigen3-dev catch2 libcli11-dev
           nlohmann-json3-dev libfmt-dev libpcre2-dev pkgconf doxygen graphviz
           doxygen-awesome-css libjs-mathjax)
+packages+=(libcpp-httplib-dev)  # chapter 10: the HTTP server and bench_serving (cpp-httplib)
 # Only for fuzzing (scripts/fuzz.sh): clang and its libFuzzer runtime.
 if [ "${1:-}" = "--fuzz" ]; then
   packages+=(clang libclang-rt-dev)
