@@ -82,7 +82,7 @@ ClientRecord send_one(const Request& r, const ReplayOptions& o, Clock::time_poin
   httplib::Error error = httplib::Error::Success;
   client.send(req, res, error);
   const bool clean = error == httplib::Error::Success || hung_up;
-  return recorder.finish(hung_up, clean ? "" : httplib::to_string(error));
+  return recorder.finish(seconds_since(start), hung_up, clean ? "" : httplib::to_string(error));
 }
 
 }  // namespace

@@ -66,7 +66,8 @@ stop_server() {
 # The value of Prometheus metric $1 (summed over its label sets) at /metrics.
 metric() {
   curl -s --max-time 5 "$url/metrics" |
-    awk -v name="inferlab:$1" '$1 == name || index($1, name "{") == 1 { s += $NF } END { print s + 0 }'
+    awk -v name="inferlab:$1" '$1 == name || index($1, name "{") == 1 { s += $NF }
+                                END { print s + 0 }'
 }
 
 # Waits (5 s at most) until no request runs or waits and no KV block is in use.
@@ -85,9 +86,9 @@ expect_idle() {
 # bench_serving's JSON field $2 of file $1.
 field() { jq -r ".$2" "$1"; }
 
-# Arrivals 1 ms apart on average, not all at t = 0: the 200 still overlap (each streams for far
-# longer), but the connects do not all hit the listen backlog at once.
-workload=(--requests 200 --rate 1000 --prompt-lens uniform:4:48 --output-lens uniform:2:40
+# Arrivals 5 ms apart on average, not all at t = 0: the 200 still overlap (a server of 8 slots
+# queues most of them), but their connects do not all hit the listen backlog at once.
+workload=(--requests 200 --rate 200 --prompt-lens uniform:4:48 --output-lens uniform:2:40
           --workload-seed 3 --temperature 0 --timeout 120)
 
 echo "== 1. solo run (reference texts)"
@@ -99,11 +100,15 @@ start_server --max-seqs 8 --max-queue 256 --cache off
 echo "== 2. 200 concurrent streams, a random third hang up"
 "$bin/bench_serving" --base-url "$url" "${workload[@]}" --disconnect-fraction 0.3333 \
   --fault-seed 11 --expect "$work/solo.json" --json --per-request >"$work/chaos.json" ||
-  fail "chaos: completed texts differ from the solo run: $(jq -c .text_mismatches "$work/chaos.json")"
+  fail "chaos: completed texts differ from the solo run: $(jq -c .text_mismatches \
+        "$work/chaos.json")"
 completed=$(field "$work/chaos.json" completed)
 gone=$(field "$work/chaos.json" disconnected)
-echo "   completed $completed, hung up $gone, failed $(field "$work/chaos.json" failed)"
-[ "$(field "$work/chaos.json" failed)" = 0 ] || fail "chaos: $(jq -c '[.requests[] | select(.outcome == "failed") | .error][0:3]' "$work/chaos.json")"
+peak=$(field "$work/chaos.json" max_concurrent_requests)
+echo "   completed $completed, hung up $gone, failed $(field "$work/chaos.json" failed)," \
+  "$peak in flight at once"
+errors() { jq -c '[.requests[] | select(.outcome == "failed") | .error][0:3]' "$1"; }
+[ "$(field "$work/chaos.json" failed)" = 0 ] || fail "chaos: failures $(errors "$work/chaos.json")"
 [ "$((completed + gone))" = 200 ] || fail "chaos: $completed completed + $gone hung up != 200"
 [ "$gone" -ge 40 ] && [ "$gone" -le 95 ] || fail "chaos: $gone hung up, not about a third"
 expect_idle "chaos"
@@ -116,13 +121,14 @@ start_server --max-seqs 2 --max-queue 4 --cache off
 completed=$(field "$work/full.json" completed)
 rejected=$(field "$work/full.json" rejected)
 echo "   completed $completed, rejected $rejected, failed $(field "$work/full.json" failed)"
-[ "$(field "$work/full.json" failed)" = 0 ] || fail "full queue: requests failed"
+[ "$(field "$work/full.json" failed)" = 0 ] ||
+  fail "full queue: failures $(errors "$work/full.json")"
 [ "$rejected" -gt 0 ] || fail "full queue: no 429"
 [ "$((completed + rejected))" = 200 ] || fail "full queue: $completed + $rejected != 200"
 [ "$(metric request_rejected_total)" = "$rejected" ] ||
-  fail "full queue: the server counted $(metric request_rejected_total) rejections, the client $rejected"
+  fail "full queue: server $(metric request_rejected_total) rejections, client $rejected"
 [ "$(metric request_success_total)" = "$completed" ] ||
-  fail "full queue: the server finished $(metric request_success_total) requests, the client saw $completed"
+  fail "full queue: server $(metric request_success_total) finished, client $completed"
 expect_idle "full queue"
 retry=$(jq -r '[.requests[] | select(.outcome == "rejected")][0].http_status' "$work/full.json")
 [ "$retry" = 429 ] || [ "$retry" = 503 ] || fail "full queue: rejected with HTTP $retry"
@@ -148,8 +154,8 @@ rm -f "$work/huge.json"
 # A slow client: a streaming request of 2,000 tokens, then it never reads its socket.
 exec 3<>"/dev/tcp/127.0.0.1/${url##*:}"
 slow='{"prompt": [5, 6, 7], "max_tokens": 2000, "stream": true, "ignore_eos": true}'
-printf 'POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s' \
-  "${#slow}" "$slow" >&3
+printf 'POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n%s\r\n%s\r\n\r\n%s' \
+  "Content-Type: application/json" "Content-Length: ${#slow}" "$slow" >&3
 code=$(post application/json "$work/ok.json")  # served while the slow client holds its slot
 [ "$code" = 200 ] || fail "a request beside the slow client: HTTP $code"
 exec 3<&- 3>&-  # the slow client goes away: its request is cancelled
@@ -157,6 +163,7 @@ expect_idle "slow client"
 
 echo "== 5. still serving"
 code=$(post application/json "$work/ok.json")
-[ "$code" = 200 ] && jq -e '.choices[0].text' "$work/reply" >/dev/null || fail "after the faults: HTTP $code"
+[ "$code" = 200 ] && jq -e '.choices[0].text' "$work/reply" >/dev/null ||
+  fail "after the faults: HTTP $code"
 stop_server
 echo "serving_faults: all checks passed"

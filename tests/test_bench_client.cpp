@@ -110,7 +110,8 @@ TEST_CASE("Request bodies: text, token ids, made-up prompts, sampling, refusals"
   CHECK(b["seed"] == 45);
   CHECK(b["ignore_eos"] == true);
   b = openai_request_body(r, ApiEndpoint::chat, "m");
-  CHECK(b["messages"] == nlohmann::json::parse(R"([{"role":"user","content":"Once upon a time"}])"));
+  CHECK(b["messages"] ==
+        nlohmann::json::parse(R"([{"role":"user","content":"Once upon a time"}])"));
   CHECK_FALSE(b.contains("prompt"));
 
   r.prompt_ids = {5, 6, 7};
@@ -133,7 +134,7 @@ TEST_CASE("Stream recorder: outcomes and chunk times", "[unit][bench_client]") {
   ok.on_bytes(kStream.substr(40, 60), 1.7);  // completes "Hel"
   ok.on_bytes(kStream.substr(100), 2.0);     // "lo", usage and [DONE]
   CHECK(ok.text_chunks() == 2);
-  const ClientRecord r = ok.finish(false, "");
+  const ClientRecord r = ok.finish(2.0, false, "");
   CHECK(r.outcome == ClientOutcome::completed);
   CHECK(r.id == 7);
   CHECK(r.text == "Hello");
@@ -146,25 +147,25 @@ TEST_CASE("Stream recorder: outcomes and chunk times", "[unit][bench_client]") {
   StreamRecorder cut(1, 0.0, ApiEndpoint::completions);
   cut.on_status(200);
   cut.on_bytes(kStream.substr(0, 120), 0.5);
-  CHECK(cut.finish(false, "").error == "the stream ended without [DONE]");
-  CHECK(cut.finish(true, "").outcome == ClientOutcome::disconnected);
+  CHECK(cut.finish(0.5, false, "").error == "the stream ended without [DONE]");
+  CHECK(cut.finish(0.5, true, "").outcome == ClientOutcome::disconnected);
 
   StreamRecorder full(2, 0.0, ApiEndpoint::completions);
   full.on_status(429);
   full.on_bytes(R"({"error":{"message":"queue full","type":"server_error"}})", 0.1);
-  CHECK(full.finish(false, "").outcome == ClientOutcome::rejected);
+  CHECK(full.finish(0.1, false, "").outcome == ClientOutcome::rejected);
 
   StreamRecorder bad(3, 0.0, ApiEndpoint::chat);
   bad.on_status(400);
   bad.on_bytes(R"({"error":{"message":"max_tokens must be >= 1","type":"invalid_request_error",)"
                R"("param":"max_tokens","code":null}})",
                0.1);
-  const ClientRecord b = bad.finish(false, "");
+  const ClientRecord b = bad.finish(0.1, false, "");
   CHECK(b.outcome == ClientOutcome::failed);
   CHECK(b.error == "HTTP 400: max_tokens must be >= 1");
 
   StreamRecorder refused(4, 0.0, ApiEndpoint::chat);
-  CHECK(refused.finish(false, "Connection").error == "HTTP 0: Connection");
+  CHECK(refused.finish(0.0, false, "Connection").error == "HTTP 0: Connection");
 }
 
 TEST_CASE("Goodput SLO flags as vllm bench serve takes them", "[unit][bench_client]") {
@@ -186,12 +187,12 @@ TEST_CASE("vLLM metrics from client records, by hand", "[unit][bench_client]") {
   //   TTFT 0.2, E2EL 0.3, TPOT 0.1, ITL 0.1.
   // Request C: sent at 2.0, one chunk at 2.4 (TTFT = E2EL = 0.4, no TPOT, no ITL).
   // One rejected and one disconnected request count apart and in no latency.
-  ClientRecord a{0, 0.0, 200, ClientOutcome::completed, {0.5, 0.6, 0.8, 1.3}, "abcd", "length",
-                 10, 5, ""};
-  ClientRecord b{1, 1.0, 200, ClientOutcome::completed, {1.2, 1.3}, "ef", "length", 6, -1, ""};
-  ClientRecord c{2, 2.0, 200, ClientOutcome::completed, {2.4}, "g", "stop", 4, 1, ""};
-  ClientRecord d{3, 0.0, 429, ClientOutcome::rejected, {}, "", "", -1, -1, ""};
-  ClientRecord e{4, 0.0, 200, ClientOutcome::disconnected, {0.1}, "x", "", -1, -1, ""};
+  using O = ClientOutcome;
+  ClientRecord a{0, 0.0, 1.3, 200, O::completed, {0.5, 0.6, 0.8, 1.3}, "abcd", "length", 10, 5, ""};
+  ClientRecord b{1, 1.0, 1.3, 200, O::completed, {1.2, 1.3}, "ef", "length", 6, -1, ""};
+  ClientRecord c{2, 2.0, 2.4, 200, O::completed, {2.4}, "g", "stop", 4, 1, ""};
+  ClientRecord d{3, 0.0, 0.01, 429, O::rejected, {}, "", "", -1, -1, ""};
+  ClientRecord e{4, 0.0, 0.1, 200, O::disconnected, {0.1}, "x", "", -1, -1, ""};
   const std::vector<ClientRecord> records = {a, b, c, d, e};
   // SLO: TTFT <= 450 ms and TPOT <= 150 ms: B (0.2, 0.1) and C (0.4, none) meet it, A does not.
   const BenchMetrics m = bench_metrics(records, 4.0, parse_goodput({"ttft:450", "tpot:150"}));
@@ -199,6 +200,9 @@ TEST_CASE("vLLM metrics from client records, by hand", "[unit][bench_client]") {
   CHECK(m.rejected == 1);
   CHECK(m.disconnected == 1);
   CHECK(m.failed == 0);
+  // In flight: A, D and E from 0 (3), D ends at 0.01, E at 0.1, B joins at 1.0 (2); A and B
+  // end at 1.3, C runs alone from 2.0.
+  CHECK(m.peak_concurrency == 3);
   CHECK(m.input_tokens == 20);
   CHECK(m.output_tokens == 8);
   CHECK(m.request_throughput == Approx(0.75));
@@ -239,9 +243,9 @@ TEST_CASE("Fault plan and text comparison", "[unit][bench_client]") {
   CHECK(disconnect_plan(requests, 0.0, 9) == std::vector<int>(300, -1));
   CHECK_THROWS_AS(disconnect_plan(requests, 1.5, 9), ParameterError);
 
-  ClientRecord same{0, 0, 200, ClientOutcome::completed, {}, "abc", "", -1, -1, ""};
-  ClientRecord differs{1, 0, 200, ClientOutcome::completed, {}, "abd", "", -1, -1, ""};
-  ClientRecord cut{2, 0, 200, ClientOutcome::disconnected, {}, "a", "", -1, -1, ""};
+  ClientRecord same{0, 0, 0, 200, ClientOutcome::completed, {}, "abc", "", -1, -1, ""};
+  ClientRecord differs{1, 0, 0, 200, ClientOutcome::completed, {}, "abd", "", -1, -1, ""};
+  ClientRecord cut{2, 0, 0, 200, ClientOutcome::disconnected, {}, "a", "", -1, -1, ""};
   const std::vector<std::string> m =
       text_mismatches(std::vector<ClientRecord>{same, differs, cut}, {{0, "abc"}, {1, "abc"}});
   REQUIRE(m.size() == 1);

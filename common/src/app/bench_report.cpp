@@ -40,7 +40,8 @@ void print_bench_metrics(const BenchMetrics& m, int max_concurrency, double requ
   print_row("Failed requests:", std::to_string(m.failed));
   if (m.rejected > 0) print_row("Rejected requests (429/503):", std::to_string(m.rejected));
   if (m.disconnected > 0) print_row("Disconnected by the client:", std::to_string(m.disconnected));
-  if (max_concurrency > 0) print_row("Maximum request concurrency:", std::to_string(max_concurrency));
+  if (max_concurrency > 0)
+    print_row("Maximum request concurrency:", std::to_string(max_concurrency));
   print_row("Request rate configured (RPS):",
             request_rate > 0 ? fmt::format("{:.2f}", request_rate) : "inf");
   print_row("Benchmark duration (s):", fmt::format("{:.2f}", m.duration));
@@ -49,6 +50,7 @@ void print_bench_metrics(const BenchMetrics& m, int max_concurrency, double requ
   print_row("Request throughput (req/s):", fmt::format("{:.2f}", m.request_throughput));
   if (m.slo.set) print_row("Request goodput (req/s):", fmt::format("{:.2f}", m.request_goodput));
   print_row("Output token throughput (tok/s):", fmt::format("{:.2f}", m.output_throughput));
+  print_row("Peak concurrent requests:", std::to_string(m.peak_concurrency));
   print_row("Total Token throughput (tok/s):", fmt::format("{:.2f}", m.total_token_throughput));
   print_latency("Time to First Token", "TTFT", m.ttft);
   print_latency("Time per Output Token (excl. 1st token)", "TPOT", m.tpot);
@@ -68,7 +70,8 @@ nlohmann::json to_json(const BenchMetrics& m) {
                       {"request_throughput", m.request_throughput},
                       {"request_goodput", nullptr},
                       {"output_throughput", m.output_throughput},
-                      {"total_token_throughput", m.total_token_throughput}};
+                      {"total_token_throughput", m.total_token_throughput},
+                      {"max_concurrent_requests", m.peak_concurrency}};
   if (m.slo.set) j["request_goodput"] = m.request_goodput;
   const std::pair<const char*, const LatencyStats*> metrics[] = {
       {"ttft", &m.ttft}, {"tpot", &m.tpot}, {"itl", &m.itl}, {"e2el", &m.e2el}};

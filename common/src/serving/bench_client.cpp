@@ -31,7 +31,8 @@ nlohmann::json openai_request_body(const Request& r, ApiEndpoint endpoint,
     throw Error(fmt::format("request {} continues request {}: a benchmark client does not "
                             "replay conversations",
                             r.id, r.parent));
-  if (r.n != 1) throw Error(fmt::format("request {}: n = {} is not replayed (only n = 1)", r.id, r.n));
+  if (r.n != 1)
+    throw Error(fmt::format("request {}: n = {} is not replayed (only n = 1)", r.id, r.n));
   nlohmann::json body = {{"model", model},
                          {"max_tokens", r.max_tokens},
                          {"stream", true},
@@ -144,8 +145,10 @@ void StreamRecorder::on_bytes(std::string_view bytes, double now) {
   }
 }
 
-ClientRecord StreamRecorder::finish(bool hung_up, const std::string& transport_error) {
+ClientRecord StreamRecorder::finish(double now, bool hung_up,
+                                    const std::string& transport_error) {
   ClientRecord r = record_;
+  r.ended = now;
   if (hung_up) {
     r.outcome = ClientOutcome::disconnected;
   } else if (r.http_status == 429 || r.http_status == 503) {
@@ -275,6 +278,15 @@ BenchMetrics bench_metrics(std::span<const ClientRecord> records, double duratio
       itl.push_back(r.chunk_times[i] - r.chunk_times[i - 1]);
     good += first <= slo.ttft && per_token <= slo.tpot && last <= slo.e2el;
   }
+  // Peak concurrency: sweep the sends (+1) and ends (-1) in time order, ends first on a tie.
+  std::vector<std::pair<double, int>> edges;
+  for (const ClientRecord& r : records) {
+    edges.emplace_back(r.sent, 1);
+    edges.emplace_back(std::max(r.ended, r.sent), -1);
+  }
+  std::sort(edges.begin(), edges.end());
+  for (int in_flight = 0; const auto& [t, step] : edges)
+    m.peak_concurrency = std::max(m.peak_concurrency, in_flight += step);
   m.request_throughput = m.completed / duration;
   m.request_goodput = good / duration;
   m.output_throughput = static_cast<double>(m.output_tokens) / duration;

@@ -22,8 +22,8 @@ void print_bench_metrics(const BenchMetrics& m, int max_concurrency, double requ
 
 /// @brief vLLM's result keys: duration, completed, failed (with our disconnected and rejected),
 /// total_input_tokens, total_output_tokens, request_throughput, request_goodput (null without
-/// an SLO), output_throughput, total_token_throughput and, for ttft, tpot, itl and e2el,
-/// mean_X_ms, median_X_ms, std_X_ms, p50_X_ms, p90_X_ms, p99_X_ms.
+/// an SLO), output_throughput, total_token_throughput, max_concurrent_requests and, for ttft,
+/// tpot, itl and e2el, mean_X_ms, median_X_ms, std_X_ms, p50_X_ms, p90_X_ms, p99_X_ms.
 nlohmann::json to_json(const BenchMetrics& m);
 
 /// @brief One request as the client saw it: id, outcome, http_status, finish_reason, text,

@@ -81,6 +81,7 @@ const char* client_outcome_name(ClientOutcome outcome);
 struct ClientRecord {
   int id = 0;                        ///< the workload request's id
   double sent = 0.0;                 ///< when the request was sent
+  double ended = 0.0;                ///< when its response ended (or the client hung up)
   int http_status = 0;               ///< the response status (0: no response)
   ClientOutcome outcome = ClientOutcome::failed;  ///< how it ended
   std::vector<double> chunk_times;   ///< (C) when each chunk carrying text arrived
@@ -109,12 +110,13 @@ class StreamRecorder {
   /// @brief Text chunks received so far.
   int text_chunks() const { return static_cast<int>(record_.chunk_times.size()); }
   /// @brief The finished record.
+  /// @param now when the response ended (or the client hung up)
   /// @param hung_up true when the client closed the connection on purpose
   /// @param transport_error the network error ("" if none)
   /// @return the record with its outcome: disconnected if @p hung_up; else rejected for 429 or
   /// 503; failed for another status (error: the body's error message), a transport error, an
   /// error chunk or a stream without [DONE]; completed otherwise
-  ClientRecord finish(bool hung_up, const std::string& transport_error);
+  ClientRecord finish(double now, bool hung_up, const std::string& transport_error);
 
  private:
   ApiEndpoint endpoint_;
@@ -175,6 +177,7 @@ struct BenchMetrics {
   double request_goodput = 0.0;       ///< completed requests meeting the SLO / s
   double output_throughput = 0.0;     ///< output tokens / s
   double total_token_throughput = 0;  ///< (input + output tokens) / s
+  int peak_concurrency = 0;  ///< most requests in flight at once (sent, not yet ended), any outcome
   BenchSlo slo;                       ///< the SLO goodput was measured against
   LatencyStats ttft;  ///< over completed requests with text, seconds
   LatencyStats tpot;  ///< over completed requests of more than one output token, seconds
