@@ -59,9 +59,9 @@ int run(const CLI::App& app, Options& o) {
   std::map<int, std::string> expected;
   if (!o.expect.empty()) expected = expected_texts(o.expect);
   o.replay.hang_up_after = disconnect_plan(w.requests, o.disconnect_fraction, o.fault_seed);
-  if (o.replay.model.empty()) o.replay.model = first_served_model(o.replay);
   for (const Request& r : w.requests)  // every body now, so a bad request fails before the run
     openai_request_body(r, o.replay.endpoint, o.replay.model);
+  if (o.replay.model.empty()) o.replay.model = first_served_model(o.replay);
   if (!o.json) {
     std::printf("bench_serving: %s%s, model %s\n", o.base_url.c_str(),
                 api_path(o.replay.endpoint), o.replay.model.c_str());
