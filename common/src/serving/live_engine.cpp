@@ -1,6 +1,8 @@
 // The engine thread of a server: the chapter 04 step over requests that come and go.
 #include "inferlab/serving/live_engine.hpp"
 
+#include <omp.h>
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -65,7 +67,13 @@ LiveEngine::LiveEngine(const Model& model, const Tokenizer& tokenizer,
   scheduler_ = std::make_unique<Scheduler>(config.scheduler, kv_.get());
   t0_ = now_seconds();
   publish_metrics();
-  thread_ = std::thread([this] { run(); });
+  // OpenMP's thread count is per thread: the engine thread takes the one its creator set
+  // (--threads), not OpenMP's default of every core.
+  const int threads = omp_get_max_threads();
+  thread_ = std::thread([this, threads] {
+    omp_set_num_threads(threads);
+    run();
+  });
 }
 
 LiveEngine::~LiveEngine() {
