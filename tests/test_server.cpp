@@ -123,6 +123,7 @@ TEST_CASE("parse_completion_request reads OpenAI's fields", "[unit][server]") {
                      {"frequency_penalty", -0.5},
                      {"stream", true},
                      {"stream_options", {{"include_usage", true}}},
+                     {"ignore_eos", true},
                      {"some_future_field", {1, 2}}};  // unknown fields are ignored
   const CompletionRequest r = parse_completion_request(body, /*chat=*/false, limits);
   CHECK(r.prompt == "Once");
@@ -133,6 +134,7 @@ TEST_CASE("parse_completion_request reads OpenAI's fields", "[unit][server]") {
   CHECK(r.sampling.min_p == 0.05f);
   CHECK(r.sampling.seed == 3);
   CHECK(r.seed_given);
+  CHECK(r.ignore_eos);
   CHECK(r.stop == std::vector<std::string>{"\n"});
   CHECK(r.n == 2);
   CHECK(r.top_logprobs == 2);

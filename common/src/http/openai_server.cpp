@@ -244,6 +244,7 @@ struct OpenAIServer::Impl {
     live.sampling = r.sampling;
     if (!r.seed_given) live.sampling.seed = std::random_device{}();
     live.top_logprobs = r.top_logprobs;
+    live.ignore_eos = r.ignore_eos;
     live.make_filter = constraint(r);
 
     auto c = std::make_shared<Completion>();

@@ -239,6 +239,7 @@ CompletionRequest parse_completion_request(const nlohmann::json& body, bool chat
   }
   read_stop(body, r, limits);
   if (has(body, "stream")) r.stream = read_bool(body, "stream");
+  if (has(body, "ignore_eos")) r.ignore_eos = read_bool(body, "ignore_eos");
   if (has(body, "stream_options")) {
     const Json& o = body.at("stream_options");
     if (!o.is_object()) invalid("stream_options", "expected an object");

@@ -72,6 +72,7 @@ struct LiveRequest {
   int n = 1;                ///< choices, sharing the prompt's KV blocks
   SamplingParams sampling;  ///< choice b draws with seed sampling.seed + 7919 b
   int top_logprobs = -1;    ///< -1: no log-probabilities; k >= 0: the token's and the top k
+  bool ignore_eos = false;  ///< generate past the end-of-text tokens (up to max_tokens)
   /// Makes one choice's TokenFilter (called once per choice), or empty: unconstrained.
   std::function<std::unique_ptr<TokenFilter>()> make_filter;
 };

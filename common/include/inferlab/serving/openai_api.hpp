@@ -82,6 +82,7 @@ struct CompletionRequest {
   bool seed_given = false;         ///< a seed was given (else the server picks one)
   std::vector<std::string> stop;   ///< stop strings, never part of the output
   bool stream = false;             ///< answer as server-sent events
+  bool ignore_eos = false;         ///< extension (vLLM, llama-server): generate past end of text
   bool include_usage = false;      ///< stream_options.include_usage
   int top_logprobs = -1;           ///< -1: no logprobs; else the top alternatives to return
   OutputConstraint constraint = OutputConstraint::none;  ///< response_format, grammar or regex
