@@ -14,6 +14,7 @@
 #include "inferlab/app/plots.hpp"
 #include "inferlab/app/chapter_cli.hpp"
 #include "inferlab/base/error.hpp"
+#include "inferlab/base/safe_files.hpp"
 #include "inferlab/analysis/kv_calc.hpp"
 #include "inferlab/app/cli_checks.hpp"
 #include "inferlab/serving/paging.hpp"
@@ -39,7 +40,7 @@ struct Options {
 
 constexpr double kMiB = 1024.0 * 1024.0;
 
-void print_result(const Options& o, const AllocatorComparison& c, bool sim) {
+void print_result(const AllocatorComparison& c, bool sim) {
   print_memory_table(c.memory);
   const MemorySummary &a = c.memory.front(), &p = c.memory.back();
   if (c.memory.size() == 2)
@@ -50,11 +51,10 @@ void print_result(const Options& o, const AllocatorComparison& c, bool sim) {
         a.max_concurrent_sequences,
         double(p.max_concurrent_sequences) / std::max(a.max_concurrent_sequences, 1),
         p.throughput_tokens_per_s / std::max(a.throughput_tokens_per_s, 1e-12));
-  if (!sim)
+  if (!sim && c.runs.size() > 1)
     std::printf("each request's tokens under every allocator: %s\n",
                 c.same_tokens ? "identical (paging moves the keys, never changes them)"
                               : "DIFFERENT (paged attention is broken!)");
-  if (!o.plot.empty()) std::printf("plot written to %s\n", o.plot.c_str());
 }
 
 // Memory over time for every run, and the block tables at the peak of a paged one.
@@ -71,9 +71,21 @@ void save_plot(const std::string& path, const AllocatorComparison& c, const std:
   save_stacked(path, plots);
 }
 
+// The flags that apply only in some modes (refuse_inapplicable_flags).
+void check_mode_flags(const CLI::App& app, const Options& o) {
+  const std::string allocator = "--allocator " + o.allocator;
+  refuse_inapplicable_flags(
+      app, {{"--block-size", o.allocator != "contiguous", "with --allocator paged or both",
+             allocator},
+            {"--reserve", o.allocator != "paged", "with --allocator contiguous or both", allocator},
+            {"--swap-memory", o.preempt == "swap", "with --preempt swap", "--preempt " + o.preempt},
+            {"--sweep-block-size", !o.gen.json, "to the text report", "--json"}});
+}
+
 int run(const Options& o) {
   const GenerationFlags& f = o.gen;
   if (!f.dump_logits.empty()) throw Error("--dump-logits does not apply to this chapter");
+  if (!o.plot.empty()) require_writable_output(o.plot, "--plot");
   const bool sim = sim_clock(o.serving);
   const LoadedModel m = sim ? load_model_or_tokenizer(f) : load_model(f);  // sim needs no weights
   std::vector<Allocator> allocators = {Allocator::contiguous, Allocator::paged};
@@ -101,6 +113,20 @@ int run(const Options& o) {
   memory.swap_bytes = preempt == Preempt::swap ? std::size_t(o.swap_memory_mib * kMiB) : 0;
   SchedulerConfig sc = scheduler_config(o.serving, Policy::continuous);
   sc.preempt = preempt;
+  if (o.n > sc.max_seqs)  // a request's branches run side by side, each in a slot
+    throw Error(fmt::format("--n {0}: each request needs {0} batch slots at once, more than "
+                            "--max-seqs {1}",
+                            o.n, sc.max_seqs));
+  // Everything that could stop the run is checked before its header: every prompt against the
+  // context, the memory against the machine (real clock), every request against the budget
+  // under each allocator's rule.
+  check_workload_lengths(w, o.serving, *m.tokenizer, config);
+  require_kv_budget(memory.budget_bytes, sim ? &*engine.sim : nullptr, "--kv-memory");
+  for (Allocator a : allocators) {
+    MemoryConfig mem = memory;
+    mem.allocator = a;
+    check_workload_fits(requests, mem, config, kv_type, &*m.tokenizer);
+  }
 
   if (!f.json) {
     if (sim)
@@ -148,12 +174,13 @@ int run(const Options& o) {
     sweep = block_size_sweep(
         [&](const MemoryConfig& mem) { return engine.serve(requests, sc, mem); }, memory, config);
   }
-  print_result(o, c, sim);
+  print_result(c, sim);
   if (sweep) print_block_size_sweep(*sweep);
   if (sim)
     print_swap_vs_recompute(
         swap_vs_recompute_table(config, engine.sim->hardware, engine.sim->cost, 50e9),
         o.serving.config, o.serving.hardware);
+  if (!o.plot.empty()) std::printf("\nplot written to %s\n", o.plot.c_str());
   return c.same_tokens || sim ? 0 : 1;
 }
 
@@ -196,5 +223,9 @@ int main(int argc, char** argv) {
   app.add_option("--plot", o.plot, "write an SVG of KV memory over time and the block tables");
   app.add_flag("--sweep-block-size", o.sweep_block_size,
                "waste and attention time per step for block sizes 1..128");
-  return run_chapter(app, argc, argv, [&] { return run(o); });
+  return run_chapter(app, argc, argv, [&] {
+    check_serving_flags(app, o.serving);
+    check_mode_flags(app, o);
+    return run(o);
+  });
 }

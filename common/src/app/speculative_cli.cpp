@@ -7,6 +7,7 @@
 
 #include "inferlab/app/cli_checks.hpp"
 #include "inferlab/base/error.hpp"
+#include "inferlab/base/safe_files.hpp"
 #include "inferlab/model/model_files.hpp"
 
 namespace inferlab {
@@ -52,6 +53,39 @@ void add_speculative_flags(CLI::App& app, SpeculativeFlags& f) {
   set_parameter_flag("alpha", "--acceptance");
 }
 
+void check_speculative_flags(const CLI::App& app, const SpeculativeFlags& f) {
+  const bool sim = f.clock == "sim";
+  const std::string clock = "--clock " + f.clock, proposer = "--proposer " + f.choice.proposer;
+  std::vector<FlagScope> scopes;
+  for (const char* flag :
+       {"--hardware", "--sim-target", "--sim-draft", "--acceptance", "--context"})
+    scopes.push_back({flag, sim, "to --clock sim", clock});
+  for (const char* flag :
+       {"--proposer", "--draft", "--exit-layer", "--ngram", "--tree-branch", "--tree-depth", "--kv",
+        "--block-size", "--model", "--tokenizer", "--synthetic", "--prompt", "--parse-special",
+        "--no-bos", "--steps", "--device", "--threads", "--temperature", "--top-k", "--top-p",
+        "--min-p", "--repetition-penalty", "--frequency-penalty", "--presence-penalty", "--seed"})
+    scopes.push_back({flag, !sim, "to --clock real", clock});
+  const ProposerChoice& c = f.choice;
+  scopes.push_back({"--draft", c.wants("draft") || c.wants("tree"),
+                    "with --proposer draft, tree or all", proposer});
+  // The tree drafts with the early exit unless it has a draft model.
+  scopes.push_back({"--exit-layer", c.wants("early-exit") || (c.wants("tree") && f.draft.empty()),
+                    "with --proposer early-exit, tree (without --draft) or all", proposer});
+  scopes.push_back({"--ngram", c.wants("ngram"), "with --proposer ngram or all", proposer});
+  for (const char* flag : {"--tree-branch", "--tree-depth"})
+    scopes.push_back({flag, c.wants("tree"), "with --proposer tree or all", proposer});
+  scopes.push_back({"--block-size", f.kv == "paged", "with --kv paged", "--kv " + f.kv});
+  // --sweep-k and --plot run every K of k_values(); the tree's size is its branch and depth.
+  const bool sweep = c.sweep_k || !f.plot.empty(), tree_only = c.proposer == "tree";
+  scopes.push_back({"--k", !sweep && !tree_only,
+                    "to one K of a chain proposer (--sweep-k and --plot run K = 1..8)",
+                    tree_only ? proposer : c.sweep_k ? "--sweep-k" : "--plot"});
+  scopes.push_back({"--sweep-k", !tree_only, "to the chain proposers", proposer});
+  refuse_inapplicable_flags(app, scopes);
+  if (!f.plot.empty()) require_writable_output(f.plot, "--plot");
+}
+
 ProposerChoice proposer_choice(const SpeculativeFlags& f, const GenerationFlags& gen) {
   ProposerChoice choice = f.choice;
   choice.storage.device = parse_device(gen.device);
@@ -73,7 +107,7 @@ ProposerChoice proposer_choice(const SpeculativeFlags& f, const GenerationFlags&
 }
 
 std::optional<Model> load_draft(const SpeculativeFlags& f, const ProposerChoice& choice,
-                                const ModelConfig& target) {
+                                const ModelConfig& target, int steps) {
   const bool used = !f.draft.empty() && (choice.wants("draft") || choice.wants("tree"));
   check_proposer_choice(choice, target, used);
   const double nodes = tree_node_count(choice.tree_branch, choice.tree_depth);
@@ -86,6 +120,15 @@ std::optional<Model> load_draft(const SpeculativeFlags& f, const ProposerChoice&
   if (draft->config().vocab_size != target.vocab_size) {
     throw Error(fmt::format("--draft {}: its vocabulary has {} tokens but the target's has {}",
                             f.draft, draft->config().vocab_size, target.vocab_size));
+  }
+  // Past its context a draft cannot propose: the rounds there would be plain decoding while the
+  // acceptance rate still counted only the early ones.
+  if (draft->config().seq_len < steps) {
+    throw Error(fmt::format("--draft {}: its context is {} positions but this run forwards {} "
+                            "(--steps; the target's context is {}): lower --steps to {} or use "
+                            "a draft with a longer context",
+                            f.draft, draft->config().seq_len, steps, target.seq_len,
+                            draft->config().seq_len));
   }
   return draft;
 }
