@@ -334,6 +334,8 @@ mkdir -p mb_empty mb/x suite_a/draft suite_b/draft
 printf '{"schema": {"type": "integer"}, "tests": [{"data": 1, "valid": true}]}\n' > mb/x/int.json
 printf '[{"description": "d", "schema": {"type": "integer"}, "tests": [{"data": 1, "valid": true}]}]\n' > suite_a/draft/type.json
 cp suite_a/draft/type.json suite_b/draft/type.json
+mkdir -p suite_big/draft
+printf '[{"description": "%s", "schema": {"type": "integer"}, "tests": [{"data": 1, "valid": true}]}]\n' "$(head -c 3000 /dev/zero | tr '\0' a)" > suite_big/draft/type.json
 printf '[{"schema": {"type": ' > suite_bad.json
 printf '{"not": "an array"}\n' > suite_object.json
 conv_out="$(mktemp -d "${TMPDIR:-/tmp}/inferlab_hostile_out.XXXXXX")"
@@ -438,7 +440,7 @@ check reject 1 "inputs 'suite_a/draft/type.json' and 'suite_b/draft/type.json' w
 check reject 1 "--out '/dev/full' exists and is not a folder" "${conv[@]}" --out /dev/full suite_a
 check reject 1 "--out 'no_such_folder/out'.*not found" "${conv[@]}" --out no_such_folder/out suite_a
 check reject 1 "--out 'loop_a'.*symlink loop" "${conv[@]}" --out loop_a suite_a
-check reject 1 "--out .*write failed" bash -c 'ulimit -f 0; exec "$@" > /dev/null' - "${conv[@]}" --out out.d suite_a
+check reject 1 "--out .*write failed" bash -c 'ulimit -f 1; exec "$@" > /dev/null' - "${conv[@]}" --out out.d suite_big
 check ok 0 "" "${conv[@]}" --out "$conv_out/a" suite_a/draft/type.json
 [ -f "$conv_out/a/draft-type-00.json" ] || note_fail "converter: draft-type-00.json not written"
 (cd suite_a/draft && "${conv[@]}" --out "$conv_out/b" type.json > /dev/null) && [ -f "$conv_out/b/draft-type-00.json" ] || note_fail "converter: a file named without its folder is not named after it"

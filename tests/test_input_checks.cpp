@@ -181,10 +181,11 @@ TEST_CASE("a flag that does nothing in the mode chosen is refused, naming the fl
   CHECK_NOTHROW(refuse_inapplicable_flags(quiet, scopes));
 }
 
-TEST_CASE("an error message is printed as one line, control bytes escaped (a NUL ends nothing)",
+TEST_CASE("an error message is printed as one line, control bytes escaped",
           "[unit][checks]") {
-  const Error e(std::string("bad \0byte\nnext line", 19));
-  CHECK(flag_error_message(nullptr, e) == "bad \\x00byte; next line");
+  // Quoted input may hold a terminal escape sequence: it is shown, never sent to the terminal.
+  const Error e("bad \x1b[31mbyte\nnext line");
+  CHECK(flag_error_message(nullptr, e) == "bad \\x1B[31mbyte; next line");
 }
 
 TEST_CASE("allocation sizes are checked before trying, naming what and how big", "[unit][checks]") {

@@ -22,8 +22,8 @@ namespace inferlab {
 
 namespace {
 
-// A message printed as one line: newlines become "; ", and other control bytes (a NUL would
-// end the printed text there) are written as \xNN.
+// A message printed as one line: newlines become "; ", and other control bytes (a terminal
+// escape sequence quoted from an input) are written as \xNN.
 std::string one_line(std::string text) {
   while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
   std::string out;

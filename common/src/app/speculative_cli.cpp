@@ -2,6 +2,7 @@
 #include "inferlab/app/speculative_cli.hpp"
 
 #include <cstdio>
+#include <limits>
 
 #include <fmt/format.h>
 
@@ -18,9 +19,15 @@ void add_speculative_flags(CLI::App& app, SpeculativeFlags& f) {
       ->check(CLI::IsMember({"draft", "early-exit", "ngram", "tree", "all"}))
       ->capture_default_str();
   app.add_option("--draft", f.draft, "draft model (a llama2.c file with the target's vocabulary)");
-  app.add_option("--k", c.k, "tokens proposed per round")->capture_default_str();
+  // Any integer is read here; the core names the range that applies (it depends on the model).
+  constexpr int kIntMin = std::numeric_limits<int>::min();
+  constexpr int kIntMax = std::numeric_limits<int>::max();
+  app.add_option("--k", c.k, "tokens proposed per round")
+      ->check(integer_in(kIntMin, kIntMax))
+      ->capture_default_str();
   app.add_option("--exit-layer", c.exit_layer,
-                 "early exit: the draft is the target's first N layers (default: half)");
+                 "early exit: the draft is the target's first N layers (default: half)")
+      ->check(integer_in(kIntMin, kIntMax));
   app.add_option("--ngram", c.max_n, "n-gram lookup: longest suffix to match")
       ->check(integer_in(1, 1 << 20))
       ->capture_default_str();
@@ -48,7 +55,10 @@ void add_speculative_flags(CLI::App& app, SpeculativeFlags& f) {
   app.add_option("--sim-target", f.sim_target, "sim: the target's shape")->capture_default_str();
   app.add_option("--sim-draft", f.sim_draft, "sim: the draft's shape")->capture_default_str();
   app.add_option("--acceptance", f.acceptance, "sim: acceptance rate alpha")->capture_default_str();
-  app.add_option("--context", f.context, "sim: cached tokens per sequence")->capture_default_str();
+  app.add_option("--context", f.context, "sim: cached tokens per sequence")
+      ->check(integer_in(std::numeric_limits<long long>::min(),
+                         std::numeric_limits<long long>::max()))
+      ->capture_default_str();
   set_parameter_flag("max_n", "--ngram");
   set_parameter_flag("alpha", "--acceptance");
 }
