@@ -2,11 +2,13 @@
 // the JSON-Schema-Test-Suite's labels and a small validator written here for schemas), the fast
 // token masks against the brute-force oracle on every state the suite's valid instances reach,
 // the MaskBench protocol, constrained sampling, and bad input.
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <regex>
 #include <set>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "inferlab/constrain/constraint.hpp"
@@ -961,4 +963,129 @@ TEST_CASE("constrained sampling: every chapter 01 sampler setting yields valid o
     }
   }
   CHECK(ended >= 10);  // of 15 runs
+}
+
+TEST_CASE("hostile schemas and grammars: counts, huge bounds, $ref fan-out, surrogates",
+          "[unit][constrain][bad-input]") {
+  auto compile = [](const std::string& s) {
+    return PushdownParser(json_schema_grammar(Json::parse(s)));
+  };
+  CHECK_THROWS_WITH(compile(R"({"type":"string","maxLength":1.5})"),
+                    Contains("maxLength must be a non-negative integer, got 1.5"));
+  PushdownParser len = compile(R"({"type":"string","maxLength":2.0})");
+  CHECK(matches(len, "\"ab\""));
+  CHECK_FALSE(matches(len, "\"abc\""));
+  // Integer bounds beyond 64 bits are bounds, not "unsatisfiable".
+  // `head` then n copies of `fill`.
+  const auto digits = [](std::string head, std::size_t n, char fill) {
+    return head.append(n, fill);
+  };
+  PushdownParser big = compile(R"({"type":"integer","minimum":1e30,"maximum":1e31})");
+  CHECK(matches(big, digits("1", 30, '0')));
+  CHECK(matches(big, digits("5", 30, '7')));
+  CHECK(matches(big, digits("1", 31, '0')));
+  CHECK_FALSE(matches(big, digits("", 30, '9')));
+  CHECK_FALSE(matches(big, digits("1", 30, '0') + "1"));
+  PushdownParser excl =
+      compile(R"({"type":"integer","exclusiveMinimum":-1e20,"exclusiveMaximum":1e20})");
+  CHECK(matches(excl, digits("-", 20, '9')));
+  CHECK_FALSE(matches(excl, digits("-1", 20, '0')));
+  CHECK_FALSE(matches(excl, digits("1", 20, '0')));
+  // 30 definitions, each an allOf of two $refs to the next: 2^30 paths, each flattened once.
+  Json defs = Json::object();
+  for (int i = 0; i < 30; ++i) {
+    const std::string next = fmt::format("#/$defs/d{}", i + 1);
+    defs[fmt::format("d{}", i)] = Json{{"allOf", {{{"$ref", next}}, {{"$ref", next}}}}};
+  }
+  defs["d30"] = Json{{"type", "integer"}};
+  const auto t0 = std::chrono::steady_clock::now();
+  PushdownParser chain = compile(Json{{"$defs", defs}, {"$ref", "#/$defs/d0"}}.dump());
+  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(5));
+  CHECK(matches(chain, "12"));
+  CHECK_FALSE(matches(chain, "\"x\""));
+  // The compile budget stops what memoising cannot shrink.
+  JsonSchemaLimits small;
+  small.max_subschemas = 20;
+  CHECK_THROWS_WITH(json_schema_grammar(Json{{"$defs", defs}, {"$ref", "#/$defs/d0"}}, small),
+                    Contains("visits more than 20 subschemas"));
+  // The JSON Schema entry point parses with the checked parser: deep nesting, a NUL byte.
+  using namespace std::string_literals;
+  CHECK_THROWS_WITH(compile_constraint(ConstraintKind::json_schema, "{}\0"s, "s.json"),
+                    Contains("s.json: a NUL byte at byte 2"));
+  CHECK_THROWS_WITH(compile_constraint(ConstraintKind::json_schema,
+                                       "{\"const\": " + std::string(100000, '[') + "}", "s.json"),
+                    Contains("s.json: arrays and objects nested deeper than the limit of 512"));
+  // GBNF: a surrogate is no character; bytes that are not UTF-8 are named as such.
+  CHECK_THROWS_WITH(parse_gbnf("root ::= \"\\uD800\"", "g.gbnf"),
+                    Contains("g.gbnf:1:11: \\uD800 is a UTF-16 surrogate"));
+  CHECK_THROWS_WITH(parse_gbnf("root ::= \"a\xff\"\n", "g.gbnf"), Contains("invalid UTF-8"));
+  // Regex: \x{...} as PCRE writes it (the uri format uses \x{10FFFF}).
+  PushdownParser hex(regex_grammar("\\x{41}\\x{10FFFF}"));
+  CHECK(matches(hex, "A\xf4\x8f\xbf\xbf"));
+  CHECK_THROWS_WITH(regex_grammar("\\x{}"), Contains("bad \\x{...} escape"));
+}
+
+TEST_CASE("JSON Schema: unknown keywords are annotations everywhere", "[unit][constrain]") {
+  auto compile = [](const std::string& s) {
+    return PushdownParser(json_schema_grammar(Json::parse(s)));
+  };
+  PushdownParser e = compile(R"({"enum":["a","b"],"readonly":true,"x-order":3,"enumNames":["A"]})");
+  CHECK(matches(e, "\"a\""));
+  CHECK_FALSE(matches(e, "\"c\""));
+  PushdownParser m = compile(R"({"$defs":{"t":{"type":"string","example":"x","_id":1}},
+      "allOf":[{"$ref":"#/$defs/t"},{"type":"string","example":"y","_id":2,"title":"T"}]})");
+  CHECK(matches(m, "\"q\""));
+  CHECK_FALSE(matches(m, "1"));
+}
+
+TEST_CASE("MaskBench runner: malformed tests are file errors, folders listed once",
+          "[unit][constrain][maskbench][bad-input]") {
+  const Tokenizer tok = Tokenizer::load(test::model_file("tok512.bin"), 512);
+  const MaskBenchVocab vocab(tok);
+  const Json schema = Json{{"type", "integer"}};
+  for (const Json& tests :
+       {Json::array({Json{{"data", 1}}}), Json::array({Json{{"valid", true}}}),
+        Json::array({Json{{"valid", "yes"}, {"data", 1}}}), Json::array({Json(3)})}) {
+    const MaskBenchResult r =
+        run_maskbench(Json{{"schema", schema}, {"tests", tests}}, "f", vocab, 5);
+    INFO(tests.dump());
+    CHECK_FALSE(r.file_error.empty());
+    CHECK(r.compile_error.empty());
+    CHECK(r.crash.empty());
+    CHECK_FALSE(r.invalid_accepted);
+    const Json s = maskbench_summary({r})["summary"];
+    CHECK(s["file_errors"] == 1);
+    CHECK(s["passing"] == 0);
+    CHECK(s["compile_errors"] == 0);
+    CHECK(s["crashes"] == 0);
+  }
+  // Both kinds of wrong test are reported, with their descriptions.
+  const Json file =
+      Json{{"schema", schema},
+           {"tests", Json::array({Json{{"description", "one"}, {"valid", false}, {"data", 1}},
+                                  Json{{"description", "two"}, {"valid", true}, {"data", "x"}}})}};
+  const MaskBenchResult r = run_maskbench(file, "f", vocab, 5);
+  CHECK(r.invalid_accepted_tests == std::vector<std::string>{"one"});
+  CHECK(r.valid_rejected_tests == std::vector<std::string>{"two"});
+  const Json rec = r.to_json();
+  CHECK(rec["invalid_accepted"] == Json::array({"one"}));
+  CHECK(rec["valid_rejected"] == Json::array({"two"}));
+  const Json s = maskbench_summary({r})["summary"];
+  CHECK(s["invalid_accepted"] == 1);
+  CHECK(s["valid_rejected"] == 1);
+  CHECK(s["validation_errors"] == 1);
+  // Folders: an empty one is an error; a file reached twice runs once.
+  const auto dir = std::filesystem::temp_directory_path() / "inferlab_maskbench_list";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir / "empty");
+  CHECK_THROWS_WITH(list_json_files({(dir / "empty").string()}), Contains("holds no *.json file"));
+  std::ofstream(dir / "a.json") << file.dump();
+  const auto files = list_json_files({dir.string(), dir.string(), (dir / "a.json").string()});
+  CHECK(files.size() == 1);
+  // A file that is not JSON, or nests too deep, is a file error naming it.
+  std::ofstream(dir / "b.json") << std::string(100000, '[');
+  const MaskBenchResult deep = run_maskbench_isolated((dir / "b.json").string(), vocab, 5);
+  CHECK_THAT(deep.file_error, Contains("b.json"));
+  CHECK_THAT(deep.file_error, Contains("limit of 512 levels"));
+  std::filesystem::remove_all(dir);
 }

@@ -106,7 +106,8 @@ int run_maskbench(const Options& o) {
       std::cout << r.to_json().dump() << '\n' << std::flush;
     } else {
       std::printf("%-50s %s\n", r.id.c_str(),
-                  !r.crash.empty()           ? ("CRASH " + r.crash).c_str()
+                  !r.file_error.empty()      ? ("file error: " + r.file_error).c_str()
+                  : !r.crash.empty()         ? ("CRASH " + r.crash).c_str()
                   : !r.compile_error.empty() ? ("compile error: " + r.compile_error).c_str()
                   : !r.validation_error.empty()
                       ? ("validation error: " + r.validation_error).c_str()

@@ -12,6 +12,7 @@
 #include "inferlab/constrain/json_schema.hpp"
 #include "inferlab/constrain/regex.hpp"
 #include "inferlab/base/error.hpp"
+#include "inferlab/base/json_input.hpp"
 #include "inferlab/runtime/forward.hpp"
 #include "inferlab/runtime/kv_cache.hpp"
 
@@ -31,12 +32,7 @@ Grammar compile_constraint(ConstraintKind kind, const std::string& text, const s
     case ConstraintKind::json_mode:
       return json_mode_grammar(limits);
     case ConstraintKind::json_schema: {
-      nlohmann::ordered_json schema;
-      try {
-        schema = nlohmann::ordered_json::parse(text);
-      } catch (const std::exception& e) {
-        throw Error(fmt::format("{}: not valid JSON: {}", source, e.what()));
-      }
+      const nlohmann::ordered_json schema = parse_json_input(text, source);
       try {
         return json_schema_grammar(schema, limits);
       } catch (const Error& e) {

@@ -266,7 +266,14 @@ class GbnfParser {
         ++pos_;
         break;
       }
-      append_utf8(bytes, read_char());
+      const std::size_t char_at = pos_;
+      const std::uint32_t cp = read_char();
+      if (cp >= 0xD800 && cp <= 0xDFFF) {
+        fail(char_at, fmt::format("\\u{:04X} is a UTF-16 surrogate, not a character (UTF-8 "
+                                  "cannot encode it)",
+                                  cp));
+      }
+      append_utf8(bytes, cp);
     }
     return g_.literal(bytes);
   }

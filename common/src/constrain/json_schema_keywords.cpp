@@ -14,12 +14,24 @@ using Json = nlohmann::ordered_json;
 
 namespace {
 
-// Keywords that never change which instances are valid.
-const std::set<std::string> kAnnotations = {
-    "$schema",  "$id",         "$comment",         "$anchor",         "$vocabulary",
-    "title",    "description", "default",          "examples",        "deprecated",
-    "readOnly", "writeOnly",   "contentMediaType", "contentEncoding", "contentSchema",
-    "$defs",    "definitions"};
+// Keywords that can change which instances are valid (assertions and applicators, and those
+// that change how $ref resolves). Every other keyword, known (title, $defs, readOnly, ...) or
+// not (x-..., enumNames, _id, ...), is an annotation: ignored wherever it stands.
+// clang-format off
+const std::set<std::string> kConstraining = {
+    "type",          "enum",             "const",            "properties",
+    "required",      "additionalProperties", "patternProperties", "propertyNames",
+    "minProperties", "maxProperties",    "dependentRequired", "dependencies",
+    "dependentSchemas", "items",         "prefixItems",      "additionalItems",
+    "contains",      "minContains",      "maxContains",      "minItems",
+    "maxItems",      "uniqueItems",      "minLength",        "maxLength",
+    "pattern",       "format",           "minimum",          "maximum",
+    "exclusiveMinimum", "exclusiveMaximum", "multipleOf",    "allOf",
+    "anyOf",         "oneOf",            "not",              "if",
+    "then",          "else",             "$ref",             "$dynamicRef",
+    "$dynamicAnchor", "$recursiveRef",   "$recursiveAnchor", "unevaluatedProperties",
+    "unevaluatedItems"};
+// clang-format on
 // Keywords we know and cannot honour in general: a compile error names them.
 const std::set<std::string> kUnsupported = {"patternProperties",
                                             "propertyNames",
@@ -42,7 +54,7 @@ const std::vector<std::string> kAllTypes = {"null",  "boolean", "object",
 
 const std::vector<std::string>& all_types() { return kAllTypes; }
 
-bool is_annotation(const std::string& k) { return kAnnotations.count(k) > 0; }
+bool is_annotation(const std::string& k) { return kConstraining.count(k) == 0; }
 
 void unsupported(const std::string& kw, const std::string& why) {
   throw Error(

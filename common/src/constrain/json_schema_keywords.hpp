@@ -17,7 +17,8 @@ namespace inferlab::schema_keywords {
 /// @brief The six JSON types ("integer" is a subset of "number").
 const std::vector<std::string>& all_types();
 
-/// @brief True for a keyword that never changes which instances are valid (title, $defs...).
+/// @brief True for a keyword that never changes which instances are valid: any keyword but
+/// the assertions and applicators (title, $defs, readOnly, x-..., any unknown name).
 bool is_annotation(const std::string& keyword);
 
 /// @brief True when @p schema is an object of annotations and of keywords in @p except only.

@@ -80,8 +80,9 @@ nlohmann::json canonical(const Json& v) {
 
 std::optional<long> count_kw(const Json& s, const char* k) {
   if (!s.contains(k)) return std::nullopt;
-  if (!s[k].is_number() || s[k].get<double>() < 0)
-    throw Error(fmt::format("{} must be a non-negative number", k));
+  if (!s[k].is_number() || s[k].get<double>() < 0 ||
+      std::floor(s[k].get<double>()) != s[k].get<double>())
+    throw Error(fmt::format("{} must be a non-negative integer, got {}", k, s[k].dump()));
   return static_cast<long>(std::min(s[k].get<double>(), 1e9));
 }
 
@@ -140,6 +141,20 @@ class SchemaParser {
   JsonSchemaSpecs out_;
   std::deque<Json> owned_;                // rewritten schemas (stable addresses)
   std::map<const Json*, int> shared_of_;  // subschema -> its index in out_.shared
+  // $ref target (inside root_) -> its flattened form: a target reached through many paths
+  // (an allOf of two $refs to the same definition, thirty levels deep) is flattened once.
+  std::map<const Json*, Json> flat_of_;
+  long visits_ = 0;  // subschemas flattened or parsed so far, against limits_.max_subschemas
+
+  // Counts one more subschema visited; past the budget the compile stops.
+  void count_visit() {
+    if (++visits_ > limits_.max_subschemas) {
+      throw Error(
+          fmt::format("schema too large: compiling it visits more than {} subschemas "
+                      "($ref and allOf expanded)",
+                      limits_.max_subschemas));
+    }
+  }
 
   SpecId add(SchemaSpec spec) {
     out_.specs.push_back(std::move(spec));
@@ -188,6 +203,7 @@ class SchemaParser {
       throw Error(fmt::format("schema nested (or $ref expanded inside allOf) deeper than {} levels",
                               limits_.max_depth));
     }
+    count_visit();
     if (s.is_boolean()) return s;
     if (!s.is_object()) throw Error("a schema must be an object or a boolean");
     Json out = Json::object();
@@ -204,7 +220,7 @@ class SchemaParser {
     }
     if (s.contains("$ref")) {
       if (!s["$ref"].is_string()) throw Error("$ref must be a string");
-      out = merge(flatten(resolve(s["$ref"].get<std::string>()), depth + 1), out);
+      out = merge(flatten_target(resolve(s["$ref"].get<std::string>()), depth + 1), out);
     }
     if (s.contains("allOf")) {
       if (!s["allOf"].is_array() || s["allOf"].empty())
@@ -212,6 +228,13 @@ class SchemaParser {
       for (const Json& sub : s["allOf"]) out = merge(out, flatten(sub, depth + 1));
     }
     return out;
+  }
+
+  // flatten() of a $ref target, computed once per target.
+  const Json& flatten_target(const Json& target, int depth) {
+    if (const auto it = flat_of_.find(&target); it != flat_of_.end()) return it->second;
+    Json flat = flatten(target, depth);
+    return flat_of_.emplace(&target, std::move(flat)).first->second;
   }
 
   // ---- schemas -----------------------------------------------------------------------------
@@ -232,6 +255,7 @@ class SchemaParser {
   SpecId parse(const Json& s, int depth) {
     if (depth > limits_.max_depth)
       throw Error(fmt::format("schema nested deeper than {} levels", limits_.max_depth));
+    count_visit();
     if (s.is_boolean()) return s.get<bool>() ? add(AnySpec{}) : add(NothingSpec{});
     if (!s.is_object()) throw Error("a schema must be an object or a boolean");
     if ((s.contains("unevaluatedProperties") || s.contains("unevaluatedItems")) &&
@@ -440,19 +464,23 @@ class SchemaParser {
       spec.multiple_of = static_cast<int>(*mult);
       return add(spec);
     }
-    // Integer bounds: [ceil(lo), floor(hi)], exclusive bounds moved in by one.
-    constexpr double kLimit = 9e18;
+    // Integer bounds: [ceil(lo), floor(hi)], exclusive bounds moved in by one, in decimal
+    // digits of any length (a bound such as 1e30 is an integer beyond 64 bits).
     spec.bounded = true;
     if (lo) {
-      if (*lo > kLimit) return add(NothingSpec{});
-      if (*lo >= -kLimit)
-        spec.range.min = static_cast<std::int64_t>(lo_excl ? std::floor(*lo) + 1 : std::ceil(*lo));
+      if (!std::isfinite(*lo)) throw Error("minimum must be a finite number");
+      const double c = std::ceil(*lo);
+      spec.range.min = DecimalInteger::from_double(c);
+      if (lo_excl && c == *lo) spec.range.min = spec.range.min->plus(1);
     }
     if (hi) {
-      if (*hi < -kLimit) return add(NothingSpec{});
-      if (*hi <= kLimit)
-        spec.range.max = static_cast<std::int64_t>(hi_excl ? std::ceil(*hi) - 1 : std::floor(*hi));
+      if (!std::isfinite(*hi)) throw Error("maximum must be a finite number");
+      const double f = std::floor(*hi);
+      spec.range.max = DecimalInteger::from_double(f);
+      if (hi_excl && f == *hi) spec.range.max = spec.range.max->plus(-1);
     }
+    if (spec.range.min && spec.range.max && *spec.range.max < *spec.range.min)
+      return add(NothingSpec{});
     return add(spec);
   }
 

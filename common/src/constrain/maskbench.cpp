@@ -10,14 +10,15 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
+#include <set>
 
 #include <fmt/format.h>
 
+#include "inferlab/base/error.hpp"
+#include "inferlab/base/json_input.hpp"
+#include "inferlab/base/safe_files.hpp"
 #include "inferlab/constrain/json_schema.hpp"
 #include "inferlab/constrain/parser.hpp"
-#include "inferlab/base/error.hpp"
 
 namespace inferlab {
 
@@ -39,6 +40,28 @@ double clock_us(bool cpu) {
              std::chrono::steady_clock::now().time_since_epoch())
       .count();
 }
+
+// The largest MaskBench file read (the development sample's largest is under 2 MB).
+constexpr std::size_t kMaxMaskBenchFileBytes = std::size_t{64} << 20;
+
+// Why `file` is not a MaskBench file (empty when it is one): the schema and a list of tests,
+// each an object with a boolean "valid" and a "data" (and a string "description", if any).
+std::string maskbench_file_problem(const Json& file) {
+  if (!file.is_object() || !file.contains("schema") || !file.contains("tests") ||
+      !file["tests"].is_array()) {
+    return "not a MaskBench file (needs \"schema\" and \"tests\", an array)";
+  }
+  for (std::size_t i = 0; i < file["tests"].size(); ++i) {
+    const Json& t = file["tests"][i];
+    if (!t.is_object()) return fmt::format("test {} is not an object", i);
+    if (!t.contains("valid") || !t["valid"].is_boolean())
+      return fmt::format("test {} has no boolean \"valid\"", i);
+    if (!t.contains("data")) return fmt::format("test {} has no \"data\"", i);
+    if (t.contains("description") && !t["description"].is_string())
+      return fmt::format("test {}'s \"description\" is not a string", i);
+  }
+  return "";
+}
 }  // namespace
 
 MaskBenchVocab::MaskBenchVocab(const Tokenizer& tok)
@@ -50,8 +73,11 @@ MaskBenchVocab::MaskBenchVocab(const Tokenizer& tok)
 Json MaskBenchResult::to_json() const {
   Json j;
   j["id"] = id;
+  if (!file_error.empty()) j["file_error"] = file_error;
   if (!compile_error.empty()) j["compile_error"] = compile_error;
   if (!validation_error.empty()) j["validation_error"] = validation_error;
+  if (!invalid_accepted_tests.empty()) j["invalid_accepted"] = invalid_accepted_tests;
+  if (!valid_rejected_tests.empty()) j["valid_rejected"] = valid_rejected_tests;
   if (!crash.empty()) j["crash"] = crash;
   j["num_valid_tests"] = num_valid_tests;
   j["num_invalid_tests"] = num_invalid_tests;
@@ -71,13 +97,10 @@ MaskBenchResult run_maskbench(const Json& file, const std::string& id, const Mas
                               double time_limit_s, bool cpu_clock) {
   MaskBenchResult r;
   r.id = id;
-  if (!file.is_object() || !file.contains("schema") || !file.contains("tests") ||
-      !file["tests"].is_array()) {
-    r.compile_error = "not a MaskBench file (needs \"schema\" and \"tests\")";
-    return r;
-  }
+  r.file_error = maskbench_file_problem(file);
+  if (!r.file_error.empty()) return r;
   for (const auto& t : file["tests"]) {
-    if (t.value("valid", false))
+    if (t["valid"].get<bool>())
       ++r.num_valid_tests;
     else
       ++r.num_invalid_tests;
@@ -87,10 +110,8 @@ MaskBenchResult run_maskbench(const Json& file, const std::string& id, const Mas
   std::unique_ptr<PushdownParser> parser;
   std::unique_ptr<MaskComputer> masks;
   try {
-    // The protocol checks the specification's semantics, where `format` is an annotation.
-    JsonSchemaLimits limits;
-    limits.format_assertion = false;
-    const Grammar g = json_schema_grammar(file["schema"], limits);
+    // MaskBench's labels assert `format` (as llguidance does): the default limits.
+    const Grammar g = json_schema_grammar(file["schema"]);
     parser = std::make_unique<PushdownParser>(g);
     masks = std::make_unique<MaskComputer>(*parser, vocab.trie, vocab.token_bytes, kEosToken);
     masks->mask(parser->initial_state());
@@ -102,7 +123,7 @@ MaskBenchResult run_maskbench(const Json& file, const std::string& id, const Mas
   const double limit_us = time_limit_s * 1e6;
   std::size_t index = 0;
   for (const auto& t : file["tests"]) {
-    const bool valid = t.value("valid", false);
+    const bool valid = t["valid"].get<bool>();
     const std::string name = t.contains("description") ? t["description"].get<std::string>()
                                                        : fmt::format("test {}", index);
     ++index;
@@ -134,10 +155,13 @@ MaskBenchResult run_maskbench(const Json& file, const std::string& id, const Mas
       r.crash = fmt::format("error in test '{}': {}", name, e.what());
       return r;
     }
-    if (accepted != valid && r.validation_error.empty()) {
-      r.validation_error = fmt::format("{} test '{}' was {}", valid ? "valid" : "invalid", name,
-                                       accepted ? "accepted" : "rejected");
-      r.invalid_accepted = !valid;
+    if (accepted != valid) {
+      if (r.validation_error.empty()) {
+        r.validation_error = fmt::format("{} test '{}' was {}", valid ? "valid" : "invalid", name,
+                                         accepted ? "accepted" : "rejected");
+      }
+      (valid ? r.valid_rejected_tests : r.invalid_accepted_tests).push_back(name);
+      (valid ? r.valid_rejected : r.invalid_accepted) = true;
     }
   }
   return r;
@@ -149,18 +173,12 @@ MaskBenchResult run_maskbench_isolated(const std::string& path, const MaskBenchV
   MaskBenchResult r;
   r.id = id;
   Json file;
-  {
-    std::ifstream in(path);
-    if (!in) {
-      r.compile_error = fmt::format("cannot read '{}'", path);
-      return r;
-    }
-    try {
-      file = Json::parse(in);
-    } catch (const std::exception& e) {
-      r.compile_error = fmt::format("'{}' is not valid JSON: {}", path, e.what());
-      return r;
-    }
+  try {
+    file = parse_json_input(read_regular_file(path, "MaskBench file", kMaxMaskBenchFileBytes),
+                            fmt::format("MaskBench file '{}'", path));
+  } catch (const Error& e) {
+    r.file_error = e.what();
+    return r;
   }
   int fds[2];
   if (pipe(fds) != 0) return run_maskbench(file, id, vocab, time_limit_s, cpu_clock);
@@ -181,7 +199,6 @@ MaskBenchResult run_maskbench_isolated(const std::string& path, const MaskBenchV
     Json j = c.to_json();
     j["masks"] = c.masks_us;
     j["first_masks"] = c.first_masks_us;
-    j["invalid_accepted"] = c.invalid_accepted;
     const std::string s = j.dump();
     std::size_t off = 0;
     while (off < s.size()) {
@@ -224,6 +241,7 @@ MaskBenchResult run_maskbench_isolated(const std::string& path, const MaskBenchV
   }
   try {
     const Json j = Json::parse(data);
+    r.file_error = j.value("file_error", "");
     r.compile_error = j.value("compile_error", "");
     r.validation_error = j.value("validation_error", "");
     r.crash = j.value("crash", "");
@@ -233,7 +251,10 @@ MaskBenchResult run_maskbench_isolated(const std::string& path, const MaskBenchV
     r.masks_us = j["masks"].get<std::vector<double>>();
     r.first_masks_us = j["first_masks"].get<std::vector<double>>();
     r.num_tokens = j["num_tokens"];
-    r.invalid_accepted = j["invalid_accepted"];
+    r.invalid_accepted_tests = j.value("invalid_accepted", std::vector<std::string>{});
+    r.valid_rejected_tests = j.value("valid_rejected", std::vector<std::string>{});
+    r.invalid_accepted = !r.invalid_accepted_tests.empty();
+    r.valid_rejected = !r.valid_rejected_tests.empty();
   } catch (const std::exception&) {
     r.crash = WIFSIGNALED(status)
                   ? fmt::format("crashed with signal {}", WTERMSIG(status))
@@ -244,9 +265,12 @@ MaskBenchResult run_maskbench_isolated(const std::string& path, const MaskBenchV
 
 Json maskbench_summary(const std::vector<MaskBenchResult>& results) {
   std::vector<double> masks, first, ttfm;
-  int passing = 0, compile_errors = 0, validation_errors = 0, crashes = 0, invalid_accepted = 0;
+  int passing = 0, compile_errors = 0, validation_errors = 0, crashes = 0, invalid_accepted = 0,
+      valid_rejected = 0, file_errors = 0;
   for (const auto& r : results) {
-    if (!r.crash.empty())
+    if (!r.file_error.empty())
+      ++file_errors;
+    else if (!r.crash.empty())
       ++crashes;
     else if (!r.compile_error.empty())
       ++compile_errors;
@@ -255,9 +279,11 @@ Json maskbench_summary(const std::vector<MaskBenchResult>& results) {
     else
       ++passing;
     if (r.invalid_accepted) ++invalid_accepted;
+    if (r.valid_rejected) ++valid_rejected;
     masks.insert(masks.end(), r.masks_us.begin(), r.masks_us.end());
     first.insert(first.end(), r.first_masks_us.begin(), r.first_masks_us.end());
-    if (r.compile_error.empty() && r.crash.empty()) ttfm.push_back(r.ttfm_us);
+    if (r.file_error.empty() && r.compile_error.empty() && r.crash.empty())
+      ttfm.push_back(r.ttfm_us);
   }
   auto pct = [](std::vector<double> v, double q) {
     if (v.empty()) return 0.0;
@@ -272,6 +298,8 @@ Json maskbench_summary(const std::vector<MaskBenchResult>& results) {
   s["compile_errors"] = compile_errors;
   s["validation_errors"] = validation_errors;
   s["invalid_accepted"] = invalid_accepted;
+  s["valid_rejected"] = valid_rejected;
+  s["file_errors"] = file_errors;
   s["crashes"] = crashes;
   s["mask_us_p50"] = pct(masks, 0.5);
   s["mask_us_p99"] = pct(masks, 0.99);
@@ -304,17 +332,27 @@ std::vector<Json> maskbench_from_test_suite(const Json& suite) {
 
 std::vector<std::string> list_json_files(const std::vector<std::string>& paths) {
   std::vector<std::string> out;
+  std::set<std::filesystem::path> seen;  // canonical paths: a file named twice runs once
+  auto add = [&](const std::filesystem::path& f) {
+    std::error_code ec;
+    const auto canonical = std::filesystem::weakly_canonical(f, ec);
+    if (seen.insert(ec ? f : canonical).second) out.push_back(f.string());
+  };
   for (const auto& p : paths) {
-    if (std::filesystem::is_directory(p)) {
+    std::error_code ec;
+    if (std::filesystem::is_directory(p, ec)) {
       std::vector<std::string> found;
-      for (const auto& e : std::filesystem::recursive_directory_iterator(p)) {
+      for (const auto& e : std::filesystem::recursive_directory_iterator(p, ec)) {
         if (e.is_regular_file() && e.path().extension() == ".json")
           found.push_back(e.path().string());
       }
+      if (ec) throw ParameterError("maskbench", fmt::format("'{}': {}", p, ec.message()));
+      if (found.empty())
+        throw ParameterError("maskbench", fmt::format("'{}': the folder holds no *.json file", p));
       std::sort(found.begin(), found.end());
-      out.insert(out.end(), found.begin(), found.end());
-    } else if (std::filesystem::exists(p)) {
-      out.push_back(p);
+      for (const auto& f : found) add(f);
+    } else if (std::filesystem::exists(p, ec)) {
+      add(p);
     } else {
       throw ParameterError("maskbench", fmt::format("'{}' does not exist", p));
     }

@@ -42,26 +42,51 @@ int same_length_range(Grammar& g, const std::string& a, const std::string& b) {
   return g.alt(std::move(alts));
 }
 
-// Naturals in [a, b] (b empty: unbounded), written without leading zeros: one
+// Compares two naturals written without leading zeros.
+bool natural_less(const std::string& a, const std::string& b) {
+  return a.size() != b.size() ? a.size() < b.size() : a < b;
+}
+
+// Naturals in [a, b] (b empty: unbounded), as decimal digits without leading zeros: one
 // same_length_range per number of digits.
-int natural_range(Grammar& g, std::uint64_t a, std::optional<std::uint64_t> b) {
-  if (b && *b < a) return g.alt({});
-  const std::string as = std::to_string(a);
-  const std::size_t max_len = b ? std::to_string(*b).size() : as.size();
+int natural_range(Grammar& g, const std::string& a, const std::optional<std::string>& b) {
+  if (b && natural_less(*b, a)) return g.alt({});
+  const std::size_t max_len = b ? b->size() : a.size();
   std::vector<int> alts;
-  for (std::size_t len = as.size(); len <= max_len; ++len) {
-    std::uint64_t lo = len == 1 ? 0 : 1;
-    for (std::size_t i = 1; i < len; ++i) lo *= 10;
-    std::uint64_t hi = lo == 0 ? 9 : lo * 10 - 1;
-    lo = std::max(lo, a);
-    if (b) hi = std::min(hi, *b);
-    if (lo <= hi) alts.push_back(same_length_range(g, std::to_string(lo), std::to_string(hi)));
+  for (std::size_t len = a.size(); len <= max_len; ++len) {
+    // The naturals of `len` digits: from 10^(len-1) (0 for one digit) to 10^len - 1.
+    std::string lo(len, '0');
+    if (len > 1) lo[0] = '1';
+    std::string hi(len, '9');
+    if (natural_less(lo, a)) lo = a;
+    if (b && natural_less(*b, hi)) hi = *b;
+    if (!natural_less(hi, lo)) alts.push_back(same_length_range(g, lo, hi));
   }
   if (!b) {  // every number with more digits than a is larger
     alts.push_back(g.seq({g.byte_range('1', '9'),
-                          g.repeat(g.byte_range('0', '9'), static_cast<int>(as.size()), -1)}));
+                          g.repeat(g.byte_range('0', '9'), static_cast<int>(a.size()), -1)}));
   }
   return g.alt(std::move(alts));
+}
+
+// A natural's digits plus one ("99" -> "100").
+std::string natural_increment(const std::string& s) {
+  std::string out = s;
+  std::size_t i = out.size();
+  while (i > 0 && out[i - 1] == '9') out[--i] = '0';
+  if (i == 0) return std::string(1, '1').append(out);
+  ++out[i - 1];
+  return out;
+}
+
+// A positive natural's digits minus one ("100" -> "99").
+std::string natural_decrement(const std::string& s) {
+  std::string out = s;
+  std::size_t i = out.size();
+  while (out[i - 1] == '0') out[--i] = '9';
+  --out[i - 1];
+  const bool leading_zero = out.size() > 1 && out[0] == '0';
+  return leading_zero ? out.substr(1) : out;
 }
 
 // Fraction digits s (the x in "I.x"; empty when there is no fraction) whose value 0.s lies
@@ -146,8 +171,9 @@ int magnitude_range(Grammar& g, const MagnitudeRange& r) {
   // li < I < max.whole: any fraction.
   if (!r.max || r.max->whole > li + 1) {
     alts.push_back(
-        g.seq({natural_range(g, li + 1,
-                             r.max ? std::optional<std::uint64_t>(r.max->whole - 1) : std::nullopt),
+        g.seq({natural_range(g, std::to_string(li + 1),
+                             r.max ? std::optional<std::string>(std::to_string(r.max->whole - 1))
+                                   : std::nullopt),
                any_frac}));
   }
   // I == max.whole: the fraction decides the upper side.
@@ -182,21 +208,68 @@ int integer_zero_fraction(Grammar& g) {
   return g.repeat(g.seq({g.literal("."), g.repeat(g.literal("0"), 1, 8)}), 0, 1);
 }
 
+DecimalInteger::DecimalInteger(std::int64_t v)
+    : negative(v < 0),
+      magnitude(v < 0 ? std::to_string(-static_cast<std::uint64_t>(v)) : std::to_string(v)) {}
+
+DecimalInteger DecimalInteger::from_double(double v) {
+  DecimalInteger d;
+  d.negative = v < 0;
+  const double m = std::abs(v);
+  if (m < 0x1p53) {
+    d.magnitude = fmt::format("{:.0f}", m);  // exact
+    return d;
+  }
+  // Beyond 2^53 the double is the nearest to what the schema wrote: take the shortest digits
+  // that read back as it (1e30, not 1000000000000000019884624838656), as written.
+  const std::string e = fmt::format("{:e}", m);  // d.ddddde+XX, up to 17 significant digits
+  std::string shortest = e;
+  for (int prec = 0; prec <= 17; ++prec) {
+    shortest = fmt::format("{:.{}e}", m, prec);
+    if (std::strtod(shortest.c_str(), nullptr) == m) break;
+  }
+  const auto epos = shortest.find('e');
+  std::string digits = shortest.substr(0, 1) + (epos > 2 ? shortest.substr(2, epos - 2) : "");
+  const int exponent = std::stoi(shortest.substr(epos + 1));
+  const int zeros = exponent - static_cast<int>(digits.size()) + 1;  // >= 0 beyond 2^53
+  d.magnitude = digits.append(static_cast<std::size_t>(std::max(zeros, 0)), '0');
+  return d;
+}
+
+DecimalInteger DecimalInteger::plus(int delta) const {
+  DecimalInteger d = *this;
+  const bool away_from_zero = (delta > 0) != negative;  // the magnitude grows
+  if (away_from_zero) {
+    d.magnitude = natural_increment(magnitude);
+  } else if (magnitude == "0") {  // 0 - 1
+    d.magnitude.assign(1, '1');
+    d.negative = true;
+  } else {
+    d.magnitude = natural_decrement(magnitude);
+    if (d.magnitude == "0") d.negative = false;
+  }
+  return d;
+}
+
+bool operator<(const DecimalInteger& a, const DecimalInteger& b) {
+  if (a.negative != b.negative) return a.negative;
+  return a.negative ? natural_less(b.magnitude, a.magnitude)
+                    : natural_less(a.magnitude, b.magnitude);
+}
+
 int integer_range(Grammar& g, const IntegerRange& range) {
   const auto& a = range.min;
   const auto& b = range.max;
   std::vector<int> alts;
-  if (!b || *b >= 0) {
-    alts.push_back(natural_range(
-        g, a ? static_cast<std::uint64_t>(std::max<std::int64_t>(*a, 0)) : 0,
-        b ? std::optional<std::uint64_t>(static_cast<std::uint64_t>(*b)) : std::nullopt));
+  if (!b || !b->negative) {
+    alts.push_back(natural_range(g, a && !a->negative ? a->magnitude : "0",
+                                 b ? std::optional<std::string>(b->magnitude) : std::nullopt));
   }
-  if (!a || *a < 0) {  // negative part: magnitudes in [max(1, -b), -a]
-    const std::uint64_t m_lo = b && *b < 0 ? static_cast<std::uint64_t>(-*b) : 1;
-    alts.push_back(g.seq({g.literal("-"), natural_range(g, m_lo,
-                                                        a ? std::optional<std::uint64_t>(
-                                                                static_cast<std::uint64_t>(-*a))
-                                                          : std::nullopt)}));
+  if (!a || a->negative) {  // negative part: magnitudes in [max(1, -b), -a]
+    const std::string m_lo = b && b->negative ? b->magnitude : "1";
+    alts.push_back(g.seq(
+        {g.literal("-"),
+         natural_range(g, m_lo, a ? std::optional<std::string>(a->magnitude) : std::nullopt)}));
   }
   return g.seq({g.alt(std::move(alts)), integer_zero_fraction(g)});
 }

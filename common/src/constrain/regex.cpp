@@ -219,8 +219,7 @@ class RegexParser {
         return '\v';
       case '0':
         return 0;
-      case 'x':
-        return read_hex(2);
+      case 'x':  // \xHH, or \x{H...} (PCRE's spelling of \u{H...})
       case 'u':
         if (!at_end() && peek() == '{') {
           ++pos_;
@@ -230,11 +229,12 @@ class RegexParser {
             v = v * 16 + read_hex(1);
             ++n;
           }
-          if (at_end() || peek() != '}' || v > kMaxCp) fail("bad \\u{...} escape");
+          if (n == 0 || at_end() || peek() != '}' || v > kMaxCp)
+            fail(fmt::format("bad \\{}{{...}} escape", c));
           ++pos_;
           return v;
         }
-        return read_hex(4);
+        return read_hex(c == 'x' ? 2 : 4);
       case 'b':
         if (in_class) return '\b';
         --pos_;

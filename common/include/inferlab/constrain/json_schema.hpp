@@ -40,6 +40,10 @@ namespace inferlab {
 struct JsonSchemaLimits {
   int max_depth = 128;           ///< nesting of subschemas (and $ref expansion inside allOf)
   int max_enum_values = 100000;  ///< values in one enum
+  /// The compile budget: subschemas visited while compiling, each $ref and allOf expansion
+  /// counted (a chain of definitions each an allOf of two $refs to the next would otherwise
+  /// double the work per level).
+  long max_subschemas = 200000;
   /// Longest run of whitespace between tokens (-1: unbounded). JSON allows any amount, but a
   /// model whose masked distribution favours spaces could then pad forever; the text starts
   /// with the value itself for the same reason.

@@ -59,7 +59,7 @@ struct StringSpec {
 /// @brief An integer: any, within a range, or a multiple of a divisor.
 struct IntegerSpec {
   bool bounded = false;  ///< true: only the integers of range
-  IntegerRange range;    ///< the bounds, when bounded (a side beyond +-9e18 is unbounded)
+  IntegerRange range;    ///< the bounds, when bounded (integers of any size)
   int multiple_of = 0;   ///< > 0: only multiples of it (never together with bounded)
 };
 

@@ -15,10 +15,28 @@
 
 namespace inferlab {
 
+/// @brief An integer of any size, as its sign and decimal digits (JSON Schema bounds such as
+/// 1e30 are integers far beyond 64 bits).
+struct DecimalInteger {
+  bool negative = false;        ///< below zero (never for zero)
+  std::string magnitude = "0";  ///< |value| in decimal, without leading zeros
+  /// @brief The integer @p v.
+  DecimalInteger(std::int64_t v);  // NOLINT(google-explicit-constructor): a literal is one
+  /// @brief The integer @p v (which must be integral and finite), digit for digit.
+  static DecimalInteger from_double(double v);
+  /// @brief This integer plus @p delta (-1 or +1).
+  DecimalInteger plus(int delta) const;
+  /// @brief Orders two integers by value.
+  friend bool operator<(const DecimalInteger& a, const DecimalInteger& b);
+
+ private:
+  DecimalInteger() = default;
+};
+
 /// @brief The integers in [min, max]; a missing side is unbounded.
 struct IntegerRange {
-  std::optional<std::int64_t> min;  ///< smallest integer, inclusive
-  std::optional<std::int64_t> max;  ///< largest integer, inclusive
+  std::optional<DecimalInteger> min;  ///< smallest integer, inclusive
+  std::optional<DecimalInteger> max;  ///< largest integer, inclusive
 };
 
 /// @brief A non-negative number as decimal digits without exponent: `whole.frac`.
