@@ -337,6 +337,8 @@ cp suite_a/draft/type.json suite_b/draft/type.json
 mkdir -p suite_big/draft
 printf '[{"description": "%s", "schema": {"type": "integer"}, "tests": [{"data": 1, "valid": true}]}]\n' "$(head -c 3000 /dev/zero | tr '\0' a)" > suite_big/draft/type.json
 printf '[{"schema": {"type": ' > suite_bad.json
+{ printf '[{"schema": {"const": '; head -c 100000 /dev/zero | tr '\0' '['; head -c 100000 /dev/zero | tr '\0' ']'; printf '}, "tests": []}]\n'; } > deep_suite.json
+{ printf '{"const": '; head -c 100000 /dev/zero | tr '\0' '['; head -c 100000 /dev/zero | tr '\0' ']'; printf '}\n'; } > deep.schema.json
 printf '{"not": "an array"}\n' > suite_object.json
 conv_out="$(mktemp -d "${TMPDIR:-/tmp}/inferlab_hostile_out.XXXXXX")"
 trap 'rm -rf "$work" "$conv_out"' EXIT
@@ -369,8 +371,7 @@ check reject 1 "--maskbench 'fifo' is a FIFO" "$ch08" --tokenizer none.bin --mas
 check reject 1 "--maskbench 'loop_a' is a symlink loop" "$ch08" --tokenizer none.bin --maskbench loop_a
 check reject 1 "--maskbench '/dev/zero' is a character device" "$ch08" --tokenizer none.bin --maskbench /dev/zero
 check reject 1 "--maskbench 'missing' not found" "$ch08" --tokenizer none.bin --maskbench missing
-check reject 1 "--maskbench: no .json file in 'mb_empty'" "$ch08" --tokenizer none.bin --maskbench mb_empty
-check reject 1 "--maskbench: 'mb/x/int.json' is named twice" "$ch08" --tokenizer none.bin --maskbench mb mb/x/int.json
+check reject 1 "--maskbench 'mb_empty': the folder holds no \*.json file" "$ch08" --tokenizer none.bin --maskbench mb_empty
 outputs q05 --plot
 outputs q06 --plot
 outputs q07 --plot
@@ -434,7 +435,10 @@ check reject 1 "input 'missing.json' not found" "${conv[@]}" --out "$conv_out/a"
 check reject 1 "input 'fifo' is a FIFO" "${conv[@]}" --out "$conv_out/a" fifo
 check reject 1 "input '/dev/zero' is a character device" "${conv[@]}" --out "$conv_out/a" /dev/zero
 check reject 1 "input 'loop_a' is a symlink loop" "${conv[@]}" --out "$conv_out/a" loop_a
-check reject 1 "input 'suite_bad.json' is not valid JSON" "${conv[@]}" --out "$conv_out/a" suite_bad.json
+check reject 1 "input 'suite_bad.json': not valid JSON" "${conv[@]}" --out "$conv_out/a" suite_bad.json
+check reject 1 "input 'deep_suite.json': arrays and objects nested deeper than the limit of 512" "${conv[@]}" --out "$conv_out/a" deep_suite.json
+check reject 1 "input 'mb_empty': the folder holds no" "${conv[@]}" --out "$conv_out/a" mb_empty
+check reject 1 "deep.schema.json: arrays and objects nested deeper than the limit of 512" "${f08[@]}" --json-schema deep.schema.json
 check reject 1 "input 'suite_object.json'.* array of groups" "${conv[@]}" --out "$conv_out/a" suite_object.json
 check reject 1 "inputs 'suite_a/draft/type.json' and 'suite_b/draft/type.json' would both write 'draft-type-00.json'" "${conv[@]}" --out "$conv_out/a" suite_a suite_b
 check reject 1 "--out '/dev/full' exists and is not a folder" "${conv[@]}" --out /dev/full suite_a

@@ -19,6 +19,7 @@
 
 #include "inferlab/app/cli_checks.hpp"
 #include "inferlab/base/error.hpp"
+#include "inferlab/base/json_input.hpp"
 #include "inferlab/base/safe_files.hpp"
 #include "inferlab/constrain/maskbench.hpp"
 
@@ -75,13 +76,10 @@ std::map<std::string, Output> convert(const std::vector<std::string>& inputs) {
   std::map<std::string, Output> out;
   for (const std::string& path : input_files(inputs)) {
     const std::string text = read_regular_file(path, "input", kMaxSuiteFileBytes);
-    nlohmann::ordered_json suite;
+    // Checked: a value nested deeper than kMaxJsonInputDepth is refused before any recursive
+    // walk (serialising the groups) could overflow the stack.
+    const nlohmann::ordered_json suite = parse_json_input(text, fmt::format("input '{}'", path));
     std::vector<nlohmann::ordered_json> files;
-    try {
-      suite = nlohmann::ordered_json::parse(text);
-    } catch (const nlohmann::json::exception& e) {
-      throw Error(fmt::format("input '{}' is not valid JSON: {}", path, json_problem(e)));
-    }
     try {
       files = maskbench_from_test_suite(suite);
     } catch (const nlohmann::json::exception& e) {
@@ -150,5 +148,6 @@ int main(int argc, char** argv) {
   app.add_option("inputs", inputs, "test-suite files or directories")->required();
   app.add_option("--out", out, "output directory (created if missing; its parent must exist)")
       ->required();
+  set_parameter_flag("maskbench", "input");  // list_json_files() names the inputs so
   return run_main(app, argc, argv, [&] { return run(inputs, out); });
 }

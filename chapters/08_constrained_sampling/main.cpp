@@ -11,7 +11,6 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
-#include <set>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -47,28 +46,17 @@ std::string read_file(const std::string& path, const char* flag) {
 }
 
 // The MaskBench files of --maskbench: each argument a folder or a regular file (never a FIFO,
-// a device or a loop), each file counted once, at least one file in all.
+// a device or a loop, which would block or be read forever), then list_json_files().
 std::vector<std::string> maskbench_files(const std::vector<std::string>& paths) {
   for (const std::string& p : paths) {
     struct stat st {};
     if (::stat(p.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) require_regular_file(p, "--maskbench");
   }
-  std::vector<std::string> files;
   try {
-    files = list_json_files(paths);
+    return list_json_files(paths);
   } catch (const std::filesystem::filesystem_error& e) {
     throw Error(fmt::format("--maskbench '{}': {}", e.path1().string(), e.code().message()));
   }
-  std::set<std::string> seen;
-  for (const std::string& file : files) {
-    const std::string key = std::filesystem::weakly_canonical(file).string();
-    if (!seen.insert(key).second)
-      throw Error(fmt::format("--maskbench: '{}' is named twice (directly or inside a folder)",
-                              file));
-  }
-  if (files.empty())
-    throw Error(fmt::format("--maskbench: no .json file in '{}'", fmt::join(paths, "', '")));
-  return files;
 }
 
 // The flags that apply only in some modes (refuse_inapplicable_flags).
