@@ -16,8 +16,11 @@ scripts/setup.sh --fuzz  # clang and libFuzzer, only for this step (a no-op when
 cmake --preset fuzz >/dev/null
 cmake --build --preset fuzz
 
-targets=(model_loader tokenizer_loader tokenizer_encode workload_reader constraint_compile gguf_reader)
-declare -A max_len=([model_loader]=4096 [tokenizer_loader]=8192 [tokenizer_encode]=4096 [workload_reader]=4096 [constraint_compile]=2048 [gguf_reader]=8192)
+targets=(model_loader tokenizer_loader tokenizer_encode workload_reader gguf_reader gbnf_compile
+         regex_compile json_schema_compile maskbench_reader)
+declare -A max_len=([model_loader]=4096 [tokenizer_loader]=8192 [tokenizer_encode]=4096
+                    [workload_reader]=4096 [gguf_reader]=8192 [gbnf_compile]=2048
+                    [regex_compile]=1024 [json_schema_compile]=2048 [maskbench_reader]=4096)
 mkdir -p build-fuzz/artifacts
 status=0
 summary=()

@@ -317,6 +317,138 @@ check reject 1 "--k 0: must be >= 1" "$ch07" --clock sim --k 0
 check reject 1 "--context -1: must be >= 0" "$ch07" --clock sim --context -1
 check ok 0 "" "$ch07" --clock sim --json
 
+# --- chapters 05-08 and the MaskBench converter (issue 29) -------------------------------------
+ch05="$bin/ch05_paged_attention"; ch08="$bin/ch08_constrained_sampling"
+conv=("$bin/inferlab_jsonschema_to_maskbench")
+chain() {  # FILE TURNS: one conversation of TURNS turns, one token and one generated each
+  local i
+  { printf '{"prompt_ids": [5], "max_tokens": 1}\n'
+    for ((i = 1; i < $2; ++i)); do printf '{"prompt_ids": [5], "max_tokens": 1, "parent": %d}\n' $((i - 1)); done
+  } > "$1"
+}
+chain chain1000.jsonl 1000
+chain chain3000.jsonl 3000
+printf 'root ::= "a" [0-9]*\n' > digits.gbnf
+printf '{"type": "integer"}\n' > int.schema.json
+mkdir -p mb_empty mb/x suite_a/draft suite_b/draft
+printf '{"schema": {"type": "integer"}, "tests": [{"data": 1, "valid": true}]}\n' > mb/x/int.json
+printf '[{"description": "d", "schema": {"type": "integer"}, "tests": [{"data": 1, "valid": true}]}]\n' > suite_a/draft/type.json
+cp suite_a/draft/type.json suite_b/draft/type.json
+mkdir -p suite_big/draft
+printf '[{"description": "%s", "schema": {"type": "integer"}, "tests": [{"data": 1, "valid": true}]}]\n' "$(head -c 3000 /dev/zero | tr '\0' a)" > suite_big/draft/type.json
+printf '[{"schema": {"type": ' > suite_bad.json
+{ printf '[{"schema": {"const": '; head -c 100000 /dev/zero | tr '\0' '['; head -c 100000 /dev/zero | tr '\0' ']'; printf '}, "tests": []}]\n'; } > deep_suite.json
+{ printf '{"const": '; head -c 100000 /dev/zero | tr '\0' '['; head -c 100000 /dev/zero | tr '\0' ']'; printf '}\n'; } > deep.schema.json
+printf '{"not": "an array"}\n' > suite_object.json
+conv_out="$(mktemp -d "${TMPDIR:-/tmp}/inferlab_hostile_out.XXXXXX")"
+trap 'rm -rf "$work" "$conv_out"' EXIT
+fixtures="$(ls -A | sort)"
+
+q05=("$ch05" --synthetic stories260K --threads 1 --requests 3 --max-seqs 2 --max-tokens 8)
+q05s=("$ch05" --clock sim --requests 20)
+q07s=("$ch07" --clock sim)
+q08=("$ch08" --synthetic stories260K --threads 1 --steps 16 --json-mode)
+numeric q05 --block-size
+numeric q05 --n
+numeric q05 --kv-memory
+q05sw=("${q05[@]}" --allocator paged --preempt swap)
+numeric q05sw --swap-memory 0
+numeric q06 --block-size
+numeric q06 --cache-memory
+numeric q07s --acceptance 0
+numeric q07s --k
+numeric q07s --context 0
+numeric q08 --max-whitespace 0 -1
+
+f05=("$ch05" --synthetic stories260K --threads 1); files f05 --workload-file
+f06=("$ch06" --synthetic stories260K --threads 1); files f06 --workload-file
+m07=("$ch07" --steps 24 --threads 1); files m07 --model
+q07d=("${q07[@]}" --proposer draft); files q07d --draft
+f08=("$ch08" --synthetic stories260K --threads 1 --steps 16); files f08 --grammar
+files f08 --json-schema
+m08=("$ch08" --steps 16 --regex a); files m08 --model
+check reject 1 "--maskbench 'fifo' is a FIFO" "$ch08" --tokenizer none.bin --maskbench fifo
+check reject 1 "--maskbench 'loop_a' is a symlink loop" "$ch08" --tokenizer none.bin --maskbench loop_a
+check reject 1 "--maskbench '/dev/zero' is a character device" "$ch08" --tokenizer none.bin --maskbench /dev/zero
+check reject 1 "--maskbench 'missing' not found" "$ch08" --tokenizer none.bin --maskbench missing
+check reject 1 "--maskbench 'mb_empty': the folder holds no \*.json file" "$ch08" --tokenizer none.bin --maskbench mb_empty
+outputs q05 --plot
+outputs q06 --plot
+outputs q07 --plot
+outputs q07s --plot
+
+# Flags that do nothing in the mode chosen: one rule, naming the flag and the mode.
+check reject 1 "--block-size applies only with --allocator paged or both, not --allocator contiguous" "${q05[@]}" --allocator contiguous --block-size 32
+check reject 1 "--reserve applies only with --allocator contiguous or both, not --allocator paged" "${q05[@]}" --allocator paged --reserve context
+check reject 1 "--swap-memory applies only with --preempt swap, not --preempt recompute" "${q05[@]}" --swap-memory 32
+check reject 1 "--hardware applies only to --clock sim, not --clock real" "${q05[@]}" --hardware a100-sxm
+check reject 1 "--config applies only to --clock sim, not --clock real" "${q05[@]}" --config llama3-70b
+check reject 1 "--sweep-block-size applies only to the text report, not --json" "${q05[@]}" --json --sweep-block-size
+check reject 2 "not expected: .*--prompt" "${q05[@]}" --prompt hi
+check reject 1 "--dump-logits does not apply" "${q05[@]}" --dump-logits x.txt
+check reject 1 "--acceptance applies only to --clock sim, not --clock real" "${q07[@]}" --acceptance 0.5
+check reject 1 "--context applies only to --clock sim, not --clock real" "${q07[@]}" --context 100
+check reject 1 "--block-size applies only with --kv paged, not --kv contiguous" "${q07[@]}" --block-size 513
+check reject 1 "--draft applies only with --proposer draft, tree or all, not --proposer ngram" "${q07[@]}" --proposer ngram --draft x.bin
+check reject 1 "--tree-branch applies only with --proposer tree or all, not --proposer ngram" "${q07[@]}" --proposer ngram --tree-branch 3
+check reject 1 "--exit-layer applies only with --proposer early-exit, tree \(without --draft\) or all, not --proposer ngram" "${q07[@]}" --proposer ngram --exit-layer 2
+check reject 1 "--ngram applies only with --proposer ngram or all, not --proposer tree" "${q07[@]}" --proposer tree --ngram 3
+check reject 1 "--model applies only to --clock real, not --clock sim" "${q07s[@]}" --model x.bin
+check reject 1 "--proposer applies only to --clock real, not --clock sim" "${q07s[@]}" --proposer ngram
+check reject 1 "--k applies only to one K of a chain proposer .*, not --sweep-k" "${q07s[@]}" --sweep-k --k 3
+check reject 2 "--dump-logits" "${q07[@]}" --dump-logits x.txt
+check reject 2 "--dump-logits" "${q08[@]}" --dump-logits x.txt
+check reject 1 "--time-limit applies only with --maskbench, not a generation" "${q08[@]}" --time-limit 5
+check reject 1 "--cpu-clock applies only with --maskbench" "${q08[@]}" --cpu-clock
+check reject 1 "--max-whitespace applies only with --json-schema or --json-mode, not --regex" "$ch08" --synthetic stories260K --regex a --max-whitespace 2
+check reject 1 "--regex applies only to a generation, not --maskbench" "$ch08" --tokenizer none.bin --maskbench mb --regex a
+check reject 1 "--max-whitespace applies only to a generation, not --maskbench" "$ch08" --tokenizer none.bin --maskbench mb --max-whitespace 2
+check reject 2 "--max-whitespace: -2 is outside" "${q08[@]}" --max-whitespace -2
+check reject 2 "--time-limit: 0 is outside" "$ch08" --tokenizer none.bin --maskbench mb --time-limit 0
+
+# Errors found before the run header: the run's numbers against the context and the memory.
+check reject 1 "--block-size 1000: block size 1000 outside \[1, context = 512\]" "${q05[@]}" --allocator paged --block-size 1000
+check reject 1 "--kv-memory too small: a KV budget of [0-9]+ bytes is less than one block" "${q05[@]}" --allocator paged --kv-memory 0.0001
+check reject 1 "--kv-memory too small: request 0 needs [0-9]+ KV positions" "${q05[@]}" --allocator contiguous --kv-memory 0.01
+check reject 1 "--kv-memory 1e\+08 MiB needs .* more than the" "${q05[@]}" --kv-memory 100000000
+check reject 1 "--cache-memory 1e\+08 MiB needs .* more than the" "${q06[@]}" --cache-memory 100000000
+check reject 1 "--n 256: each request needs 256 batch slots at once, more than --max-seqs 2" "${q05[@]}" --n 256
+check reject 1 "--kv-memory too small: request 0 needs 8192 KV positions" "${q05s[@]}" --reserve context
+check reject 1 "ids_over_context.jsonl.*(context|512)" "$ch05" --synthetic stories260K --workload-file ids_over_context.jsonl
+check reject 1 "--kv-memory too small: request 1023 \(continuing request 1022: a conversation of up to 2048 tokens\)" "$ch05" --clock sim --allocator paged --kv-memory 512 --workload-file chain3000.jsonl
+check reject 1 "--kv-memory too small: request 2047 \(continuing request 2046" "$ch06" --clock sim --workload-file chain3000.jsonl
+check ok 0 "" "$ch06" --clock sim --cache radix --json --workload-file chain1000.jsonl
+check ok 0 "" "$ch05" --clock sim --allocator paged --kv-memory 512 --json --workload-file chain1000.jsonl
+check reject 2 "--prompt-lens: length distribution 'uniform:10:5'" "${q05[@]}" --prompt-lens uniform:10:5
+check reject 2 "--output-lens: length distribution 'foo'" "${q06[@]}" --output-lens foo
+check reject 1 "--k 2147483647: a round of K \+ 1 positions" "${q07s[@]}" --k 2147483647
+check reject 1 "--k 100000: a round of K \+ 1 positions after 1024 cached ones passes the target's context of 8192" "${q07s[@]}" --k 100000
+check reject 1 "--context 2000000000: must be below the target's context of 8192" "${q07s[@]}" --context 2000000000
+check reject 1 "--grammar 'dir' is a directory" "${f08[@]}" --grammar dir
+check ok 0 "" "${f08[@]}" --grammar digits.gbnf --json
+check ok 0 "" "${f08[@]}" --json-schema int.schema.json --max-whitespace 0 --json
+
+# The converter: the project's one-line errors, no half-written or colliding outputs.
+check reject 2 "^error: .*inputs is required" "${conv[@]}" --out "$conv_out/a"
+check reject 2 "^error: .*--out is required" "${conv[@]}" suite_a
+check reject 1 "input 'missing.json' not found" "${conv[@]}" --out "$conv_out/a" missing.json
+check reject 1 "input 'fifo' is a FIFO" "${conv[@]}" --out "$conv_out/a" fifo
+check reject 1 "input '/dev/zero' is a character device" "${conv[@]}" --out "$conv_out/a" /dev/zero
+check reject 1 "input 'loop_a' is a symlink loop" "${conv[@]}" --out "$conv_out/a" loop_a
+check reject 1 "input 'suite_bad.json': not valid JSON" "${conv[@]}" --out "$conv_out/a" suite_bad.json
+check reject 1 "input 'deep_suite.json': arrays and objects nested deeper than the limit of 512" "${conv[@]}" --out "$conv_out/a" deep_suite.json
+check reject 1 "input 'mb_empty': the folder holds no" "${conv[@]}" --out "$conv_out/a" mb_empty
+check reject 1 "deep.schema.json: arrays and objects nested deeper than the limit of 512" "${f08[@]}" --json-schema deep.schema.json
+check reject 1 "input 'suite_object.json'.* array of groups" "${conv[@]}" --out "$conv_out/a" suite_object.json
+check reject 1 "inputs 'suite_a/draft/type.json' and 'suite_b/draft/type.json' would both write 'draft-type-00.json'" "${conv[@]}" --out "$conv_out/a" suite_a suite_b
+check reject 1 "--out '/dev/full' exists and is not a folder" "${conv[@]}" --out /dev/full suite_a
+check reject 1 "--out 'no_such_folder/out'.*not found" "${conv[@]}" --out no_such_folder/out suite_a
+check reject 1 "--out 'loop_a'.*symlink loop" "${conv[@]}" --out loop_a suite_a
+check reject 1 "--out .*write failed" bash -c 'ulimit -f 1; exec "$@" > /dev/null' - "${conv[@]}" --out out.d suite_big
+check ok 0 "" "${conv[@]}" --out "$conv_out/a" suite_a/draft/type.json
+[ -f "$conv_out/a/draft-type-00.json" ] || note_fail "converter: draft-type-00.json not written"
+(cd suite_a/draft && "${conv[@]}" --out "$conv_out/b" type.json > /dev/null) && [ -f "$conv_out/b/draft-type-00.json" ] || note_fail "converter: a file named without its folder is not named after it"
+
 # Allocation sizes are checked before trying (a limit on the address space makes this
 # deterministic; sanitizer builds reserve terabytes of address space, so they skip it).
 if ldd "$ch01" 2>/dev/null | grep -q libasan; then

@@ -158,6 +158,36 @@ TEST_CASE("flag validators: ranges named, NaN and infinities refused, seeds read
   CHECK(verdict(thread_count(), "0").empty());
 }
 
+TEST_CASE("a flag that does nothing in the mode chosen is refused, naming the flag and the mode",
+          "[unit][checks]") {
+  CLI::App app;
+  int block_size = 16;
+  std::string allocator = "both";
+  app.add_option("--block-size", block_size);
+  app.add_option("--allocator", allocator);
+  const char* argv[] = {"x", "--allocator", "contiguous", "--block-size", "32"};
+  app.parse(5, const_cast<char**>(argv));
+  const std::vector<FlagScope> scopes = {
+      {"--allocator", true, "always", "-"},
+      {"--block-size", allocator != "contiguous", "with --allocator paged or both",
+       "--allocator " + allocator}};
+  CHECK_THROWS_WITH(refuse_inapplicable_flags(app, scopes),
+                    "--block-size applies only with --allocator paged or both, not --allocator "
+                    "contiguous");
+  // A flag left at its default is not refused, whatever the mode.
+  CLI::App quiet;
+  quiet.add_option("--block-size", block_size);
+  quiet.parse(1, const_cast<char**>(argv));
+  CHECK_NOTHROW(refuse_inapplicable_flags(quiet, scopes));
+}
+
+TEST_CASE("an error message is printed as one line, control bytes escaped",
+          "[unit][checks]") {
+  // Quoted input may hold a terminal escape sequence: it is shown, never sent to the terminal.
+  const Error e("bad \x1b[31mbyte\nnext line");
+  CHECK(flag_error_message(nullptr, e) == "bad \\x1B[31mbyte; next line");
+}
+
 TEST_CASE("allocation sizes are checked before trying, naming what and how big", "[unit][checks]") {
   CHECK_NOTHROW(require_allocation(1024.0, "a small buffer"));
   CHECK_THAT(error_of([] { require_allocation(1e30, "the universe"); }),

@@ -461,3 +461,29 @@ TEST_CASE("runner: step_greedy on the CPU is the Sampler's greedy choice of step
   }
   CHECK(runner->logits_bytes_copied() == 0);
 }
+
+TEST_CASE("memory: the fit check before the run uses the reservation rule in force",
+          "[paged][engine]") {
+  const ModelConfig c = make_synthetic_model("stories260K").config();
+  Request r;
+  r.prompt_len = 10;
+  r.max_tokens = 10;
+  MemoryConfig memory;
+  memory.allocator = Allocator::contiguous;
+  memory.budget_bytes = kv_storage_bytes_per_token(c, DType::f32) * 100;
+  CHECK_NOTHROW(check_workload_fits({r}, memory, c, DType::f32, nullptr));
+  // Reserving the whole context (512 positions) can never fit 100: said before the run, where
+  // the scheduler would otherwise wait forever for room.
+  memory.reserve = Reserve::context;
+  CHECK_THROWS_WITH(check_workload_fits({r}, memory, c, DType::f32, nullptr),
+                    Catch::Contains("request 0 needs 512 KV positions; the budget holds 100"));
+  // Parallel samples each hold a whole reservation without paging.
+  memory.reserve = Reserve::max_tokens;
+  r.n = 6;
+  CHECK_THROWS_WITH(check_workload_fits({r}, memory, c, DType::f32, nullptr),
+                    Catch::Contains("request 0 needs 114 KV positions"));
+  memory.allocator = Allocator::paged;
+  memory.block_size = 16;
+  memory.budget_bytes = kv_storage_bytes_per_token(c, DType::f32) * 16 * 2;
+  CHECK_NOTHROW(check_workload_fits({r}, memory, c, DType::f32, nullptr));
+}

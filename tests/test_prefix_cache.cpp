@@ -624,3 +624,43 @@ TEST_CASE("the prefix study: every cache on one workload, the radix cache in bot
   CHECK_FALSE(h.other_order);
   CHECK(h.probe_tokens == 284);
 }
+
+TEST_CASE("engine: a conversation growing one turn at a time fits under every cache",
+          "[prefix][engine]") {
+  // 1,000 turns of one token and one generated token: the conversation ends at 2,001 tokens,
+  // 126 blocks of 16, in a pool of 256. Each turn matches the whole conversation so far, which
+  // ends inside a block, and copies that block on write; the radix trie must not keep the
+  // superseded copy pinned along the path (one block per turn would fill the pool by turn 256).
+  std::vector<Request> reqs(1000);
+  for (int i = 0; i < 1000; ++i) {
+    reqs[i].id = i;
+    reqs[i].prompt_ids = {5};
+    reqs[i].max_tokens = 1;
+    reqs[i].parent = i - 1;
+  }
+  SimEngine e = paged_h100(256);
+  for (PrefixCacheKind cache :
+       {PrefixCacheKind::off, PrefixCacheKind::hash, PrefixCacheKind::radix}) {
+    INFO("cache " << prefix_cache_name(cache));
+    e.memory.prefix_cache = cache;
+    const EngineRun run = run_sim(reqs, {}, e);
+    REQUIRE(run.requests.size() == 1000);
+    CHECK(run.requests.back().prompt_tokens.size() == 2000);
+    if (cache == PrefixCacheKind::radix) CHECK(run.requests.back().cached_tokens == 1998);
+  }
+  // Longer than the pool: refused before the run, naming the turn and the conversation.
+  reqs.resize(3000);
+  for (int i = 1000; i < 3000; ++i) {
+    reqs[i].id = i;
+    reqs[i].prompt_ids = {5};
+    reqs[i].max_tokens = 1;
+    reqs[i].parent = i - 1;
+  }
+  e.memory.prefix_cache = PrefixCacheKind::radix;
+  CHECK_THROWS_WITH(run_sim(reqs, {}, e),
+                    Catch::Contains("request 2047 (continuing request 2046: a conversation of "
+                                    "up to 4096 tokens)") &&
+                        Catch::Contains("the pool has 256"));
+  CHECK_THROWS_WITH(check_workload_fits(reqs, e.memory, e.config, DType::f32, nullptr),
+                    Catch::Contains("request 2047"));
+}

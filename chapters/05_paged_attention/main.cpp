@@ -14,6 +14,7 @@
 #include "inferlab/app/plots.hpp"
 #include "inferlab/app/chapter_cli.hpp"
 #include "inferlab/base/error.hpp"
+#include "inferlab/base/safe_files.hpp"
 #include "inferlab/analysis/kv_calc.hpp"
 #include "inferlab/app/cli_checks.hpp"
 #include "inferlab/serving/paging.hpp"
@@ -72,7 +73,7 @@ RepeatedComparison median_of_runs(const std::vector<AllocatorComparison>& runs) 
   return r;
 }
 
-void print_result(const Options& o, const RepeatedComparison& rc, bool sim) {
+void print_result(const RepeatedComparison& rc, bool sim) {
   const AllocatorComparison& c = rc.median;
   print_memory_table(c.memory);
   if (!sim) {
@@ -98,7 +99,7 @@ void print_result(const Options& o, const RepeatedComparison& rc, bool sim) {
     else
       std::printf(", %s the throughput\n", ratio_text(rc.throughput_ratio).c_str());
   }
-  if (!sim)
+  if (!sim && c.runs.size() > 1)
     std::printf("each request's tokens under every allocator: %s\n",
                 c.same_tokens ? "identical (paging moves the keys, never changes them)"
                               : "DIFFERENT (paged attention is broken!)");
@@ -109,7 +110,6 @@ void print_result(const Options& o, const RepeatedComparison& rc, bool sim) {
         "whole %.2f MiB budget:\n  unshared, those sequences could not have been in memory "
         "at once\n",
         p.peak_bytes_saved_by_sharing / kMiB, p.kv_bytes_budget / kMiB);
-  if (!o.plot.empty()) std::printf("plot written to %s\n", o.plot.c_str());
 }
 
 // Memory over time for every run, and the block tables at the peak of a paged one.
@@ -126,9 +126,21 @@ void save_plot(const std::string& path, const AllocatorComparison& c, const std:
   save_stacked(path, plots);
 }
 
+// The flags that apply only in some modes (refuse_inapplicable_flags).
+void check_mode_flags(const CLI::App& app, const Options& o) {
+  const std::string allocator = "--allocator " + o.allocator;
+  refuse_inapplicable_flags(
+      app, {{"--block-size", o.allocator != "contiguous", "with --allocator paged or both",
+             allocator},
+            {"--reserve", o.allocator != "paged", "with --allocator contiguous or both", allocator},
+            {"--swap-memory", o.preempt == "swap", "with --preempt swap", "--preempt " + o.preempt},
+            {"--sweep-block-size", !o.gen.json, "to the text report", "--json"}});
+}
+
 int run(const Options& o) {
   const GenerationFlags& f = o.gen;
   if (!f.dump_logits.empty()) throw Error("--dump-logits does not apply to this chapter");
+  if (!o.plot.empty()) require_writable_output(o.plot, "--plot");
   const bool sim = sim_clock(o.serving);
   const LoadedModel m = sim ? load_model_or_tokenizer(f) : load_model(f);  // sim needs no weights
   std::vector<Allocator> allocators = {Allocator::contiguous, Allocator::paged};
@@ -156,6 +168,20 @@ int run(const Options& o) {
   memory.swap_bytes = preempt == Preempt::swap ? std::size_t(o.swap_memory_mib * kMiB) : 0;
   SchedulerConfig sc = scheduler_config(o.serving, Policy::continuous);
   sc.preempt = preempt;
+  if (o.n > sc.max_seqs)  // a request's branches run side by side, each in a slot
+    throw Error(fmt::format("--n {0}: each request needs {0} batch slots at once, more than "
+                            "--max-seqs {1}",
+                            o.n, sc.max_seqs));
+  // Everything that could stop the run is checked before its header: every prompt against the
+  // context, the memory against the machine (real clock), every request against the budget
+  // under each allocator's rule.
+  check_workload_lengths(w, o.serving, *m.tokenizer, config);
+  require_kv_budget(memory.budget_bytes, sim ? &*engine.sim : nullptr, "--kv-memory");
+  for (Allocator a : allocators) {
+    MemoryConfig mem = memory;
+    mem.allocator = a;
+    check_workload_fits(requests, mem, config, kv_type, &*m.tokenizer);
+  }
 
   if (!f.json) {
     if (sim)
@@ -211,7 +237,7 @@ int run(const Options& o) {
     sweep = block_size_sweep(
         [&](const MemoryConfig& mem) { return engine.serve(requests, sc, mem); }, memory, config);
   }
-  print_result(o, rc, sim);
+  print_result(rc, sim);
   if (sweep) print_block_size_sweep(*sweep);
   if (sim) {
     // Priced in the run's own KV type, the bytes per position its header printed.
@@ -220,6 +246,7 @@ int run(const Options& o) {
     print_swap_vs_recompute(swap_vs_recompute_table(config, engine.sim->hardware, cost, 50e9),
                             o.serving.config, o.serving.hardware, kv_type);
   }
+  if (!o.plot.empty()) std::printf("\nplot written to %s\n", o.plot.c_str());
   return c.same_tokens || sim ? 0 : 1;
 }
 
@@ -268,6 +295,8 @@ int main(int argc, char** argv) {
   app.add_flag("--sweep-block-size", o.sweep_block_size,
                "waste and attention time per step for block sizes 1..128");
   return run_chapter(app, argc, argv, [&] {
+    check_serving_flags(app, o.serving);
+    check_mode_flags(app, o);
     if (reps->count() && sim_clock(o.serving))
       throw Error("--reps applies to the real clock (the simulated clock is deterministic)");
     return run(o);

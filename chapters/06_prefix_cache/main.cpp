@@ -112,8 +112,10 @@ int run(const Options& o) {
   memory.budget_bytes =
       o.cache_memory_mib > 0 ? std::size_t(o.cache_memory_mib * kMiB) : per_token * 4096;
   res.kv_bytes_budget = memory.budget_bytes;
-  // The budget and block size are checked now, before any work (a manager with no storage).
-  make_kv_manager(memory, virtual_pools(config, kv_type), config, kv_type);
+  // The budget, the block size and every request (a chat turn with the conversation before it)
+  // are checked now, before any work.
+  require_kv_budget(memory.budget_bytes, sim ? &sim_engine : nullptr, "--cache-memory");
+  check_workload_fits(w.requests, memory, config, kv_type, &*m.tokenizer);
   const SchedulerConfig sc = scheduler_config(o.serving, Policy::continuous);
   const Device device = parse_device(f.device);
 

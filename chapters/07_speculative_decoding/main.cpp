@@ -106,7 +106,7 @@ int run(const GenerationFlags& g, const SpeculativeFlags& f) {
   const LoadedModel m = load_model(g);
   const ModelConfig& c = m.model->config();
   const int steps = g.steps <= 0 || g.steps > c.seq_len ? c.seq_len : g.steps;
-  const std::optional<Model> draft = load_draft(f, choice, c);
+  const std::optional<Model> draft = load_draft(f, choice, c, steps);
   const std::vector<int> prompt = m.tokenizer->encode(g.prompt, generate_options(g).encoding);
   if (static_cast<int>(prompt.size()) > steps)
     throw Error(fmt::format("the prompt is {} tokens but --steps is {}", prompt.size(), steps));
@@ -160,7 +160,9 @@ int main(int argc, char** argv) {
   SpeculativeFlags f;
   add_generation_flags(app, g);
   add_speculative_flags(app, f);
+  app.remove_option(app.get_option("--dump-logits"));  // nothing here writes logits
   return run_chapter(app, argc, argv, [&] {
+    check_speculative_flags(app, f);
     if (app.get_option("--reps")->count() && f.clock == "sim")
       throw Error("--reps applies to the real clock (the simulated clock is deterministic)");
     return run(g, f);

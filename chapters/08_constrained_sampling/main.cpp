@@ -6,19 +6,22 @@
 // --compare runs the same seed without the mask and shows what the mask removed. --maskbench
 // runs the field's benchmark protocol over MaskBench files instead of generating. The logic
 // lives in common/include/inferlab/constrain/; this file parses flags and prints.
+#include <sys/stat.h>
+
 #include <cstdio>
-#include <fstream>
+#include <filesystem>
 #include <iostream>
-#include <sstream>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include "inferlab/app/chapter_cli.hpp"
+#include "inferlab/app/cli_checks.hpp"
 #include "inferlab/constrain/constraint.hpp"
 #include "inferlab/constrain/maskbench.hpp"
 #include "inferlab/model/model_files.hpp"
 #include "inferlab/base/error.hpp"
+#include "inferlab/base/safe_files.hpp"
 #include "inferlab/runtime/metrics.hpp"
 
 using namespace inferlab;
@@ -36,22 +39,58 @@ struct Options {
   JsonSchemaLimits limits;
 };
 
+// A grammar or schema file: far larger than any real one is refused before it is read.
+constexpr std::size_t kMaxConstraintFileBytes = std::size_t(16) << 20;
+
 std::string read_file(const std::string& path, const char* flag) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(fmt::format("{}: cannot read '{}'", flag, path));
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
+  return read_regular_file(path, flag, kMaxConstraintFileBytes);
+}
+
+// The MaskBench files of --maskbench: each argument a folder or a regular file (never a FIFO,
+// a device or a loop, which would block or be read forever), then list_json_files().
+std::vector<std::string> maskbench_files(const std::vector<std::string>& paths) {
+  for (const std::string& p : paths) {
+    struct stat st {};
+    if (::stat(p.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) require_regular_file(p, "--maskbench");
+  }
+  try {
+    return list_json_files(paths);
+  } catch (const std::filesystem::filesystem_error& e) {
+    throw Error(fmt::format("--maskbench '{}': {}", e.path1().string(), e.code().message()));
+  }
+}
+
+// The flags that apply only in some modes (refuse_inapplicable_flags).
+void check_mode_flags(const CLI::App& app, const Options& o) {
+  const bool bench = !o.maskbench.empty();
+  const std::string mode = bench ? "--maskbench" : "a generation (no --maskbench)";
+  std::vector<FlagScope> scopes;
+  for (const char* flag : {"--time-limit", "--cpu-clock"})
+    scopes.push_back({flag, bench, "with --maskbench", mode});
+  for (const char* flag : {"--regex", "--grammar", "--json-schema", "--json-mode", "--compare",
+                           "--model", "--synthetic", "--prompt", "--parse-special", "--no-bos",
+                           "--steps", "--device", "--temperature", "--top-k", "--top-p", "--min-p",
+                           "--repetition-penalty", "--frequency-penalty", "--presence-penalty",
+                           "--seed", "--max-whitespace"})
+    scopes.push_back({flag, !bench, "to a generation", "--maskbench"});
+  const bool json = !o.schema_file.empty() || o.json_mode;
+  if (!bench)
+    scopes.push_back({"--max-whitespace", json, "with --json-schema or --json-mode",
+                      !o.regex.empty()          ? "--regex"
+                      : !o.grammar_file.empty() ? "--grammar"
+                                                : "no constraint"});
+  refuse_inapplicable_flags(app, scopes);
 }
 
 int run_maskbench(const Options& o) {
+  const std::vector<std::string> files = maskbench_files(o.maskbench);
   if (o.gen.tokenizer.empty()) throw Error("--maskbench needs --tokenizer PATH");
   if (!(o.time_limit_s > 0)) throw Error("--time-limit must be > 0 seconds");
   // A bare name is looked up where models are ($INFERLAB_MODELS, then models/).
   const Tokenizer tok = Tokenizer::load(find_tokenizer(o.gen.tokenizer, "", 0));
   const MaskBenchVocab vocab(tok);
   std::vector<MaskBenchResult> results;
-  for (const std::string& path : list_json_files(o.maskbench)) {
+  for (const std::string& path : files) {
     results.push_back(run_maskbench_isolated(path, vocab, o.time_limit_s, o.cpu_clock));
     const MaskBenchResult& r = results.back();
     if (o.gen.json) {
@@ -71,7 +110,6 @@ int run_maskbench(const Options& o) {
 }
 
 int run(const Options& o) {
-  if (o.limits.max_whitespace < -1) throw Error("--max-whitespace must be >= -1 (-1: unbounded)");
   if (!o.maskbench.empty()) return run_maskbench(o);
   const int given =
       !o.regex.empty() + !o.grammar_file.empty() + !o.schema_file.empty() + o.json_mode;
@@ -178,11 +216,17 @@ int main(int argc, char** argv) {
                  "run the MaskBench protocol over these files or directories (needs --tokenizer)");
   app.add_option("--max-whitespace", o.limits.max_whitespace,
                  "JSON: longest run of whitespace between tokens (-1: unbounded)")
+      ->check(integer_in(-1, 1 << 20, "-1: unbounded"))
       ->capture_default_str();
   app.add_option("--time-limit", o.time_limit_s,
-                 "MaskBench: seconds allowed per file (default 60)");
+                 "MaskBench: seconds allowed per file (default 60)")
+      ->check(finite_in(0.0, 86400.0, /*lo_open=*/true));
   app.add_flag(
       "--cpu-clock", o.cpu_clock,
       "MaskBench: time masks with the thread's CPU clock (a machine shared with other jobs)");
-  return run_chapter(app, argc, argv, [&] { return run(o); });
+  app.remove_option(app.get_option("--dump-logits"));  // nothing here writes logits
+  return run_chapter(app, argc, argv, [&] {
+    check_mode_flags(app, o);
+    return run(o);
+  });
 }

@@ -19,6 +19,17 @@ std::vector<SpecSimPoint> simulate_speculation(const ModelConfig& target, const 
   }
   if (k < 1) throw ParameterError("k", fmt::format("{}: must be >= 1", k));
   if (context < 0) throw ParameterError("context", fmt::format("{}: must be >= 0", context));
+  // A round verifies K + 1 positions after the cached ones: all must be in the target's context.
+  const std::int64_t limit = target.seq_len;
+  if (context >= limit) {
+    throw ParameterError("context", fmt::format("{}: must be below the target's context of {}",
+                                                context, limit));
+  }
+  if (std::int64_t{k} + 1 > limit - context) {
+    throw ParameterError("k", fmt::format("{}: a round of K + 1 positions after {} cached ones "
+                                          "passes the target's context of {} (at most {})",
+                                          k, context, limit, limit - context - 1));
+  }
   std::vector<SpecSimPoint> points;
   for (int b : batches) {
     if (b < 1) throw Error(fmt::format("simulated batch {}: must be >= 1", b));

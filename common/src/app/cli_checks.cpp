@@ -22,14 +22,18 @@ namespace inferlab {
 
 namespace {
 
-// A message printed as one line: newlines become "; ".
+// A message printed as one line: newlines become "; ", and other control bytes (a terminal
+// escape sequence quoted from an input) are written as \xNN.
 std::string one_line(std::string text) {
   while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
   std::string out;
   for (std::size_t i = 0; i < text.size(); ++i) {
-    if (text[i] == '\n') {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c == '\n') {
       out += "; ";
       while (i + 1 < text.size() && text[i + 1] == ' ') ++i;
+    } else if (c < 0x20 || c == 0x7f) {
+      out += fmt::format("\\x{:02X}", c);
     } else {
       out += text[i];
     }
@@ -101,6 +105,13 @@ CLI::Validator unsigned_64() {
       "UINT64");
 }
 
+void refuse_inapplicable_flags(const CLI::App& app, const std::vector<FlagScope>& scopes) {
+  for (const FlagScope& s : scopes) {
+    if (s.applies || app.count(s.flag) == 0) continue;
+    throw Error(fmt::format("{} applies only {}, not {}", s.flag, s.where, s.mode));
+  }
+}
+
 namespace {
 std::map<std::string, std::string>& parameter_flags() {
   static std::map<std::string, std::string> table;
@@ -152,7 +163,10 @@ int run_main(CLI::App& app, int argc, char** argv, const std::function<int()>& b
   std::fflush(stdout);  // what was printed so far stays above the error
   // On a terminal, text streamed so far may end mid-line: the error starts a line of its own.
   if (::isatty(STDOUT_FILENO) && ::isatty(STDERR_FILENO)) std::fputc('\n', stderr);
-  std::fprintf(stderr, "error: %s\n", failure ? failure : message.c_str());
+  const std::string line = failure ? std::string(failure) : message;
+  std::fprintf(stderr, "error: ");
+  std::fwrite(line.data(), 1, line.size(), stderr);
+  std::fputc('\n', stderr);
   return 1;
 }
 

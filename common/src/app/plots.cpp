@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <map>
 #include <numeric>
 #include <optional>
@@ -160,11 +159,9 @@ void save_stacked(const std::string& path, const std::vector<const SvgPlot*>& pl
     y += h;
     width = std::max(width, w);
   }
-  std::ofstream out(path);
-  out << fmt::format("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\">\n",
-                     width, y)
-      << body << "</svg>\n";
-  if (!out) throw Error(fmt::format("cannot write {}", path));
+  const std::string head = fmt::format(
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\">\n", width, y);
+  write_file_atomically(path, head + body + "</svg>\n", "--plot");
 }
 
 SvgPlot ttft_cdf_plot(const std::vector<const EngineRun*>& runs, const std::string& title) {

@@ -31,6 +31,20 @@ void check_real_clock_wait(const Workload& w, bool sim) {
   }
 }
 
+// A length distribution's text checked as the flag is read, so that the error names the flag.
+CLI::Validator length_distribution() {
+  return CLI::Validator(
+      [](std::string& text) {
+        try {
+          parse_length_distribution(text);
+        } catch (const Error& e) {
+          return std::string(e.what());
+        }
+        return std::string();
+      },
+      "DIST");
+}
+
 }  // namespace
 
 void add_serving_flags(CLI::App& app, ServingFlags& f) {
@@ -56,11 +70,13 @@ void add_serving_flags(CLI::App& app, ServingFlags& f) {
                              "other than random: of each prompt's own part (suffix, question, "
                              "user message; multi-turn default {})",
                              f.multi_turn_prompt_lens))
+      ->check(length_distribution())
       ->each([&f](const std::string&) { f.prompt_lens_given = true; })
       ->capture_default_str();
   app.add_option("--output-lens", f.output_lens,
                  fmt::format("output length distribution (same forms; multi-turn default {})",
                              f.multi_turn_output_lens))
+      ->check(length_distribution())
       ->each([&f](const std::string&) { f.output_lens_given = true; })
       ->capture_default_str();
   app.add_option("--max-prompt", f.max_prompt, "cap on generated prompt lengths")
@@ -145,10 +161,9 @@ void add_serving_flags(CLI::App& app, ServingFlags& f) {
 
 void check_serving_flags(const CLI::App& app, const ServingFlags& f) {
   const bool sim = sim_clock(f);
-  if (!sim) {
-    for (const char* flag : {"--hardware", "--config"})
-      if (app.count(flag)) throw Error(fmt::format("{} applies only to --clock sim", flag));
-  } else {
+  refuse_inapplicable_flags(app, {{"--hardware", sim, "to --clock sim", "--clock real"},
+                                  {"--config", sim, "to --clock sim", "--clock real"}});
+  if (sim) {
     named_config(f.config);  // unknown names fail here, before any work
     hardware_by_name(f.hardware);
   }
@@ -327,6 +342,19 @@ void check_workload_lengths(const Workload& w, const ServingFlags& f, const Toke
       }
     }
     worst[r->id] = Worst{prompt, r->max_tokens};
+  }
+}
+
+void require_kv_budget(std::size_t budget_bytes, const SimEngine* sim, const std::string& flag) {
+  constexpr double kMiB = 1024.0 * 1024.0;
+  const std::string what = fmt::format("{} {:g} MiB", flag, double(budget_bytes) / kMiB);
+  if (!sim) {
+    require_allocation(double(budget_bytes), what);
+    return;
+  }
+  if (double(budget_bytes) > sim->hardware.memory_bytes) {
+    throw Error(fmt::format("{} is more than the {:.1f} GB of one simulated {}", what,
+                            sim->hardware.memory_bytes / 1e9, sim->hardware.name));
   }
 }
 

@@ -4,11 +4,13 @@
 #include <algorithm>
 #include <cstdio>
 #include <map>
+#include <limits>
 
 #include <fmt/format.h>
 
 #include "inferlab/app/cli_checks.hpp"
 #include "inferlab/base/error.hpp"
+#include "inferlab/base/safe_files.hpp"
 #include "inferlab/model/model_files.hpp"
 
 namespace inferlab {
@@ -19,9 +21,15 @@ void add_speculative_flags(CLI::App& app, SpeculativeFlags& f) {
       ->check(CLI::IsMember({"draft", "early-exit", "ngram", "tree", "all"}))
       ->capture_default_str();
   app.add_option("--draft", f.draft, "draft model (a llama2.c file with the target's vocabulary)");
-  app.add_option("--k", c.k, "tokens proposed per round")->capture_default_str();
+  // Any integer is read here; the core names the range that applies (it depends on the model).
+  constexpr int kIntMin = std::numeric_limits<int>::min();
+  constexpr int kIntMax = std::numeric_limits<int>::max();
+  app.add_option("--k", c.k, "tokens proposed per round")
+      ->check(integer_in(kIntMin, kIntMax))
+      ->capture_default_str();
   app.add_option("--exit-layer", c.exit_layer,
-                 "early exit: the draft is the target's first N layers (default: half)");
+                 "early exit: the draft is the target's first N layers (default: half)")
+      ->check(integer_in(kIntMin, kIntMax));
   app.add_option("--ngram", c.max_n, "n-gram lookup: longest suffix to match")
       ->check(integer_in(1, 1 << 20))
       ->capture_default_str();
@@ -53,9 +61,45 @@ void add_speculative_flags(CLI::App& app, SpeculativeFlags& f) {
   app.add_option("--sim-target", f.sim_target, "sim: the target's shape")->capture_default_str();
   app.add_option("--sim-draft", f.sim_draft, "sim: the draft's shape")->capture_default_str();
   app.add_option("--acceptance", f.acceptance, "sim: acceptance rate alpha")->capture_default_str();
-  app.add_option("--context", f.context, "sim: cached tokens per sequence")->capture_default_str();
+  app.add_option("--context", f.context, "sim: cached tokens per sequence")
+      ->check(integer_in(std::numeric_limits<long long>::min(),
+                         std::numeric_limits<long long>::max()))
+      ->capture_default_str();
   set_parameter_flag("max_n", "--ngram");
   set_parameter_flag("alpha", "--acceptance");
+}
+
+void check_speculative_flags(const CLI::App& app, const SpeculativeFlags& f) {
+  const bool sim = f.clock == "sim";
+  const std::string clock = "--clock " + f.clock, proposer = "--proposer " + f.choice.proposer;
+  std::vector<FlagScope> scopes;
+  for (const char* flag :
+       {"--hardware", "--sim-target", "--sim-draft", "--acceptance", "--context"})
+    scopes.push_back({flag, sim, "to --clock sim", clock});
+  for (const char* flag :
+       {"--proposer", "--draft", "--exit-layer", "--ngram", "--tree-branch", "--tree-depth", "--kv",
+        "--block-size", "--model", "--tokenizer", "--synthetic", "--prompt", "--parse-special",
+        "--no-bos", "--steps", "--device", "--threads", "--temperature", "--top-k", "--top-p",
+        "--min-p", "--repetition-penalty", "--frequency-penalty", "--presence-penalty", "--seed"})
+    scopes.push_back({flag, !sim, "to --clock real", clock});
+  const ProposerChoice& c = f.choice;
+  scopes.push_back({"--draft", c.wants("draft") || c.wants("tree"),
+                    "with --proposer draft, tree or all", proposer});
+  // The tree drafts with the early exit unless it has a draft model.
+  scopes.push_back({"--exit-layer", c.wants("early-exit") || (c.wants("tree") && f.draft.empty()),
+                    "with --proposer early-exit, tree (without --draft) or all", proposer});
+  scopes.push_back({"--ngram", c.wants("ngram"), "with --proposer ngram or all", proposer});
+  for (const char* flag : {"--tree-branch", "--tree-depth"})
+    scopes.push_back({flag, c.wants("tree"), "with --proposer tree or all", proposer});
+  scopes.push_back({"--block-size", f.kv == "paged", "with --kv paged", "--kv " + f.kv});
+  // --sweep-k and --plot run every K of k_values(); the tree's size is its branch and depth.
+  const bool sweep = c.sweep_k || !f.plot.empty(), tree_only = c.proposer == "tree";
+  scopes.push_back({"--k", !sweep && !tree_only,
+                    "to one K of a chain proposer (--sweep-k and --plot run K = 1..8)",
+                    tree_only ? proposer : c.sweep_k ? "--sweep-k" : "--plot"});
+  scopes.push_back({"--sweep-k", !tree_only, "to the chain proposers", proposer});
+  refuse_inapplicable_flags(app, scopes);
+  if (!f.plot.empty()) require_writable_output(f.plot, "--plot");
 }
 
 ProposerChoice proposer_choice(const SpeculativeFlags& f, const GenerationFlags& gen) {
@@ -79,7 +123,7 @@ ProposerChoice proposer_choice(const SpeculativeFlags& f, const GenerationFlags&
 }
 
 std::optional<Model> load_draft(const SpeculativeFlags& f, const ProposerChoice& choice,
-                                const ModelConfig& target) {
+                                const ModelConfig& target, int steps) {
   const bool used = !f.draft.empty() && (choice.wants("draft") || choice.wants("tree"));
   check_proposer_choice(choice, target, used);
   const double nodes = tree_node_count(choice.tree_branch, choice.tree_depth);
@@ -92,6 +136,15 @@ std::optional<Model> load_draft(const SpeculativeFlags& f, const ProposerChoice&
   if (draft->config().vocab_size != target.vocab_size) {
     throw Error(fmt::format("--draft {}: its vocabulary has {} tokens but the target's has {}",
                             f.draft, draft->config().vocab_size, target.vocab_size));
+  }
+  // Past its context a draft cannot propose: the rounds there would be plain decoding while the
+  // acceptance rate still counted only the early ones.
+  if (draft->config().seq_len < steps) {
+    throw Error(fmt::format("--draft {}: its context is {} positions but this run forwards {} "
+                            "(--steps; the target's context is {}): lower --steps to {} or use "
+                            "a draft with a longer context",
+                            f.draft, draft->config().seq_len, steps, target.seq_len,
+                            draft->config().seq_len));
   }
   return draft;
 }

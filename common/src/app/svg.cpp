@@ -743,7 +743,7 @@ void SvgPlot::set_right_ticks(std::vector<double> values, std::vector<std::strin
 }
 
 void SvgPlot::save(const std::string& path) const {
-  write_file_atomically(path, render(), "plot file");
+  write_file_atomically(path, render(), "--plot");
 }
 
 std::string title_model_name(const std::string& model_name) {

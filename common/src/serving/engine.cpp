@@ -12,6 +12,7 @@
 #include "inferlab/base/error.hpp"
 #include "inferlab/runtime/runner.hpp"
 #include "inferlab/base/timer.hpp"
+#include "inferlab/base/units.hpp"
 
 namespace inferlab {
 
@@ -43,24 +44,51 @@ class SimClock {
 };
 
 // Every request must fit the memory on its own, or it could never run: said before the run.
-void check_fits(const std::vector<Sequence>& seqs, const KVManager& kv) {
+// A later turn of a chat resends the whole conversation, so it is checked in its worst case:
+// its parent's worst-case prompt, everything the parent may generate, then its own message.
+void check_fits(const std::vector<Sequence>& seqs, const KVManager& kv, int context) {
+  if (kv.capacity_tokens() == 0) return;
   const int block_size = kv.block_size();
-  for (const Sequence& s : seqs) {
-    long positions = s.prompt_tokens + s.max_new_tokens;  // + the next token's room
-    // Without paging, parallel branches each hold a whole reservation from the start.
-    if (block_size == 0) positions *= long(1 + s.forks.size());
-    if (kv.capacity_tokens() == 0 || std::size_t(positions) <= kv.capacity_tokens()) continue;
+  std::vector<const Sequence*> by_id;
+  for (const Sequence& s : seqs)
+    if (s.branch == 0) by_id.push_back(&s);
+  std::stable_sort(by_id.begin(), by_id.end(), [](const Sequence* a, const Sequence* b) {
+    return a->request.id < b->request.id;
+  });
+  struct Worst {
+    long prompt, max_new;
+  };
+  std::map<int, Worst> worst;  // Request::id -> its largest shape
+  for (const Sequence* s : by_id) {
+    const Request& r = s->request;
+    Worst w{s->prompt_tokens, s->max_new_tokens};
+    const auto parent = r.parent >= 0 ? worst.find(r.parent) : worst.end();
+    if (parent != worst.end()) {
+      w.prompt = parent->second.prompt + parent->second.max_new + (s->prompt_tokens - 1);
+      w.max_new = std::min<long>(r.max_tokens, context - w.prompt + 1);
+    }
+    worst[r.id] = w;
+    // Beyond the context the turn is refused when it arrives (continue_conversation).
+    if (w.prompt > context) continue;
+    const std::size_t positions = kv.positions_to_finish(
+        static_cast<int>(w.prompt), static_cast<int>(w.max_new), 1 + int(s->forks.size()));
+    if (positions <= kv.capacity_tokens()) continue;
+    const std::string what =
+        parent == worst.end()
+            ? fmt::format("request {}", r.id)
+            : fmt::format("request {} (continuing request {}: a conversation of up to {} tokens)",
+                          r.id, r.parent, w.prompt);
     if (block_size > 0) {
       throw ParameterError("kv_memory",
-                           fmt::format("too small: request {} needs {} blocks of {} positions ({} "
+                           fmt::format("too small: {} needs {} blocks of {} positions ({} "
                                        "tokens); the pool has {} (raise it or lower max_tokens)",
-                                       s.request.id, (positions + block_size - 1) / block_size,
+                                       what, ceil_div(positions, std::size_t(block_size)),
                                        block_size, positions, kv.capacity_tokens() / block_size));
     }
     throw ParameterError("kv_memory",
-                         fmt::format("too small: request {} needs {} KV positions; the budget "
+                         fmt::format("too small: {} needs {} KV positions; the budget "
                                      "holds {} (raise it or lower max_tokens)",
-                                     s.request.id, positions, kv.capacity_tokens()));
+                                     what, positions, kv.capacity_tokens()));
   }
 }
 
@@ -292,7 +320,7 @@ EngineRun EngineLoop::result(const char* clock_name) {
 template <class Clock, class RunStep>
 EngineRun serve(std::vector<Sequence>& seqs, const SchedulerConfig& config, KVManager& kv,
                 int context, Clock& clock, RunStep&& run_step, const char* clock_name) {
-  check_fits(seqs, kv);
+  check_fits(seqs, kv, context);
   EngineLoop loop(seqs, config, kv, context);
   while (loop.has_work()) {
     if (const std::optional<double> idle_until = loop.step(clock.now(), run_step))
@@ -335,19 +363,20 @@ std::unique_ptr<KVManager> make_kv_manager(const MemoryConfig& memory, PoolFacto
                                                  memory.budget_bytes / per_token, memory.reserve);
   }
   if (memory.block_size < 1 || memory.block_size > config.seq_len) {
-    throw Error(
-        fmt::format("block size {} outside [1, context = {}]", memory.block_size, config.seq_len));
+    throw ParameterError("block_size", fmt::format("{0}: block size {0} outside [1, context = {1}]",
+                                                   memory.block_size, config.seq_len));
   }
   const std::size_t per_block = per_token * std::size_t(memory.block_size);
   if (memory.budget_bytes < per_block) {
-    throw Error(
-        fmt::format("a KV budget of {} bytes is less than one block ({} positions x {} "
-                    "bytes = {} bytes)",
-                    memory.budget_bytes, memory.block_size, per_token, per_block));
+    throw ParameterError("kv_memory",
+                         fmt::format("too small: a KV budget of {} bytes is less than one block "
+                                     "({} positions x {} bytes = {} bytes)",
+                                     memory.budget_bytes, memory.block_size, per_token, per_block));
   }
   const std::size_t blocks = memory.budget_bytes / per_block;
   if (blocks > std::size_t(1) << 24)
-    throw Error(fmt::format("a KV budget of {} blocks is more than 2^24 blocks", blocks));
+    throw ParameterError(
+        "kv_memory", fmt::format("too large: a KV budget of {} blocks is more than 2^24", blocks));
   return std::make_unique<PagedKVManager>(std::move(pools), static_cast<int>(blocks),
                                           memory.block_size, memory.swap_bytes,
                                           memory.prefix_cache);
@@ -373,6 +402,14 @@ std::vector<Sequence> make_sequences(const std::vector<Request>& requests, const
   return seqs;
 }
 }  // namespace
+
+void check_workload_fits(const std::vector<Request>& requests, const MemoryConfig& memory,
+                         const ModelConfig& config, DType type, const Tokenizer* tokenizer) {
+  std::vector<Sequence> seqs = make_sequences(requests, tokenizer, config, /*samplers=*/false);
+  const std::unique_ptr<KVManager> kv =
+      make_kv_manager(memory, virtual_pools(config, type), config, type);
+  check_fits(seqs, *kv, config.seq_len);
+}
 
 EngineRun run_real(const std::vector<Request>& requests, const SchedulerConfig& config,
                    const RealEngine& engine) {

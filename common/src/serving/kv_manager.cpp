@@ -51,6 +51,14 @@ int ContiguousKVManager::reservation(const Sequence& seq) const {
   return reserve_ == Reserve::context ? config_.seq_len : std::max(final_positions(seq), 1);
 }
 
+std::size_t ContiguousKVManager::positions_to_finish(int prompt_tokens, int max_new_tokens,
+                                                     int branches) const {
+  // Every branch holds a whole reservation from the start.
+  const int one = reserve_ == Reserve::context ? config_.seq_len
+                                               : std::max(prompt_tokens + max_new_tokens - 1, 1);
+  return std::size_t(one) * std::size_t(std::max(branches, 1));
+}
+
 bool ContiguousKVManager::can_allocate(const Sequence& seq) const {
   // A request with parallel samples needs a reservation for every branch.
   const std::size_t n = 1 + seq.forks.size();
@@ -156,6 +164,12 @@ void PagedKVManager::computed(Sequence& seq) {
   cache_->lock(h);
   cache_->unlock(seq.prefix_lock);
   seq.prefix_lock = h;
+}
+
+std::size_t PagedKVManager::positions_to_finish(int prompt_tokens, int max_new_tokens,
+                                                int /*branches*/) const {
+  // Its positions and the next token's room (branches share the prompt's blocks).
+  return std::size_t(prompt_tokens) + std::size_t(max_new_tokens);
 }
 
 std::size_t PagedKVManager::capacity_tokens() const {

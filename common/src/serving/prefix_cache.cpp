@@ -235,12 +235,30 @@ std::uint64_t RadixPrefixCache::insert(std::span<const int> tokens, std::span<co
       alloc_.retain(blocks[std::size_t(i)]);
       leaf->blocks.push_back(blocks[std::size_t(i)]);
     }
+    if (m % B != 0) adopt_straddling_block(node, m / B, blocks[std::size_t(m / B)]);
     Node* l = leaf.get();
     node->children[tokens[std::size_t(m)]] = std::move(leaf);
     ++nodes_;
     return reinterpret_cast<std::uintptr_t>(l);
   }
   return reinterpret_cast<std::uintptr_t>(node);
+}
+
+// A leaf that starts inside block `index` brings its own copy of that block (its writer
+// copied the shared one on write): the positions before the cut hold the same keys and values
+// in both. The ancestors ending inside that block take the copy and give up the old one, so a
+// conversation that keeps growing one turn at a time does not leave one superseded block per
+// turn pinned along its path (they could never be evicted while the next turn runs).
+void RadixPrefixCache::adopt_straddling_block(Node* node, int index, int block) {
+  for (Node* n = node; n->parent; n = n->parent) {
+    const int first = n->depth / block_size_;
+    if (index < first || index >= first + static_cast<int>(n->blocks.size())) break;
+    int& held = n->blocks[std::size_t(index - first)];
+    if (held == block) continue;
+    alloc_.retain(block);
+    alloc_.release(held);
+    held = block;
+  }
 }
 
 void RadixPrefixCache::lock(std::uint64_t handle) {

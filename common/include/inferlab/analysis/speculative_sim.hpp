@@ -44,8 +44,9 @@ struct SpecSimPoint {
 /// @param context cached tokens per sequence
 /// @param batches batch sizes (each >= 1)
 /// @param options number formats and efficiencies (chapter 03)
-/// @throws inferlab::ParameterError (`alpha`, `k`, `context`) for alpha outside [0, 1], k < 1
-/// or context < 0; inferlab::Error for a batch < 1.
+/// @throws inferlab::ParameterError (`alpha`, `k`, `context`) for alpha outside [0, 1], k < 1,
+/// context < 0 or not below the target's context, or a round of K + 1 positions after the
+/// context that passes the target's context; inferlab::Error for a batch < 1.
 std::vector<SpecSimPoint> simulate_speculation(const ModelConfig& target, const ModelConfig& draft,
                                                const Hardware& hardware, double alpha, int k,
                                                std::int64_t context, std::span<const int> batches,

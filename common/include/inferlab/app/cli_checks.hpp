@@ -7,6 +7,7 @@
 #include <exception>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -29,6 +30,21 @@ CLI::Validator finite_in(double lo, double hi, bool lo_open = false, bool hi_ope
 /// @brief Validator for a full 64-bit unsigned flag (a seed): decimal digits only, so "-1" is
 /// refused instead of wrapping to 2^64 - 1, and anything above 18446744073709551615 too.
 CLI::Validator unsigned_64();
+
+/// @brief Where a flag does something: given in a mode where it would do nothing, it is an
+/// error, never silently ignored (refuse_inapplicable_flags()).
+struct FlagScope {
+  std::string flag;   ///< e.g. "--block-size"
+  bool applies;       ///< whether it does anything in the mode the command line chose
+  std::string where;  ///< where it applies, e.g. "with --allocator paged or both"
+  std::string mode;   ///< the mode chosen, e.g. "--allocator contiguous"
+};
+
+/// @brief The one rule every binary follows for flags that depend on a mode: the first flag of
+/// @p scopes that is on @p app's command line but does not apply is refused, naming the flag,
+/// where it applies and the mode chosen, e.g. `--block-size applies only with --allocator paged
+/// or both, not --allocator contiguous`. @throws inferlab::Error
+void refuse_inapplicable_flags(const CLI::App& app, const std::vector<FlagScope>& scopes);
 
 /// @brief The flag that sets core parameter @p parameter: `--` and the name with `-` for `_`
 /// (`block_size` is `--block-size`), unless @p app declares no such flag and one of its flags

@@ -89,6 +89,14 @@ void check_serving_flags(const CLI::App& app, const ServingFlags& f);
 void check_workload_lengths(const Workload& w, const ServingFlags& f, const Tokenizer& tokenizer,
                             const ModelConfig& served);
 
+/// @brief Checks a KV memory budget before any work: it must fit this machine's memory (the
+/// real clock, @p sim null: require_allocation()) or one simulated device's (@p sim).
+/// @param budget_bytes the budget
+/// @param sim the simulated engine, or nullptr on the real clock
+/// @param flag the flag that set it, for the message
+/// @throws inferlab::Error naming @p flag and both sizes
+void require_kv_budget(std::size_t budget_bytes, const SimEngine* sim, const std::string& flag);
+
 /// @brief The simulated engine the flags describe (--config on --hardware).
 SimEngine make_sim_engine(const ServingFlags& f, const LoadedModel& m);
 

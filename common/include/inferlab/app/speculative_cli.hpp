@@ -43,6 +43,16 @@ struct SpeculativeFlags {
 /// @param f where the values go
 void add_speculative_flags(CLI::App& app, SpeculativeFlags& f);
 
+/// @brief Refuses, before any work, a flag that does nothing in the mode chosen
+/// (refuse_inapplicable_flags()): the simulator's flags on the real clock, the real run's flags
+/// (proposers, models, prompt, sampling, KV storage) on the simulated one, a proposer's own
+/// flags when --proposer leaves it out, --block-size without --kv paged. Also checks that
+/// --plot can be written.
+/// @param app the parsed command line
+/// @param f the chapter's flags
+/// @throws inferlab::Error naming the flag and the mode
+void check_speculative_flags(const CLI::App& app, const SpeculativeFlags& f);
+
 /// @brief The proposers the flags choose, on the device @p gen names and the storage of --kv
 /// and --block-size; a --plot asks for every K (the sweep). Checks what needs no model.
 /// @param f the chapter's flags
@@ -58,12 +68,13 @@ ProposerChoice proposer_choice(const SpeculativeFlags& f, const GenerationFlags&
 /// @param f the chapter's flags
 /// @param choice proposer_choice() of @p f
 /// @param target the target's shape
+/// @param steps positions the run forwards: a draft must hold them all in its context
 /// @return the draft model, or nothing when none is given or used
 /// @throws inferlab::ParameterError from check_proposer_choice(); inferlab::Error for a tree
-/// beyond kMaxTreeNodes nodes, a draft that cannot be loaded or whose vocabulary differs from
-/// the target's.
+/// beyond kMaxTreeNodes nodes, a draft that cannot be loaded, whose vocabulary differs from
+/// the target's or whose context is shorter than @p steps (it would stop proposing there).
 std::optional<Model> load_draft(const SpeculativeFlags& f, const ProposerChoice& choice,
-                                const ModelConfig& target);
+                                const ModelConfig& target, int steps);
 
 /// @brief compare_proposers() run several times on the real clock: the first comparison with
 /// its timed numbers (tokens/s, speed-ups, c, v, plain decoding's time) replaced by their

@@ -108,7 +108,8 @@ class SvgPlot {
   /// @brief The complete SVG document (UTF-8 text, starts with "<svg", ends with "</svg>\n").
   /// @throws inferlab::Error if nothing determines a range, or a log axis meets a value <= 0.
   std::string render() const;
-  /// @brief render() written to @p path. @throws inferlab::Error if the file cannot be written.
+  /// @brief render() written to @p path atomically (all or nothing).
+  /// @throws inferlab::Error naming --plot and the path if the file cannot be written.
   void save(const std::string& path) const;
   /// @brief Every text render() places (title, axis and tick labels, legend, labels of lines,
   /// points and bars), as boxes in pixels. Labels are placed so that no two of these overlap and

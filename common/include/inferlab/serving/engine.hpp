@@ -146,6 +146,21 @@ struct MemoryConfig {
 std::unique_ptr<KVManager> make_kv_manager(const MemoryConfig& memory, PoolFactory pools,
                                            const ModelConfig& config, DType type);
 
+/// @brief Checks, before any run, what serve() would find only once it starts: the memory
+/// @p memory describes can be built (block size, a budget of at least one block) and every
+/// request of @p requests fits it on its own under its rule (a contiguous reservation as
+/// Reserve says, or paged blocks), a later chat turn in its worst case (the whole conversation
+/// before it, every earlier turn at its max_tokens).
+/// @param requests the workload (text prompts are tokenized with @p tokenizer)
+/// @param memory the KV memory to serve them with
+/// @param config the served model's shape (its context, its bytes per position with @p type)
+/// @param type the KV storage type
+/// @param tokenizer for text prompts (may be null when there are none)
+/// @throws inferlab::ParameterError on kv_memory naming the request and both sizes;
+/// inferlab::Error as make_kv_manager() and make_sequence() do.
+void check_workload_fits(const std::vector<Request>& requests, const MemoryConfig& memory,
+                         const ModelConfig& config, DType type, const Tokenizer* tokenizer);
+
 /// @brief The model side of the real engine.
 struct RealEngine {
   const Model* model = nullptr;          ///< must outlive the run

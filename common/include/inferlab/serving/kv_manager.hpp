@@ -74,6 +74,12 @@ class KVManager {
   /// @brief Brings @p seq's blocks back from the swap area.
   virtual void swap_in(Sequence& seq);
 
+  /// @brief Positions a sequence of @p prompt_tokens prompt positions that generates
+  /// @p max_new_tokens, with @p branches parallel samples in all, takes at its largest under
+  /// this memory's rule (a contiguous reservation, or paged blocks): the engine compares it with
+  /// capacity_tokens() before the run.
+  virtual std::size_t positions_to_finish(int prompt_tokens, int max_new_tokens,
+                                          int branches) const = 0;
   /// @brief Positions the memory can hold in all (the budget, in tokens).
   virtual std::size_t capacity_tokens() const = 0;
   /// @brief Positions reserved for sequences right now (allocated, used or not).
@@ -125,6 +131,8 @@ class ContiguousKVManager final : public KVManager {
   void append(Sequence& seq, int n) override;
   void free(Sequence& seq) override;
   void fork(const Sequence& parent, Sequence& child, int length) override;
+  std::size_t positions_to_finish(int prompt_tokens, int max_new_tokens,
+                                  int branches) const override;
   std::size_t capacity_tokens() const override { return budget_; }
   std::size_t reserved_tokens() const override { return reserved_; }
   std::size_t used_tokens() const override;
@@ -175,6 +183,8 @@ class PagedKVManager final : public KVManager {
   void swap_out(Sequence& seq) override;
   bool can_swap_in(const Sequence& seq) const override;
   void swap_in(Sequence& seq) override;
+  std::size_t positions_to_finish(int prompt_tokens, int max_new_tokens,
+                                  int branches) const override;
   std::size_t capacity_tokens() const override;
   std::size_t reserved_tokens() const override;
   std::size_t used_tokens() const override;

@@ -156,6 +156,7 @@ class RadixPrefixCache final : public PrefixCache {
   struct Node;
   Node* root(std::uint64_t salt) const;
   Node* split(Node* node, int k);
+  void adopt_straddling_block(Node* node, int index, int block);
   void remove_leaf(Node* node);
   // Where a walk from the root of a salt along a query stops: `node` is the deepest node whose
   // whole edge matched (the root when none did; nullptr when the salt has no trie), so its end()

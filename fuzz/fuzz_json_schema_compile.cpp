@@ -1,0 +1,6 @@
+// Fuzz target: the JSON Schema compiler on arbitrary text (fuzz_constraint.hpp: what must hold).
+#include "fuzz_constraint.hpp"
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  return inferlab::fuzz::fuzz_constraint(inferlab::ConstraintKind::json_schema, data, size);
+}
