@@ -2,13 +2,15 @@
 //   roofs:   read bandwidth (STREAM-style probe) and FMA peak (register-only multiply-adds);
 //   decode:  batch-1 tokens/s and its share of the bandwidth roof (weights + KV bytes / time);
 //   prefill: a prompt's tokens/s and its share of the FMA roof;
-//   batched: decode of 1..64 sequences stepping together, tokens/s and the ratio to batch 1.
+//   batched: decode of 1..64 sequences stepping together, tokens/s and the ratio to batch 1;
+//   then the load time (file to packed weights) and the resident memory after the runs.
 // Every time is the median of repetitions. Not a test: nothing is asserted.
 #include <omp.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -20,8 +22,25 @@
 #include "inferlab/analysis/membw.hpp"
 #include "inferlab/model/model.hpp"
 #include "inferlab/analysis/model_points.hpp"
+#include "inferlab/base/timer.hpp"
 
 using namespace inferlab;
+
+namespace {
+// This process's resident memory (VmRSS of /proc/self/status), in bytes; 0 if unknown.
+double resident_bytes() {
+  std::ifstream status("/proc/self/status");
+  std::string key;
+  double kb = 0.0;
+  while (status >> key) {
+    if (key == "VmRSS:") {
+      status >> kb;
+      break;
+    }
+  }
+  return kb * 1024.0;
+}
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{
@@ -79,7 +98,11 @@ int main(int argc, char** argv) {
     }
     const double eigen = measure_gemm_flops(1024, nth, 3);
     // The model is built after the probes, so its memory does not change what they measure.
+    // Its load time includes the packing of the linear weights a first request would wait for.
+    const double load_start = now_seconds();
     const Model model = make_model();
+    model.cpu_linears();
+    const double load_seconds = now_seconds() - load_start;
 
     const ModelConfig& c = model.config();
     std::printf("== bench_cpu_roofline: %s, %d threads\n", model.name().c_str(), nth);
@@ -110,6 +133,8 @@ int main(int argc, char** argv) {
     std::printf(
         "\nBelow the ridge a step costs the weight stream (tokens/s grows with B); above "
         "it the FMA units (tokens/s flattens).\n");
+    std::printf("load: %.2f s (file to packed weights); resident memory after the runs: %.0f MB\n",
+                load_seconds, resident_bytes() / 1e6);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
     return 1;

@@ -9,7 +9,10 @@
 #     llama-batched-bench llama-convert-llama2c-to-ggml
 # from a llama.cpp source tree; on a CPU with AMX add -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF
 # -DGGML_AMX_BF16=OFF: its AMX matmul segfaults on the first decode of a quantized model such
-# as SmolLM2's). THREADS defaults to "1 2".
+# as SmolLM2's. A GGML_NATIVE build compiles that matmul in anyway, and it then stops with an
+# illegal instruction: on a CPU whose /proc/cpuinfo shows AMX the script passes --no-repack to
+# every llama.cpp tool, which keeps quantized weights away from it). llama-completion (for
+# llama.cpp's own load time of SmolLM2) is used when present. THREADS defaults to "1 2".
 #
 # What it does:
 #   1. bench_cpu_roofline --save-model writes the synthetic stories110M-shape model (F32,
@@ -24,17 +27,21 @@
 #   4. SmolLM2-135M-Instruct, a real chat model, when SmolLM2-135M-Instruct.Q4_1.gguf is found:
 #      per thread count, a prefill of 512 and batch-1 decode, llama.cpp on the Q4_1 file (its
 #      quantized kernels) against InferLab on the same file (weights converted to float at load:
-#      about 6 times the bytes per token, so slower until it has quantized kernels);
+#      about 6 times the bytes per token, so slower until it has quantized kernels), and each
+#      side's load time and resident memory: InferLab's from bench_cpu_roofline (file to packed
+#      weights; VmRSS after its runs), llama.cpp's from llama-completion's "load time" line
+#      (median of 3) and the peak RSS of a batched-bench decode run (/usr/bin/time);
 #   5. prints one table. Each line pairs runs taken minutes apart: run it twice on a shared
 #      machine before believing a difference under ~10 %.
 # Environment: INFERLAB_BUILD (default build), INFERLAB_MODELS or models/ for tokenizer.bin (the
 # converter copies the vocabulary from it), COMPARE_DIR (default /tmp/inferlab-vs-llamacpp),
-# COMPARE_SYNTHETIC (the shape, default stories110M; any name --synthetic takes).
+# COMPARE_SYNTHETIC (the shape, default stories110M; any name --synthetic takes),
+# COMPARE_ONLY=smollm2 (only step 4: needs llama-batched-bench and the SmolLM2 file alone).
 # Not run by CI or ctest: it needs a llama.cpp build, which this project never downloads.
 set -euo pipefail
 
 usage() {
-  sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 [[ $# -ge 1 ]] || usage
@@ -46,7 +53,14 @@ for t in "${threads[@]}"; do
   [[ $t =~ ^[1-9][0-9]*$ ]] ||
     { echo "error: thread count '$t' is not a positive integer" >&2; exit 2; }
 done
-for tool in llama-batched-bench llama-convert-llama2c-to-ggml; do
+only=${COMPARE_ONLY:-}
+[[ -z $only || $only == smollm2 ]] ||
+  { echo "error: COMPARE_ONLY='$only' (the only part that runs alone is smollm2)" >&2; exit 2; }
+tools=(llama-batched-bench)
+[[ $only == smollm2 ]] || tools+=(llama-convert-llama2c-to-ggml)
+[[ $only != smollm2 || -x /usr/bin/time ]] ||
+  { echo "error: /usr/bin/time not found (it measures llama.cpp's resident memory)" >&2; exit 2; }
+for tool in "${tools[@]}"; do
   [[ -x $llama/$tool ]] || { echo "error: $llama/$tool not found (see the usage: $0)" >&2; exit 2; }
 done
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -55,7 +69,8 @@ ours=$build/bin/bench_cpu_roofline
 [[ -x $ours ]] || { echo "error: $ours not found: build InferLab first (README)" >&2; exit 2; }
 models=${INFERLAB_MODELS:-$root/models}
 vocab=$models/tokenizer.bin
-[[ -f $vocab ]] || { echo "error: $vocab not found: set INFERLAB_MODELS (README)" >&2; exit 2; }
+[[ $only == smollm2 || -f $vocab ]] ||
+  { echo "error: $vocab not found: set INFERLAB_MODELS (README)" >&2; exit 2; }
 dir=${COMPARE_DIR:-/tmp/inferlab-vs-llamacpp}
 mkdir -p "$dir"
 
@@ -66,6 +81,10 @@ batched_ts() {  # file, B, column (6 or 8)
     v = $(c + 1); gsub(/ /, "", v); printf "%.1f", v }' "$1"
 }
 median3() { printf '%s\n' "$@" | sort -g | sed -n 2p; }
+# llama.cpp's AMX matmul (compiled in by GGML_NATIVE on an AMX CPU) raises SIGILL on the first
+# quantized matmul here: with --no-repack quantized weights never go to it.
+llama_extra=()
+if grep -qw amx_tile /proc/cpuinfo 2> /dev/null; then llama_extra=(--no-repack); fi
 # Runs a command with its output in FILE and its messages in FILE's .log; stops on a failure.
 run() {  # FILE, command...
   local out=$1
@@ -80,7 +99,7 @@ llama_runs() {  # PREFIX, llama-batched-bench arguments...
   shift
   for r in 1 2 3; do
     echo "[compare] llama-batched-bench: $(basename "$prefix"), run $r of 3" >&2
-    run "${prefix}_$r.md" "$llama/llama-batched-bench" "$@"
+    run "${prefix}_$r.md" "$llama/llama-batched-bench" "${llama_extra[@]}" "$@"
   done
 }
 # The median over those three runs of one figure (see batched_ts).
@@ -93,8 +112,19 @@ our_decode() { awk '/^decode  B=1:/ { print $3 }' "$1"; }
 our_prefill() { awk '/^prefill / { print $3 }' "$1"; }
 our_batch() { awk -v b="$2" '$1 == b && NF == 7 { print $2 }' "$1"; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }'; }
+# bench_cpu_roofline's load line: seconds, then resident MB.
+our_load() { awk '/^load: / { print $2 }' "$1"; }
+our_rss_mb() { awk '/^load: / { print $(NF - 1) }' "$1"; }
+# llama.cpp's own load time (its "load time = N ms" line, in seconds), or "-" without one.
+llama_load_s() {
+  awk '/load time *=/ { for (i = 1; i < NF; ++i)
+                          if ($i == "=") { printf "%.2f", $(i + 1) / 1000; f = 1; exit } }
+       END { if (!f) print "-" }' "$1"
+}
 
+rows=()
 shape=${COMPARE_SYNTHETIC:-stories110M}
+if [[ $only != smollm2 ]]; then
 echo "[compare] writing the model ($shape)" >&2
 "$ours" --synthetic "$shape" --save-model "$dir/$shape.bin" >&2
 run "$dir/convert.txt" "$llama/llama-convert-llama2c-to-ggml" --copy-vocab-from-model "$vocab" \
@@ -102,7 +132,6 @@ run "$dir/convert.txt" "$llama/llama-convert-llama2c-to-ggml" --copy-vocab-from-
 
 # The prompt of 512 goes through as one batch.
 common=(-m "$dir/$shape.gguf" -c 2048 -b 512 -ub 512)
-rows=()
 for t in "${threads[@]}"; do
   llama_runs "$dir/llama_prefill_t$t" "${common[@]}" -t "$t" -npp 512 -ntg 1 -npl 1
   llama_runs "$dir/llama_decode_t$t" "${common[@]}" -t "$t" -npp 16 -ntg 64 -npl 1,16
@@ -143,6 +172,7 @@ if [[ -f $small && -f $small_vocab ]]; then
 else
   echo "[compare] stories260K skipped: $small or $small_vocab not found" >&2
 fi
+fi  # COMPARE_ONLY
 
 # SmolLM2-135M-Instruct (Q4_1 linears, Q8_0 embedding): the same file on both sides.
 smol=$models/SmolLM2-135M-Instruct.Q4_1.gguf
@@ -151,6 +181,18 @@ if [[ -f $smol ]]; then
     smol_common=(-m "$smol" -c 1024 -b 512 -ub 512 -t "$t" -npl 1)
     llama_runs "$dir/llama_smollm2_prefill_t$t" "${smol_common[@]}" -npp 512 -ntg 1
     llama_runs "$dir/llama_smollm2_decode_t$t" "${smol_common[@]}" -npp 16 -ntg 64
+    echo "[compare] llama-batched-bench: SmolLM2 decode under /usr/bin/time (resident memory)" >&2
+    run "$dir/llama_smollm2_rss_t$t.md" /usr/bin/time -f %M -o "$dir/llama_smollm2_rss_t$t.kb" \
+      "$llama/llama-batched-bench" "${llama_extra[@]}" "${smol_common[@]}" -npp 16 -ntg 64
+    lload=()
+    if [[ -x $llama/llama-completion ]]; then
+      for r in 1 2 3; do
+        echo "[compare] llama-completion: SmolLM2 load time, run $r of 3" >&2
+        run "$dir/llama_smollm2_load_t${t}_$r.txt" "$llama/llama-completion" "${llama_extra[@]}" \
+          -m "$smol" -c 1024 -t "$t" -p "Hi" -n 1 -no-cnv < /dev/null
+        lload+=("$(llama_load_s "$dir/llama_smollm2_load_t${t}_$r.log")")
+      done
+    fi
     echo "[compare] SmolLM2, $t thread(s): bench_cpu_roofline" >&2
     run "$dir/inferlab_smollm2_t$t.txt" \
       "$ours" --model "$smol" --threads "$t" --prompt-tokens 512 --batches 1 --steps 16
@@ -160,6 +202,13 @@ if [[ -f $smol ]]; then
     ld=$(llama_median "$dir/llama_smollm2_decode_t$t" 1 8)
     rows+=("| SmolLM2 Q4_1 prefill 512 (tok/s) | $t | $op | $lp | $(ratio "$op" "$lp") |")
     rows+=("| SmolLM2 Q4_1 decode, 1 sequence (tok/s) | $t | $od | $ld | $(ratio "$od" "$ld") |")
+    ol=$(our_load "$dir/inferlab_smollm2_t$t.txt")
+    ll=-
+    [[ ${#lload[@]} -eq 3 ]] && ll=$(median3 "${lload[@]}")
+    orss=$(our_rss_mb "$dir/inferlab_smollm2_t$t.txt")
+    lrss=$(awk '{ printf "%.0f", $1 * 1024 / 1e6 }' "$dir/llama_smollm2_rss_t$t.kb")
+    rows+=("| SmolLM2 Q4_1 load (s) | $t | $ol | $ll | $(ratio "$ol" "$ll") |")
+    rows+=("| SmolLM2 Q4_1 resident memory (MB) | $t | $orss | $lrss | $(ratio "$orss" "$lrss") |")
   done
 else
   echo "[compare] SmolLM2 skipped: $smol not found" >&2

@@ -511,5 +511,24 @@ else
   echo "SKIPPED: the rows that need stories260K.bin (set INFERLAB_MODELS)"; skip=$((skip + 1))
 fi
 
+# --- vocabulary defects in a GGUF model: one line naming the file, before any work -------------
+# Copies of SmolLM2 with one byte-for-byte patch each: its first merge "Ġ t" naming a character
+# no byte-level vocabulary holds (U+0150), and its token 1 '<|im_start|>' starting with 0xFF.
+if [ -n "$models" ] && [ -f "$models/SmolLM2-135M-Instruct.Q4_1.gguf" ]; then
+  smol="$models/SmolLM2-135M-Instruct.Q4_1.gguf"
+  perl -0777 -pe 's/\x04\0{7}\xc4\xa0 t/\x04\0\0\0\0\0\0\0\xc5\x90 t/' "$smol" > vocab_bad_merge.gguf
+  perl -0777 -pe 's/\x0c\0{7}<\|im_start\|>/\x0c\0\0\0\0\0\0\0\xff|im_start|>/' "$smol" > vocab_bad_utf8.gguf
+  fixtures="$(ls -A | sort)"
+  check reject 1 "vocab_bad_merge.gguf.*merge 0 '.* t' names '.*', which is not a token" "$ch01" --model vocab_bad_merge.gguf --steps 4
+  check reject 1 "vocab_bad_merge.gguf.*merge 0 '.* t' names '.*', which is not a token" "${tok[@]}" --tokenizer vocab_bad_merge.gguf
+  check reject 1 "vocab_bad_utf8.gguf.*token 1 is not valid UTF-8 \(byte 0: 0xFF\)" "$ch01" --model vocab_bad_utf8.gguf --steps 4
+  check reject 1 "vocab_bad_utf8.gguf.*token 1 is not valid UTF-8 \(byte 0: 0xFF\)" "${tok[@]}" --tokenizer vocab_bad_utf8.gguf
+  rm -f vocab_bad_merge.gguf vocab_bad_utf8.gguf
+  fixtures="$(ls -A | sort)"
+else
+  if [ "${INFERLAB_REQUIRE_MODELS:-0}" = 1 ]; then note_fail "SmolLM2-135M-Instruct.Q4_1.gguf missing in '$models'"; fi
+  echo "SKIPPED: the vocabulary-defect rows that need SmolLM2-135M-Instruct.Q4_1.gguf (set INFERLAB_MODELS)"; skip=$((skip + 1))
+fi
+
 echo "hostile inputs: $pass passed, $fail failed, $skip groups skipped"
 [ "$fail" -eq 0 ]

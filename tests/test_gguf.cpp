@@ -563,7 +563,8 @@ TEST_CASE("gguf models: bad metadata and tensors are refused with one clear line
   refuse(b, "tensor 'blk.0.ffn_gate.weight' is [64, 96] Q8_0, but the metadata implies [64, 128]");
   b = good;
   poke<std::uint32_t>(b, value_at("llama.attention.key_length"), 16);
-  refuse(b, "llama.attention.key_length = 16 differs from embedding_length / head_count = 8");
+  // A head width of its own makes the query projection Nh x 16 = 128 wide: the tensor disagrees.
+  refuse(b, "tensor 'blk.0.attn_q.weight' is [64, 64] Q8_0, but the metadata implies [64, 128]");
   b = good;
   poke<std::uint32_t>(b, value_at("llama.attention.head_count"), 0);
   refuse(b, "llama.attention.head_count = 0 (must be in [1, 2147483647])");

@@ -190,7 +190,8 @@ TEST_CASE("a model file's linear weights leave resident memory once packed for t
                       .n_kv_heads = 4,
                       .vocab_size = 1024,
                       .seq_len = 64,
-                      .shared_classifier = false};
+                      .shared_classifier = false,
+                      .rope_freq_factors = {}};
   const Model made = make_synthetic_model(c, SyntheticOptions{}, "release-test");
   TempFile f("release");
   made.save(f.path.string());

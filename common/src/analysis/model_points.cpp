@@ -18,15 +18,15 @@ namespace {
 
 // Floats of the matrices one token multiplies through in the layers (not the classifier).
 double layer_matrix_floats(const ModelConfig& c) {
-  const double D = c.dim, H = c.hidden_dim, KV = c.kv_dim();
-  return c.n_layers * (2.0 * D * D + 2.0 * D * KV + 3.0 * D * H);
+  const double D = c.dim, H = c.hidden_dim, Q = c.q_dim(), KV = c.kv_dim();
+  return c.n_layers * (2.0 * D * Q + 2.0 * D * KV + 3.0 * D * H);
 }
 
 }  // namespace
 
 double forward_flops(const ModelConfig& c, int tokens, int first_pos, int logit_rows) {
   double attention = 0.0;  // q.k and p.v: 2 FLOPs x D per cached position, twice, per layer
-  for (int t = 0; t < tokens; ++t) attention += 4.0 * c.n_layers * c.dim * (first_pos + t + 1.0);
+  for (int t = 0; t < tokens; ++t) attention += 4.0 * c.n_layers * c.q_dim() * (first_pos + t + 1.0);
   return 2.0 * layer_matrix_floats(c) * tokens + 2.0 * double(c.vocab_size) * c.dim * logit_rows +
          attention;
 }

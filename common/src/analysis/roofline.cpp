@@ -18,8 +18,8 @@ constexpr double kInfinity = std::numeric_limits<double>::infinity();
 // Activation numbers a token reads and writes through every linear layer of the model:
 // sum over matrices of (in + out), the quantity behind CostOptions' activation bytes.
 double activation_numbers_per_token(const ModelConfig& c) {
-  const double D = c.dim, H = c.hidden_dim, KV = c.kv_dim(), V = c.vocab_size;
-  const double per_layer = (D + D) + 2 * (D + KV) + (D + D) + 2 * (D + H) + (H + D);
+  const double D = c.dim, H = c.hidden_dim, Q = c.q_dim(), KV = c.kv_dim(), V = c.vocab_size;
+  const double per_layer = (D + Q) + 2 * (D + KV) + (Q + D) + 2 * (D + H) + (H + D);
   return c.n_layers * per_layer + (D + V);
 }
 
@@ -51,11 +51,11 @@ OpCost linear_cost(std::string name, int tokens, int n_in, int d_out, DType weig
 
 std::vector<OpCost> linear_layer_costs(const ModelConfig& c, int tokens, const CostOptions& o) {
   const DType w = o.weight_dtype, a = o.activation_dtype;
-  const int D = c.dim, H = c.hidden_dim, KV = c.kv_dim();
-  return {linear_cost("wq", tokens, D, D, w, a),
+  const int D = c.dim, H = c.hidden_dim, Q = c.q_dim(), KV = c.kv_dim();
+  return {linear_cost("wq", tokens, D, Q, w, a),
           linear_cost("wk", tokens, D, KV, w, a),
           linear_cost("wv", tokens, D, KV, w, a),
-          linear_cost("wo", tokens, D, D, w, a),
+          linear_cost("wo", tokens, Q, D, w, a),
           linear_cost("w1", tokens, D, H, w, a),
           linear_cost("w3", tokens, D, H, w, a),
           linear_cost("w2", tokens, H, D, w, a),
@@ -80,8 +80,8 @@ double decode_attention_intensity_limit(const ModelConfig& c, DType kv) {
 }
 
 double matmul_params(const ModelConfig& c) {
-  const double D = c.dim, H = c.hidden_dim, KV = c.kv_dim();
-  return c.n_layers * (D * D + 2 * D * KV + D * D + 3 * D * H) + double(c.vocab_size) * D;
+  const double D = c.dim, H = c.hidden_dim, Q = c.q_dim(), KV = c.kv_dim();
+  return c.n_layers * (D * Q + 2 * D * KV + Q * D + 3 * D * H) + double(c.vocab_size) * D;
 }
 
 double weight_bytes_per_step(const ModelConfig& c, const CostOptions& o) {

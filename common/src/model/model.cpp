@@ -42,14 +42,14 @@ struct BodyLayout {
 
 BodyLayout layout_of(const ModelConfig& c) {
   const std::size_t L = c.n_layers, D = c.dim, H = c.hidden_dim, V = c.vocab_size;
-  const std::size_t KV = c.kv_dim(), S = c.seq_len, hs = c.head_size();
+  const std::size_t Q = c.q_dim(), KV = c.kv_dim(), S = c.seq_len, hs = c.head_size();
   BodyLayout b{};
   b.embedding = V * D;
   b.rms_att = L * D;
-  b.wq = L * D * D;
+  b.wq = L * Q * D;
   b.wk = L * KV * D;
   b.wv = L * KV * D;
-  b.wo = L * D * D;
+  b.wo = L * D * Q;
   b.rms_ffn = L * D;
   b.w1 = L * H * D;
   b.w2 = L * D * H;
@@ -146,6 +146,7 @@ std::vector<float> ModelConfig::rope_inv_freq() const {
         f = (1.0f - smooth) * f / rope_factor + smooth * f;
       }
     }
+    if (!rope_freq_factors.empty()) f /= rope_freq_factors[std::size_t(j)];
     inv_freq[std::size_t(j)] = f;
   }
   return inv_freq;
@@ -162,7 +163,10 @@ void ModelConfig::validate(const std::string& source) const {
   for (auto [name, value] : dims) {
     if (value <= 0) fail(fmt::format("{} = {} (must be positive)", name, value));
   }
-  if (dim % n_heads != 0) fail(fmt::format("dim {} is not divisible by n_heads {}", dim, n_heads));
+  if (head_dim < 0) fail(fmt::format("head_dim = {} (must be positive, or 0 for dim / n_heads)",
+                                     head_dim));
+  if (head_dim == 0 && dim % n_heads != 0)
+    fail(fmt::format("dim {} is not divisible by n_heads {}", dim, n_heads));
   if (n_heads % n_kv_heads != 0)
     fail(fmt::format("n_heads {} is not divisible by n_kv_heads {}", n_heads, n_kv_heads));
   if (head_size() % 2 != 0)
@@ -173,6 +177,16 @@ void ModelConfig::validate(const std::string& source) const {
     fail(fmt::format("norm_eps = {} (must be positive)", norm_eps));
   if (rope_scaling != RopeScaling::none && (!(rope_factor >= 1.0f) || !std::isfinite(rope_factor)))
     fail(fmt::format("RoPE scaling factor = {} (must be at least 1)", rope_factor));
+  if (!rope_freq_factors.empty()) {
+    if (rope_freq_factors.size() != std::size_t(head_size() / 2))
+      fail(fmt::format("{} RoPE frequency factors for a head size of {} (need {})",
+                       rope_freq_factors.size(), head_size(), head_size() / 2));
+    for (std::size_t j = 0; j < rope_freq_factors.size(); ++j) {
+      if (!(rope_freq_factors[j] > 0.0f) || !std::isfinite(rope_freq_factors[j]))
+        fail(fmt::format("RoPE frequency factor {} = {} (must be positive)", j,
+                         rope_freq_factors[j]));
+    }
+  }
   if (rope_scaling == RopeScaling::llama3 &&
       (!(rope_low_freq_factor > 0.0f) || !(rope_high_freq_factor > rope_low_freq_factor) ||
        !std::isfinite(rope_high_freq_factor) || rope_original_context <= 0))
@@ -184,7 +198,8 @@ void ModelConfig::validate(const std::string& source) const {
   // single matrix with int-sized dimensions products used by the kernels' row strides.
   constexpr double kMaxFloats = double(std::numeric_limits<std::int64_t>::max()) / 8;
   const double approx = double(vocab_size) * dim * 2 +
-                        double(n_layers) * (4.0 * dim * dim + 3.0 * dim * hidden_dim) +
+                        double(n_layers) * (4.0 * dim * double(n_heads) * head_size() +
+                                            3.0 * dim * hidden_dim) +
                         double(seq_len) * dim;
   if (approx > kMaxFloats) fail("dimensions are too large");
 }
@@ -222,7 +237,7 @@ const CpuLinears& Model::cpu_linears() const {
   std::call_once(p.once, [&p] {
     const ModelConfig& c = p.config;
     const Weights& w = p.weights;
-    const std::size_t D = c.dim, H = c.hidden_dim, KV = c.kv_dim();
+    const std::size_t D = c.dim, H = c.hidden_dim, Q = c.q_dim(), KV = c.kv_dim();
     CpuLinears& out = p.linears;
     // Each matrix packed, then, for a mapped file, its pages in the file's layout given back:
     // the CPU forward pass reads only the packed copy, so a CPU run holds the linear weights
@@ -235,10 +250,10 @@ const CpuLinears& Model::cpu_linears() const {
       if (p.file_backed) release_file_pages(m, n * d);
     };
     for (int l = 0; l < c.n_layers; ++l) {
-      pack(out.wq, w.wq + l * D * D, D, D);
+      pack(out.wq, w.wq + l * Q * D, D, Q);
       pack(out.wk, w.wk + l * KV * D, D, KV);
       pack(out.wv, w.wv + l * KV * D, D, KV);
-      pack(out.wo, w.wo + l * D * D, D, D);
+      pack(out.wo, w.wo + l * D * Q, Q, D);
       pack(out.w1, w.w1 + l * H * D, D, H);
       pack(out.w2, w.w2 + l * D * H, H, D);
       pack(out.w3, w.w3 + l * H * D, D, H);
@@ -388,6 +403,16 @@ void Model::save(const std::string& path) const {
   std::ofstream out(path, std::ios::binary);
   if (!out) throw Error(fmt::format("cannot write model '{}'", path));
   const ModelConfig& c = config_;
+  // The format's header has no field for either: such a model would be misread.
+  if (c.head_size() != c.dim / c.n_heads || c.dim % c.n_heads != 0 ||
+      !c.rope_freq_factors.empty()) {
+    throw Error(fmt::format(
+        "cannot save '{}' as a llama2.c checkpoint: its {} cannot be described by that "
+        "format (save it as GGUF)",
+        name_,
+        c.rope_freq_factors.empty() ? fmt::format("head size {} (not dim / n_heads)", c.head_size())
+                                    : std::string("RoPE frequency factors")));
+  }
   const std::int32_t header[7] = {c.dim,        c.hidden_dim,
                                   c.n_layers,   c.n_heads,
                                   c.n_kv_heads, c.shared_classifier ? c.vocab_size : -c.vocab_size,

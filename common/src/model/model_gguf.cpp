@@ -79,13 +79,6 @@ ModelConfig config_from_metadata(const GgufFile& f) {
                     path, p, f.get_u32(p + "vocab_size"), c.vocab_size));
   }
   c.shared_classifier = f.find_tensor("output.weight") == nullptr;
-  if (f.find_tensor("rope_freqs.weight")) {
-    throw Error(
-        fmt::format("cannot load model '{}': tensor 'rope_freqs.weight' (per-frequency "
-                    "RoPE factors) is not supported; InferLab reads RoPE scaling from "
-                    "{}rope.scaling.type",
-                    path, p));
-  }
   if (f.find(p + "rope.scaling.type")) {
     const std::string type(f.get_string(p + "rope.scaling.type"));
     if (type == "linear") {
@@ -103,16 +96,31 @@ ModelConfig config_from_metadata(const GgufFile& f) {
     }
     if (c.rope_scaling != RopeScaling::none) c.rope_factor = f.get_f32(p + "rope.scaling.factor");
   }
-  c.validate(path);
-  // The passes size heads as D / Nh; a model with another head width is refused, not misread.
-  for (const char* key : {"attention.key_length", "attention.value_length"}) {
-    if (f.find(p + key) && f.get_u32(p + key) != std::uint32_t(c.head_size())) {
-      throw Error(
-          fmt::format("cannot load model '{}': {}{} = {} differs from embedding_length / "
-                      "head_count = {} (not supported)",
-                      path, p, key, f.get_u32(p + key), c.head_size()));
-    }
+  // The head width: key_length when the file gives it, which may differ from D / Nh (the
+  // query and output projections are then Nh * hs wide, not D). Values as wide as keys are the
+  // only layout the passes implement.
+  if (f.find(p + "attention.key_length"))
+    c.head_dim = positive_int(f, p + "attention.key_length");
+  if (f.find(p + "attention.value_length") &&
+      f.get_u32(p + "attention.value_length") != std::uint32_t(c.head_size())) {
+    throw Error(
+        fmt::format("cannot load model '{}': {}attention.value_length = {} differs from the "
+                    "key width {} (not supported)",
+                    path, p, f.get_u32(p + "attention.value_length"), c.head_size()));
   }
+  // Llama 3.1's files carry their RoPE frequency rule as one divisor per frequency.
+  if (const GgufTensor* t = f.find_tensor("rope_freqs.weight")) {
+    const std::size_t pairs = std::size_t(c.head_size() / 2);
+    if (t->n_dims != 1 || t->ne[0] != pairs) {
+      throw Error(fmt::format(
+          "cannot load model '{}': tensor 'rope_freqs.weight' is {}, but the head size {} "
+          "implies [{}]",
+          path, t->describe(), c.head_size(), pairs));
+    }
+    c.rope_freq_factors.resize(pairs);
+    kernels::dequantize_ref(t->type, t->data, c.rope_freq_factors.data(), pairs);
+  }
+  c.validate(path);
   return c;
 }
 
@@ -127,7 +135,7 @@ struct Conversion {
 Model Model::load_gguf(const std::string& path, const LoadOptions& options) {
   const GgufFile f = GgufFile::open(path);
   const ModelConfig c = config_from_metadata(f);
-  const std::size_t D = c.dim, H = c.hidden_dim, KV = c.kv_dim(), V = c.vocab_size;
+  const std::size_t D = c.dim, H = c.hidden_dim, Q = c.q_dim(), KV = c.kv_dim(), V = c.vocab_size;
 
   // Nine tensors per block: a block count the file's tensors cannot hold is refused before the
   // list below is built from it.
@@ -149,10 +157,10 @@ Model Model::load_gguf(const std::string& path, const LoadOptions& options) {
   for (std::size_t l = 0; l < std::size_t(c.n_layers); ++l) {
     const std::string blk = fmt::format("blk.{}.", l);
     needed.push_back({blk + "attn_norm.weight", D, 1, &Weights::rms_att, l * D});
-    needed.push_back({blk + "attn_q.weight", D, D, &Weights::wq, l * D * D});
+    needed.push_back({blk + "attn_q.weight", D, Q, &Weights::wq, l * Q * D});
     needed.push_back({blk + "attn_k.weight", D, KV, &Weights::wk, l * KV * D});
     needed.push_back({blk + "attn_v.weight", D, KV, &Weights::wv, l * KV * D});
-    needed.push_back({blk + "attn_output.weight", D, D, &Weights::wo, l * D * D});
+    needed.push_back({blk + "attn_output.weight", Q, D, &Weights::wo, l * D * Q});
     needed.push_back({blk + "ffn_norm.weight", D, 1, &Weights::rms_ffn, l * D});
     needed.push_back({blk + "ffn_gate.weight", D, H, &Weights::w1, l * H * D});
     needed.push_back({blk + "ffn_down.weight", H, D, &Weights::w2, l * D * H});
@@ -311,17 +319,18 @@ void Model::save_gguf(const std::string& path, kernels::TensorType type) const {
     out.add_u32("llama.rope.scaling.original_context_length",
                 std::uint32_t(c.rope_original_context));
   }
-  const std::uint64_t D = c.dim, H = c.hidden_dim, KV = c.kv_dim(), V = c.vocab_size;
+  const std::uint64_t D = c.dim, H = c.hidden_dim, Q = c.q_dim(), KV = c.kv_dim();
+  const std::uint64_t V = c.vocab_size;
   const Weights& w = weights_;
   using kernels::TensorType;
   out.add_tensor("token_embd.weight", {D, V}, type, w.token_embedding);
   for (std::uint64_t l = 0; l < std::uint64_t(c.n_layers); ++l) {
     const std::string blk = fmt::format("blk.{}.", l);
     out.add_tensor(blk + "attn_norm.weight", {D}, TensorType::kF32, w.rms_att + l * D);
-    out.add_tensor(blk + "attn_q.weight", {D, D}, type, w.wq + l * D * D);
+    out.add_tensor(blk + "attn_q.weight", {D, Q}, type, w.wq + l * Q * D);
     out.add_tensor(blk + "attn_k.weight", {D, KV}, type, w.wk + l * KV * D);
     out.add_tensor(blk + "attn_v.weight", {D, KV}, type, w.wv + l * KV * D);
-    out.add_tensor(blk + "attn_output.weight", {D, D}, type, w.wo + l * D * D);
+    out.add_tensor(blk + "attn_output.weight", {Q, D}, type, w.wo + l * D * Q);
     out.add_tensor(blk + "ffn_norm.weight", {D}, TensorType::kF32, w.rms_ffn + l * D);
     out.add_tensor(blk + "ffn_gate.weight", {D, H}, type, w.w1 + l * H * D);
     out.add_tensor(blk + "ffn_down.weight", {H, D}, type, w.w2 + l * D * H);
@@ -329,6 +338,10 @@ void Model::save_gguf(const std::string& path, kernels::TensorType type) const {
   }
   out.add_tensor("output_norm.weight", {D}, TensorType::kF32, w.rms_final);
   if (!c.shared_classifier) out.add_tensor("output.weight", {D, V}, type, w.wcls);
+  if (!c.rope_freq_factors.empty()) {
+    out.add_tensor("rope_freqs.weight", {c.rope_freq_factors.size()}, TensorType::kF32,
+                   c.rope_freq_factors.data());
+  }
   out.write(path);
 }
 

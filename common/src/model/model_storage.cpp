@@ -190,7 +190,8 @@ Model Model::with_weights(Model model, WeightFormat format) {
   }
   const ModelConfig& c = model.config_;
   const Weights& w = model.weights_;
-  const int L = c.n_layers, D = c.dim, H = c.hidden_dim, KV = c.kv_dim(), V = c.vocab_size;
+  const int L = c.n_layers, D = c.dim, H = c.hidden_dim, Q = c.q_dim(), KV = c.kv_dim();
+  const int V = c.vocab_size;
   std::vector<StoredTensor> tensors;
   auto add = [&](const char* name, const float* Weights::*field, int layer, int n, int d) {
     const std::size_t index = layer < 0 ? 0 : std::size_t(layer);
@@ -200,10 +201,10 @@ Model Model::with_weights(Model model, WeightFormat format) {
   };
   add("token_embedding", &Weights::token_embedding, -1, D, V);
   for (int l = 0; l < L; ++l) {
-    add("wq", &Weights::wq, l, D, D);
+    add("wq", &Weights::wq, l, D, Q);
     add("wk", &Weights::wk, l, D, KV);
     add("wv", &Weights::wv, l, D, KV);
-    add("wo", &Weights::wo, l, D, D);
+    add("wo", &Weights::wo, l, Q, D);
     add("w1", &Weights::w1, l, D, H);
     add("w2", &Weights::w2, l, H, D);
     add("w3", &Weights::w3, l, D, H);

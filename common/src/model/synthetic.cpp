@@ -46,6 +46,7 @@ const NamedShape kShapes[] = {
     {"llama3-8b", make(4096, 14336, 32, 32, 8, 128256, 8192, false, 500000.0f)},
     {"llama3-70b", make(8192, 28672, 80, 64, 8, 128256, 8192, false, 500000.0f)},
     {"mistral-7b", make(4096, 14336, 32, 32, 8, 32000, 32768, false, 1000000.0f)},
+    {"smollm2-135m", make(576, 1536, 30, 9, 3, 49152, 8192, true, 100000.0f)},
 };
 
 // Counter-based generator: value i of stream s depends only on (seed, s, i), so tensors can be
@@ -116,7 +117,7 @@ Model make_synthetic_model(const ModelConfig& base, const SyntheticOptions& opti
   c.validate(full_name);
 
   const std::size_t L = c.n_layers, D = c.dim, H = c.hidden_dim, V = c.vocab_size;
-  const std::size_t KV = c.kv_dim(), S = c.seq_len, hs = c.head_size();
+  const std::size_t Q = c.q_dim(), KV = c.kv_dim(), S = c.seq_len, hs = c.head_size();
   const std::size_t total = (Model::file_size_for(c) - 28) / sizeof(float);
   require_allocation(double(total) * sizeof(float),
                      fmt::format("the synthetic model {} ({:.2f}B parameters)", full_name,
@@ -139,10 +140,10 @@ Model make_synthetic_model(const ModelConfig& base, const SyntheticOptions& opti
   fill_uniform(p, V * D, 1.0f / std::sqrt(float(D)), options.seed, ++stream);
   p += V * D;
   ones(L * D);    // rms_att
-  linear(D, D);   // wq
+  linear(Q, D);   // wq
   linear(KV, D);  // wk
   linear(KV, D);  // wv
-  linear(D, D);   // wo
+  linear(D, Q);   // wo
   ones(L * D);    // rms_ffn
   linear(H, D);   // w1
   linear(D, H);   // w2

@@ -62,10 +62,10 @@ void ForwardPass::reserve(int T) {
   const std::size_t t = T;
   x_.resize(t * c.dim);
   xb_.resize(t * c.dim);
-  q_.resize(t * c.dim);
+  q_.resize(t * c.q_dim());
   k_.resize(t * c.kv_dim());
   v_.resize(t * c.kv_dim());
-  att_.resize(t * c.dim);
+  att_.resize(t * c.q_dim());
   out_.resize(t * c.dim);
   hb_.resize(t * c.hidden_dim);
   hb2_.resize(t * c.hidden_dim);
@@ -101,7 +101,7 @@ void ForwardPass::run(std::span<const BatchEntry> batch, bool all_rows,
     T += static_cast<int>(e.tokens.size());
   }
   reserve(T);
-  const int D = c.dim, H = c.hidden_dim, KV = c.kv_dim(), hs = c.head_size();
+  const int D = c.dim, H = c.hidden_dim, Q = c.q_dim(), KV = c.kv_dim(), hs = c.head_size();
   const CpuLinears& pw = *linears_;  // the linear weights, as linear() reads them
 
   // x (T, D): the residual stream starts as the token embeddings of every entry, back to back.
@@ -145,12 +145,12 @@ void ForwardPass::run(std::span<const BatchEntry> batch, bool all_rows,
       const int n = static_cast<int>(e.tokens.size());
       e.cache->store(l, e.start_pos, n, &k_[std::size_t(t) * KV], &v_[std::size_t(t) * KV]);
       if (e.tree) {
-        k::attention_kv_rows_cpu(&att_[std::size_t(t) * D], &q_[std::size_t(t) * D],
+        k::attention_kv_rows_cpu(&att_[std::size_t(t) * Q], &q_[std::size_t(t) * Q],
                                  e.cache->keys(l), e.cache->values(l), &tree_begin_[tree_offset],
                                  tree_rows_.data(), n, c.n_heads, c.n_kv_heads, hs);
         tree_offset += std::size_t(n) + 1;
       } else {
-        k::attention_kv_cpu(&att_[std::size_t(t) * D], &q_[std::size_t(t) * D], e.cache->keys(l),
+        k::attention_kv_cpu(&att_[std::size_t(t) * Q], &q_[std::size_t(t) * Q], e.cache->keys(l),
                             e.cache->values(l), &pos_[t], n, c.n_heads, c.n_kv_heads, hs);
       }
       t += n;

@@ -147,16 +147,16 @@ void CudaKVPool::write_block(int id, const float* host) {
 // is `capacity`, the most tokens one step has needed so far.
 struct CudaForwardPass::Impl {
   ModelConfig d;  ///< the model's dimensions (its weights are uploaded, the host pointers not kept)
-  int head_size = 0;  ///< hs = D / Nh, floats per head
+  int head_size = 0;  ///< hs, floats per head (D / Nh unless the model gives its own)
   int kv_dim = 0;     ///< KV = Nkv * hs, floats of one token's keys in one layer
   Stream stream;      ///< every kernel and copy is enqueued here, in order
   // Weights, shapes as in inferlab::Weights.
   DeviceBuffer<float> token_embedding;  ///< (V, D) embedding table; also the classifier when shared
   DeviceBuffer<float> rms_att;          ///< (L, D) attention RMSNorm weights
-  DeviceBuffer<float> wq;               ///< (L, D, D) query projections
+  DeviceBuffer<float> wq;               ///< (L, Q, D) query projections
   DeviceBuffer<float> wk;               ///< (L, KV, D) key projections
   DeviceBuffer<float> wv;               ///< (L, KV, D) value projections
-  DeviceBuffer<float> wo;               ///< (L, D, D) attention output projections
+  DeviceBuffer<float> wo;               ///< (L, D, Q) attention output projections
   DeviceBuffer<float> rms_ffn;          ///< (L, D) feed-forward RMSNorm weights
   DeviceBuffer<float> w1;               ///< (L, H, D) gate projections
   DeviceBuffer<float> w2;               ///< (L, D, H) down projections
@@ -203,12 +203,13 @@ CudaForwardPass::Impl::Impl(const ModelConfig& config, const Weights& w) : d(con
   require_cuda_device();
 
   const std::size_t D = d.dim, H = d.hidden_dim, L = d.n_layers, V = d.vocab_size, KV = kv_dim;
+  const std::size_t Q = d.q_dim();
   token_embedding = upload_tensor(w.token_embedding, V * D, "token_embedding");
   rms_att = upload_tensor(w.rms_att, L * D, "rms_att");
-  wq = upload_tensor(w.wq, L * D * D, "wq");
+  wq = upload_tensor(w.wq, L * Q * D, "wq");
   wk = upload_tensor(w.wk, L * KV * D, "wk");
   wv = upload_tensor(w.wv, L * KV * D, "wv");
-  wo = upload_tensor(w.wo, L * D * D, "wo");
+  wo = upload_tensor(w.wo, L * D * Q, "wo");
   rms_ffn = upload_tensor(w.rms_ffn, L * D, "rms_ffn");
   w1 = upload_tensor(w.w1, L * H * D, "w1");
   w2 = upload_tensor(w.w2, L * D * H, "w2");
@@ -220,7 +221,7 @@ CudaForwardPass::Impl::Impl(const ModelConfig& config, const Weights& w) : d(con
     wcls_separate = upload_tensor(w.wcls, V * D, "wcls");
     wcls = wcls_separate.data();
   }
-  if (d.rope_scaling != RopeScaling::none) {
+  if (d.rope_scaling != RopeScaling::none || !d.rope_freq_factors.empty()) {
     const std::vector<float> inv_freq = d.rope_inv_freq();
     rope_inv_freq = upload_tensor(inv_freq.data(), inv_freq.size(), "rope_inv_freq");
   }
@@ -233,13 +234,13 @@ void CudaForwardPass::Impl::reserve(int T) {
   const std::size_t t = T, D = d.dim, H = d.hidden_dim, V = d.vocab_size;
   x = DeviceBuffer<float>(t * D);
   xb = DeviceBuffer<float>(t * D);
-  q = DeviceBuffer<float>(t * D);
+  q = DeviceBuffer<float>(t * std::size_t(d.q_dim()));
   k_rows = DeviceBuffer<float>(t * kv_dim);
   v_rows = DeviceBuffer<float>(t * kv_dim);
   slot = DeviceBuffer<int>(t);
   token_seq = DeviceBuffer<int>(t);
   logit_rows = DeviceBuffer<int>(t);
-  att = DeviceBuffer<float>(t * D);
+  att = DeviceBuffer<float>(t * std::size_t(d.q_dim()));
   out = DeviceBuffer<float>(t * D);
   hb = DeviceBuffer<float>(t * H);
   hb2 = DeviceBuffer<float>(t * H);
@@ -293,7 +294,8 @@ int CudaForwardPass::Impl::run(const CudaBatchEntry* entries, int n, CudaKVPool&
   table_offsets.upload(h_offsets.data(), h_offsets.size(), 0, s);
 
   const int D = d.dim, H = d.hidden_dim, Nh = d.n_heads, Nkv = d.n_kv_heads, hs = head_size;
-  const std::size_t DD = std::size_t(D) * D, KVD = std::size_t(kv_dim) * D, HD = std::size_t(H) * D,
+  const int Q = d.q_dim();
+  const std::size_t QD = std::size_t(Q) * D, KVD = std::size_t(kv_dim) * D, HD = std::size_t(H) * D,
                     TD = std::size_t(T) * D, TKV = std::size_t(T) * kv_dim;
   // One sequence in one block is a plain contiguous cache: the flash-decoding attention
   // (attention_cuda) reads it directly. Anything else goes through the block tables.
@@ -308,12 +310,12 @@ int CudaForwardPass::Impl::run(const CudaBatchEntry* entries, int n, CudaKVPool&
   for (int l = 0; l < d.n_layers; ++l) {
     k::rmsnorm_cuda(k::kRmsnormBestVersion, xb.data(), x.data(),
                     rms_att.data() + std::size_t(l) * D, T, D, d.norm_eps, s);
-    k::matmul_cuda(k::kMatmulBestVersion, q.data(), xb.data(), wq.data() + l * DD, T, D, D, s);
+    k::matmul_cuda(k::kMatmulBestVersion, q.data(), xb.data(), wq.data() + l * QD, T, D, Q, s);
     k::matmul_cuda(k::kMatmulBestVersion, k_rows.data(), xb.data(), wk.data() + l * KVD, T, D,
                    kv_dim, s);
     k::matmul_cuda(k::kMatmulBestVersion, v_rows.data(), xb.data(), wv.data() + l * KVD, T, D,
                    kv_dim, s);
-    if (d.rope_scaling == RopeScaling::none) {
+    if (rope_inv_freq.size() == 0) {
       k::rope_cuda(k::kRopeBestVersion, q.data(), k_rows.data(), pos.data(), T, Nh, Nkv, hs,
                    d.rope_theta, s);
     } else {
@@ -336,7 +338,7 @@ int CudaForwardPass::Impl::run(const CudaBatchEntry* entries, int n, CudaKVPool&
                               pos.data(), T, Nh, Nkv, hs, B, max_pos, attention_workspace.data(),
                               attention_workspace.size(), s);
     }
-    k::matmul_cuda(k::kMatmulBestVersion, out.data(), att.data(), wo.data() + l * DD, T, D, D, s);
+    k::matmul_cuda(k::kMatmulBestVersion, out.data(), att.data(), wo.data() + l * QD, T, Q, D, s);
     residual_add_kernel<<<ceil_div(TD, kThreads), kThreads, 0, s>>>(x.data(), out.data(), TD);
     INFERLAB_CUDA_CHECK_LAUNCH();
 
@@ -353,9 +355,9 @@ int CudaForwardPass::Impl::run(const CudaBatchEntry* entries, int n, CudaKVPool&
   // Only the wanted rows go through the final norm and the classifier.
   const int rows = int(h_rows.size());
   gather_rows_kernel<<<ceil_div(std::size_t(rows) * D, kThreads), kThreads, 0, s>>>(
-      att.data(), x.data(), logit_rows.data(), rows, D);
+      out.data(), x.data(), logit_rows.data(), rows, D);
   INFERLAB_CUDA_CHECK_LAUNCH();
-  k::rmsnorm_cuda(k::kRmsnormBestVersion, xb.data(), att.data(), rms_final.data(), rows, D,
+  k::rmsnorm_cuda(k::kRmsnormBestVersion, xb.data(), out.data(), rms_final.data(), rows, D,
                   d.norm_eps, s);
   k::matmul_cuda(k::kMatmulBestVersion, logits.data(), xb.data(), wcls, rows, D, d.vocab_size, s);
   return rows;

@@ -169,7 +169,8 @@ class Model {
 
 /// @brief Named real shapes the synthetic generator and the calculators share.
 /// Known names: stories260K, stories15M, stories42M, stories110M, llama2-7b, llama3-8b,
-/// llama3-70b, mistral-7b (v0.2: 32K context, no sliding window).
+/// llama3-70b, mistral-7b (v0.2: 32K context, no sliding window), smollm2-135m (the shape of
+/// SmolLM2-135M-Instruct's GGUF file, for the calculators).
 /// @throws inferlab::Error for an unknown name (the message lists the known ones).
 ModelConfig named_config(const std::string& name);
 /// @brief The names accepted by named_config().

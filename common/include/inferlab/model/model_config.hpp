@@ -7,7 +7,8 @@
 ///
 /// Dimension letters used in shape comments throughout InferLab:
 ///  - `L` layers, `D` model dim, `H` hidden (FFN) dim, `V` vocabulary size,
-///  - `Nh` query heads, `Nkv` key/value heads, `hs` head size (= D / Nh), `KV` = Nkv * hs,
+///  - `Nh` query heads, `Nkv` key/value heads, `hs` head size (D / Nh unless the model gives
+///    its own), `Q` = Nh * hs, `KV` = Nkv * hs,
 ///  - `S` maximum sequence length, `T` tokens in one forward call.
 /// Every matrix is row-major and stored (out, in): a linear layer computes y = W x.
 
@@ -43,12 +44,21 @@ struct ModelConfig {
   float rope_low_freq_factor = 1.0f;   ///< llama3: wavelengths above original/this are scaled
   float rope_high_freq_factor = 4.0f;  ///< llama3: wavelengths below original/this are kept
   int rope_original_context = 8192;    ///< llama3: the context the model was trained at
+  /// hs when the model gives its own (GGUF `attention.key_length`), which may differ from
+  /// D / Nh; 0: D / Nh, the only width llama2.c's format can describe.
+  int head_dim = 0;
+  /// (hs/2) per-frequency RoPE divisors (GGUF tensor `rope_freqs.weight`, as Llama 3.1's files
+  /// carry their frequency rule): pair j turns by pos * inv_freq_j / rope_freq_factors[j].
+  /// Empty: none.
+  std::vector<float> rope_freq_factors;
 
-  int head_size() const { return dim / n_heads; }          ///< hs
+  int head_size() const { return head_dim > 0 ? head_dim : dim / n_heads; }  ///< hs
+  int q_dim() const { return n_heads * head_size(); }  ///< Q: width of the queries
   int kv_dim() const { return n_kv_heads * head_size(); }  ///< KV
   int kv_group() const { return n_heads / n_kv_heads; }    ///< query heads per KV head
   /// @brief The hs/2 RoPE inverse frequencies, pair j rotating by pos * inv_freq[j]:
-  /// theta^(-2j/hs), then the scaling rule. Defined in common/src/model/model.cpp.
+  /// theta^(-2j/hs), then the scaling rule, then the per-frequency factors. Defined in
+  /// common/src/model/model.cpp.
   std::vector<float> rope_inv_freq() const;
   // The three functions below are defined in common/src/model/model.cpp, next to the checkpoint
   // layout they count.
@@ -65,10 +75,10 @@ struct ModelConfig {
 struct Weights {
   const float* token_embedding = nullptr;  ///< (V, D)
   const float* rms_att = nullptr;          ///< (L, D)
-  const float* wq = nullptr;               ///< (L, D, D)   out = Nh*hs, in = D
+  const float* wq = nullptr;               ///< (L, Q, D)   out = Nh*hs, in = D
   const float* wk = nullptr;               ///< (L, KV, D)
   const float* wv = nullptr;               ///< (L, KV, D)
-  const float* wo = nullptr;               ///< (L, D, D)
+  const float* wo = nullptr;               ///< (L, D, Q)
   const float* rms_ffn = nullptr;          ///< (L, D)
   const float* w1 = nullptr;               ///< (L, H, D)   gate projection
   const float* w2 = nullptr;               ///< (L, D, H)   down projection
