@@ -5,9 +5,11 @@
 #include <limits>
 #include <vector>
 
+#include "inferlab/analysis/format_compare.hpp"
 #include "inferlab/analysis/quant_quality.hpp"
 #include "inferlab/base/error.hpp"
 #include "inferlab/model/model.hpp"
+#include "inferlab/model/tokenizer.hpp"
 #include "inferlab/runtime/runner.hpp"
 #include "test_support.hpp"
 
@@ -128,4 +130,43 @@ TEST_CASE("quant quality: the text is the one the docs name", "[unit][quality]")
   CHECK(text.size() > 4000);
   CHECK(text.find("its solace was visiting and news.") != std::string::npos);
   CHECK(std::string(inferlab::quality_text_source()).find("1342") != std::string::npos);
+}
+
+TEST_CASE("format comparison: a float32 model against itself", "[unit][quality]") {
+  inferlab::SyntheticOptions so;
+  so.seq_len = 64;
+  const inferlab::Model model = inferlab::make_synthetic_model("stories260K", so);
+  const inferlab::Tokenizer tokenizer = inferlab::Tokenizer::synthetic(model.config().vocab_size);
+  const inferlab::FormatModel formats[] = {{"f32", &model}};
+  inferlab::FormatCompareOptions o;
+  o.speed.prompt_tokens = 8;
+  o.speed.decode_steps = 2;
+  o.speed.reps = 1;
+  o.window = 32;
+  o.greedy_steps = 12;
+  const std::vector<std::string> prompts{"Once upon a time", ""};
+  const std::vector<inferlab::FormatMeasurement> runs = inferlab::compare_formats(
+      model, formats, tokenizer, "The cat sat on the mat. It was warm.", prompts, o);
+  REQUIRE(runs.size() == 1);
+  const inferlab::FormatMeasurement& m = runs[0];
+  // float32: 32 bits per weight, up to the packed matrices' padding.
+  const double n = double(model.config().n_params());
+  CHECK(m.model_bytes >= 4.0 * n);
+  CHECK(m.bits_per_weight == Approx(8.0 * m.model_bytes / n));
+  CHECK(m.bits_per_weight < 33.0);
+  REQUIRE(m.points.batched.size() == 2);
+  CHECK(m.points.batched[0].tokens == 1);
+  CHECK(m.points.batched[1].tokens == 16);
+  CHECK(m.points.prefill.tokens_per_second() > 0.0);
+  // Stored bytes are the float bytes here, so a step reads at least the model once.
+  CHECK(m.points.batched[0].bytes >= m.model_bytes);
+  CHECK(m.quality.positions > 0);
+  CHECK(m.quality.kl_mean == 0.0);
+  CHECK(m.quality.top1_agreement == 1.0);
+  CHECK(m.greedy_divergence == std::vector<int>{-1, -1});
+  const std::vector<inferlab::RooflinePoint> points = inferlab::format_roofline_points(runs);
+  REQUIRE(points.size() == 2);
+  CHECK(points[0].label == "f32 B=1");
+  CHECK(points[1].label == "f32 B=16");
+  CHECK(points[1].intensity > points[0].intensity);
 }
