@@ -86,6 +86,8 @@ std::vector<FormatMeasurement> compare_formats(const Model& reference,
 
   progress(fmt::format("greedy generations of {} prompts", prompts.size()));
   for (const std::string& prompt : prompts) {
+    // An empty prompt is a prompt only with BOS; without one there is nothing to continue.
+    if (tokenizer.encode(prompt, tokenizer.adds_bos()).empty()) continue;
     const std::vector<int> ref = greedy_tokens(reference, tokenizer, prompt, options.greedy_steps);
     for (std::size_t i = 0; i < out.size(); ++i) {
       const std::vector<int> got =

@@ -43,6 +43,7 @@ struct FormatMeasurement {
   QualityStats quality;  ///< against the reference, on the text (compare_quality())
   /// Per prompt of the comparison, the first generated position where this format's greedy
   /// output departs from the reference's (0 = its first token; -1: never, within the steps).
+  /// A prompt that encodes to no token (empty, and a tokenizer without BOS) is left out.
   std::vector<int> greedy_divergence;
 };
 
