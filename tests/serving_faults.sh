@@ -88,7 +88,7 @@ field() { jq -r ".$2" "$1"; }
 
 # Arrivals 5 ms apart on average, not all at t = 0: the 200 still overlap (a server of 8 slots
 # queues most of them), but their connects do not all hit the listen backlog at once.
-workload=(--requests 200 --rate 200 --prompt-lens uniform:4:48 --output-lens uniform:2:40
+workload=(--requests 200 --rate 200 --prompt-lens uniform:4:48 --output-lens uniform:100:300
           --workload-seed 3 --temperature 0 --timeout 120)
 
 echo "== 1. solo run (reference texts)"

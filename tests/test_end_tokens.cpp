@@ -5,6 +5,7 @@
 // is found first, then a byte-level vocabulary is made whose `<|im_end|>` is an id greedy
 // decoding reaches a few tokens in, so the loops must stop exactly there.
 #include <algorithm>
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,7 @@
 #include "inferlab/model/tokenizer.hpp"
 #include "inferlab/runtime/speculative_decoder.hpp"
 #include "inferlab/serving/engine.hpp"
+#include "inferlab/serving/live_engine.hpp"
 #include "test_support.hpp"
 
 using namespace inferlab;
@@ -117,6 +119,34 @@ TEST_CASE("the serving engine ends a request at the vocabulary's <|im_end|>, not
   Request by_length;
   by_length.prompt_len = 4;
   CHECK(make_sequence(by_length, nullptr, 512, 64).end_tokens == std::vector<int>{kBosToken});
+}
+
+TEST_CASE("the server's engine thread ends a choice at the vocabulary's <|im_end|>",
+          "[engine][server]") {
+  const Model model = make_synthetic_model("stories260K");
+  const Greedy g = greedy_continuation(model);
+  const int im_end = g.tokens[g.end_at];
+  const Tokenizer chat = chat_vocabulary(model.config().vocab_size, im_end);
+  LiveEngineConfig config;
+  config.memory.allocator = Allocator::paged;
+  config.memory.budget_bytes = std::size_t(8) << 20;
+  LiveEngine engine(model, chat, config);
+  LiveRequest live;
+  live.prompt = {kBosToken};
+  live.max_tokens = kMaxTokens;
+  live.sampling.temperature = 0.0f;
+  const auto stream = engine.submit(live);
+  std::vector<TokenEvent> events;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (!stream->wait(events, std::chrono::milliseconds(100)))
+    REQUIRE(std::chrono::steady_clock::now() < deadline);
+  std::vector<int> tokens = {kBosToken};
+  for (const TokenEvent& e : events)
+    if (e.token >= 0) tokens.push_back(e.token);
+  const std::vector<int> want(g.tokens.begin(), g.tokens.begin() + std::ptrdiff_t(g.end_at) + 1);
+  CHECK(tokens == want);
+  REQUIRE(!events.empty());
+  CHECK(events.back().finish == FinishReason::stop);
 }
 
 TEST_CASE("the simulator's placeholder tokens never end a request, whatever the vocabulary",

@@ -223,8 +223,14 @@ struct OpenAIServer::Impl {
     }
     std::shared_ptr<CompiledConstraint> compiled;
     try {
+      // JSON answers with at most one whitespace character between tokens, as OpenAI's are
+      // compact: a small model whose masked distribution favours newlines would otherwise pad
+      // until max_tokens.
+      JsonSchemaLimits limits;
+      limits.max_whitespace = 1;
       compiled = std::make_shared<CompiledConstraint>(
-          compile_constraint(kind, r.constraint_text, param), *trie, token_bytes, end_token);
+          compile_constraint(kind, r.constraint_text, param, limits), *trie, token_bytes,
+          end_token);
     } catch (const Error& e) {
       throw ApiError(400, fmt::format("{}: {}", param, e.what()), param);
     }

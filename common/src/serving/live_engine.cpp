@@ -170,6 +170,7 @@ void LiveEngine::start_job(std::shared_ptr<RequestStream> stream, LiveRequest re
   first->request.sampling = request.sampling;
   first->request.n = request.n;
   first->request.ignore_eos = request.ignore_eos;
+  first->end_tokens = tokenizer_.end_of_generation_ids();  // as make_sequence() sets them
   first->tokens = std::move(request.prompt);
   first->prompt_tokens = static_cast<int>(first->tokens.size());
   // The last generated token is never forwarded: P + max_new_tokens - 1 positions must fit.
