@@ -2,6 +2,7 @@
 // and the drivers of rungs 2 and 3 with their scalar row dots (SIMD ones: quant_dot_x86.cpp).
 #include "inferlab/kernels/quant_matmul.hpp"
 
+#include <cpuid.h>
 #include <omp.h>
 
 #include <algorithm>
@@ -200,14 +201,22 @@ RowDot row_dot(TensorType type, QuantIsa isa) {
 
 }  // namespace quant_dot
 
+namespace {
+// F16C (half-float conversions) from CPUID leaf 1: __builtin_cpu_supports knows "f16c" in GCC
+// but not in every clang.
+bool cpu_has_f16c() {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  return __get_cpuid(1, &a, &b, &c, &d) != 0 && (c & bit_F16C) != 0;
+}
+}  // namespace
+
 bool quant_isa_supported(QuantIsa isa) {
   switch (isa) {
     case QuantIsa::scalar:
       return true;
     case QuantIsa::avx2:
       return quant_dot::row_dot_avx2(TensorType::kQ8_0) != nullptr &&
-             __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-             __builtin_cpu_supports("f16c");
+             __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && cpu_has_f16c();
     case QuantIsa::avx512_vnni:
       return quant_dot::row_dot_avx512_vnni(TensorType::kQ8_0) != nullptr &&
              quant_isa_supported(QuantIsa::avx2) && __builtin_cpu_supports("avx512f") &&
