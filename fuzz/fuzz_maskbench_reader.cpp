@@ -12,7 +12,7 @@
 #include "inferlab/model/tokenizer.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  static const inferlab::Tokenizer tokenizer = inferlab::Tokenizer::synthetic(300);
+  static const inferlab::Tokenizer tokenizer = inferlab::Tokenizer::synthetic(512);
   static const inferlab::MaskBenchVocab vocab(tokenizer);
   try {
     const nlohmann::ordered_json file = inferlab::parse_json_input(

@@ -35,6 +35,10 @@ TEST_CASE("parse_json_input refuses NUL and trailing bytes, and names the input"
   CHECK_THROWS_WITH(parse_json_input("{\"a\": \"x\0y\"}"s, "s.json"), Contains("NUL byte"));
   CHECK_THROWS_WITH(parse_json_input("{} x", "s.json"), Contains("s.json: not valid JSON"));
   CHECK_THROWS_WITH(parse_json_input("{} x", "s.json"), Contains("expected end of input"));
+  // A number beyond a double's range is nlohmann's out_of_range, not a parse_error (fuzzing).
+  CHECK_THROWS_AS(parse_json_input("[4888e44444444]", "s.json"), Error);
+  CHECK_THROWS_WITH(parse_json_input("[4888e44444444]", "s.json"),
+                    Contains("s.json: not valid JSON: number overflow"));
   try {
     parse_json_input("{\"a\":\n tru}", "s.json");
     FAIL("no error");

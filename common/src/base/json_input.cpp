@@ -48,9 +48,10 @@ nlohmann::ordered_json parse_json_input(std::string_view text, const std::string
   }
   try {
     return nlohmann::ordered_json::parse(text.begin(), text.end());
-  } catch (const nlohmann::json::parse_error& e) {
-    // nlohmann's text is "[json.exception.parse_error.101] parse error at line 1, column 3:
-    // ...": keep what follows the bracketed id, on one line.
+  } catch (const nlohmann::json::exception& e) {
+    // A parse error, or a number too large for a double (out_of_range.406). nlohmann's text is
+    // "[json.exception.parse_error.101] parse error at line 1, column 3: ...": keep what
+    // follows the bracketed id, on one line.
     std::string what = e.what();
     if (const auto close = what.find("] ");
         what.rfind("[json.exception", 0) == 0 && close != std::string::npos)

@@ -228,7 +228,11 @@ void LiveEngine::run() {
       std::lock_guard lock(inbox_mu_);
       stopping = stopping_;
     }
-    for (const auto& [stream, choice] : ended) {
+    for (const auto& entry : ended) {
+      // Named variables, not a structured binding: a lambda may not capture one before C++20's
+      // P1091 (clang 14 refuses it).
+      const auto& stream = entry.first;
+      const int choice = entry.second;
       const auto it = std::find_if(jobs_.begin(), jobs_.end(),
                                    [&](const auto& j) { return j.second->stream == stream; });
       if (it == jobs_.end()) continue;  // already finished
