@@ -84,9 +84,25 @@ TEST_CASE("quantized matmul: every rung, every instruction set, awkward shapes",
         kernels::matmul_ref(want.data(), x.data(), wf.data(), T, n, d);
         // Rung 1: float dot products of the dequantized rows.
         const std::vector<float> ref = run(1, QuantIsa::scalar, x, w, T);
-        const auto r = test::all_close(ref, want, long(want.size()), 1e-5, 1e-5);
-        INFO("rung 1 vs matmul_ref: max error " << r.max_abs_err << ", first bad " << r.first_bad);
-        CHECK(r.ok);
+        // Two float sums of the same n products in different orders: they differ by at most
+        // about 2 n eps times the sum of |w x| (the usual accumulation bound), whatever the
+        // compiler's contraction and vectorisation (a debug build sums in another order).
+        int bad = 0;
+        double worst = 0.0;
+        for (int t = 0; t < T; ++t) {
+          for (int o = 0; o < d; ++o) {
+            double magnitude = 0.0;
+            for (int i = 0; i < n; ++i)
+              magnitude += std::fabs(double(wf[std::size_t(o) * n + i]) *
+                                     double(x[std::size_t(t) * n + i]));
+            const double err = std::fabs(double(ref[std::size_t(t) * d + o]) -
+                                         double(want[std::size_t(t) * d + o]));
+            worst = std::max(worst, err);
+            if (err > 2.0 * n * 1.19209290e-7 * magnitude + 1e-6) ++bad;
+          }
+        }
+        INFO("rung 1 vs matmul_ref: max error " << worst);
+        CHECK(bad == 0);
         // Rungs 2 and 3 on every instruction set: one set of bits, within the bound of rung 1.
         const std::vector<float> first = run(2, QuantIsa::scalar, x, w, T);
         for (int t = 0; t < T; ++t) {
