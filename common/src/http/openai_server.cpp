@@ -4,6 +4,7 @@
 #include <atomic>
 #include <ctime>
 #include <random>
+#include <thread>
 
 #include <fmt/format.h>
 #include <httplib.h>
@@ -167,6 +168,14 @@ struct OpenAIServer::Impl {
   std::unique_ptr<TokenTrie> trie;
   int end_token = -1;  // the end-of-generation token a constraint allows where it may end
   std::atomic<std::uint64_t> next_id{0};
+  // httplib's stop() does nothing until listen_after_bind() has marked the server running, so a
+  // stop() that comes first (a model that fails to load at once) would leave listen() blocked
+  // forever. Each side announces itself before it looks at the other (both sequentially
+  // consistent), so at least one of them sees the other: listen() returns at once, or stop()
+  // waits for the server to run and then stops it.
+  std::atomic<bool> listen_entered{false};
+  std::atomic<bool> listen_returned{false};
+  std::atomic<bool> stop_requested{false};
 
   LiveEngine& ready() const {
     LiveEngine* e = engine.load();
@@ -421,8 +430,17 @@ void OpenAIServer::attach(LiveEngine& engine, const Tokenizer& tokenizer,
   impl_->engine.store(&engine);
 }
 
-void OpenAIServer::listen() { impl_->http.listen_after_bind(); }
+void OpenAIServer::listen() {
+  impl_->listen_entered = true;
+  if (!impl_->stop_requested) impl_->http.listen_after_bind();
+  impl_->listen_returned = true;
+}
 
-void OpenAIServer::stop() { impl_->http.stop(); }
+void OpenAIServer::stop() {
+  impl_->stop_requested = true;
+  if (impl_->listen_entered)
+    while (!impl_->listen_returned && !impl_->http.is_running()) std::this_thread::yield();
+  impl_->http.stop();
+}
 
 }  // namespace inferlab
