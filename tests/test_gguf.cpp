@@ -20,9 +20,12 @@
 #include "inferlab/model/model.hpp"
 #include "inferlab/model/model_files.hpp"
 #include "inferlab/runtime/forward.hpp"
+#include "small_models.hpp"
 #include "test_support.hpp"
 
 using namespace inferlab;
+using test::logits_of;
+using test::small_block_config;
 using Catch::Matchers::Contains;
 using kernels::TensorType;
 namespace fs = std::filesystem;
@@ -405,25 +408,6 @@ TEST_CASE("gguf: llama.cpp's vocabulary files read", "[model]") {
 
 namespace {
 
-// A small GQA shape whose every row length (64 and 96) splits into 32-number blocks.
-ModelConfig small_config(bool shared) {
-  ModelConfig c;
-  c.dim = 64;
-  c.hidden_dim = 96;
-  c.n_layers = 2;
-  c.n_heads = 8;
-  c.n_kv_heads = 4;
-  c.vocab_size = 96;
-  c.seq_len = 32;
-  c.shared_classifier = shared;
-  return c;
-}
-
-std::vector<float> logits_of(const Model& m, const std::vector<int>& tokens) {
-  ForwardPass pass(m);
-  return naive_logits(pass, tokens);
-}
-
 // The weights a file of this type holds for these floats: quantized, then read back.
 std::vector<float> through(TensorType t, const float* x, std::size_t n) {
   std::vector<std::uint8_t> packed(kernels::tensor_bytes(t, n));
@@ -447,7 +431,7 @@ TEST_CASE(
     "[invariant]") {
   const std::vector<int> tokens = {1, 5, 17, 42, 95, 3, 60};
   for (bool shared : {true, false}) {
-    const Model original = make_synthetic_model(small_config(shared), {}, "small");
+    const Model original = make_synthetic_model(small_block_config(shared), {}, "small");
     for (TensorType t : {TensorType::kF32, TensorType::kF16, TensorType::kBF16, TensorType::kQ8_0,
                          TensorType::kQ4_0, TensorType::kQ4_1}) {
       CAPTURE(shared, kernels::ggml_type_name(std::uint32_t(t)));
@@ -484,7 +468,7 @@ TEST_CASE(
 TEST_CASE("gguf models: RoPE base, epsilon and scaling round-trip and drive the pass",
           "[invariant]") {
   const std::vector<int> tokens = {1, 5, 17, 42, 95, 3, 60, 7, 8, 9};
-  ModelConfig c = small_config(true);
+  ModelConfig c = small_block_config(true);
   c.rope_theta = 500000.0f;
   c.norm_eps = 1e-6f;
   c.rope_scaling = RopeScaling::llama3;
@@ -512,7 +496,7 @@ TEST_CASE("gguf models: RoPE base, epsilon and scaling round-trip and drive the 
 }
 
 TEST_CASE("rope_inv_freq: the llama2.c rule, linear and Llama 3 scaling", "[unit]") {
-  ModelConfig c = small_config(true);  // hs = 8: four pairs
+  ModelConfig c = small_block_config(true);  // hs = 8: four pairs
   c.rope_theta = 10000.0f;
   const std::vector<float> base = c.rope_inv_freq();
   REQUIRE(base.size() == 4);
@@ -538,7 +522,7 @@ TEST_CASE("rope_inv_freq: the llama2.c rule, linear and Llama 3 scaling", "[unit
 }
 
 TEST_CASE("gguf models: bad metadata and tensors are refused with one clear line", "[unit]") {
-  const Model original = make_synthetic_model(small_config(false), {}, "small");
+  const Model original = make_synthetic_model(small_block_config(false), {}, "small");
   const GgufTemp good_file("", "goodmodel");
   original.save_gguf(good_file.str(), TensorType::kQ8_0);
   std::string good;

@@ -24,22 +24,10 @@
 #include "test_support.hpp"
 
 using namespace inferlab;
+using test::TempFile;
 namespace fs = std::filesystem;
 
 namespace {
-
-// A file in the temporary folder, removed at the end of the scope.
-struct TempFile {
-  fs::path path;
-  explicit TempFile(const std::string& tag)
-      : path(fs::temp_directory_path() /
-             fmt::format("inferlab_variant_{}_{}.gguf", tag, ::getpid())) {}
-  ~TempFile() {
-    std::error_code ec;
-    fs::remove(path, ec);
-  }
-  std::string str() const { return path.string(); }
-};
 
 using Vec = std::vector<double>;
 
@@ -205,7 +193,7 @@ TEST_CASE("gguf models: a head width other than D / Nh is read from key_length a
     CAPTURE(dim, head_dim);
     const ModelConfig c = tiny_config(dim, 4, 2, head_dim);
     const Model original = make_synthetic_model(c, {}, "wide-heads");
-    const TempFile file("heads");
+    const TempFile file("heads", ".gguf");
     original.save_gguf(file.str());
     CHECK(GgufFile::open(file.str()).get_u32("llama.attention.key_length") ==
           std::uint32_t(head_dim));
@@ -232,7 +220,7 @@ TEST_CASE("gguf models: Llama 3.1's rope_freqs.weight is read and divides the fr
   c.rope_theta = 500000.0f;
   c.rope_freq_factors = {1.0f, 2.0f, 8.0f, 32.0f};
   const Model original = make_synthetic_model(c, {}, "rope-factors");
-  const TempFile file("freqs");
+  const TempFile file("freqs", ".gguf");
   original.save_gguf(file.str());
   REQUIRE(GgufFile::open(file.str()).find_tensor("rope_freqs.weight") != nullptr);
   const Model loaded = Model::load(file.str());
@@ -267,7 +255,7 @@ TEST_CASE("gguf vocabularies: a merge naming an unknown token, a piece that is n
     w.add_string_array("tokenizer.ggml.merges", merges);
     w.write(path);
   };
-  const TempFile file("vocab");
+  const TempFile file("vocab", ".gguf");
   write_vocabulary(file.str(), {"a", "b", "ab"}, {"a b"});
   CHECK(Tokenizer::load(file.str()).encode("ab", false) == std::vector<int>{2});
   auto error_of = [&](const std::vector<std::string>& tokens,

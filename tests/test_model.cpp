@@ -16,24 +16,10 @@
 #include "test_support.hpp"
 
 using namespace inferlab;
+using test::TempFile;
 namespace fs = std::filesystem;
 
 namespace {
-
-// A scratch file that removes itself.
-struct TempFile {
-  fs::path path;
-  explicit TempFile(const std::string& tag)
-      : path(fs::temp_directory_path() /
-             ("inferlab_test_" + tag + "_" + std::to_string(::getpid()) + ".bin")) {}
-  ~TempFile() {
-    std::error_code ec;
-    fs::remove(path, ec);
-  }
-  void write(const std::vector<char>& bytes) const {
-    std::ofstream(path, std::ios::binary).write(bytes.data(), std::streamsize(bytes.size()));
-  }
-};
 
 std::vector<char> read_all(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

@@ -2,11 +2,15 @@
 // Helpers shared by the tests: locating model and golden files, skipping honestly, comparing
 // floats the llm.c way.
 
+#include <unistd.h>
+
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <string>
+#include <vector>
 
 #include <catch2/catch.hpp>
 
@@ -86,5 +90,25 @@ CloseReport all_close(const A& actual, const B& expected, long n, double atol, d
   }
   return r;
 }
+
+/// A file in the temporary folder, `inferlab_<tag>_<pid><extension>`, removed at the end of the
+/// scope (the process id keeps two test processes apart; the tag, two files of one test).
+struct TempFile {
+  std::filesystem::path path;  ///< where the file is (it need not exist yet)
+  explicit TempFile(const std::string& tag, const std::string& extension = ".bin")
+      : path(std::filesystem::temp_directory_path() /
+             ("inferlab_" + tag + "_" + std::to_string(::getpid()) + extension)) {}
+  ~TempFile() {
+    std::error_code ec;
+    std::filesystem::remove(path, ec);
+  }
+  TempFile(const TempFile&) = delete;
+  TempFile& operator=(const TempFile&) = delete;
+  std::string str() const { return path.string(); }  ///< the path as a string
+  /// Writes @p bytes as the whole file.
+  void write(const std::vector<char>& bytes) const {
+    std::ofstream(path, std::ios::binary).write(bytes.data(), std::streamsize(bytes.size()));
+  }
+};
 
 }  // namespace inferlab::test

@@ -18,45 +18,18 @@
 #include "inferlab/model/model.hpp"
 #include "inferlab/model/weight_format.hpp"
 #include "inferlab/runtime/forward.hpp"
+#include "small_models.hpp"
 #include "test_support.hpp"
 
 using namespace inferlab;
+using test::TempFile;
+using test::logits_of;
+using test::small_block_config;
 using Catch::Matchers::Contains;
 using kernels::TensorType;
 namespace fs = std::filesystem;
 
 namespace {
-
-// Rows of 64 and 96 numbers: whole Q8_0, Q4_0 and Q4_1 blocks.
-ModelConfig small_config(bool shared) {
-  ModelConfig c;
-  c.dim = 64;
-  c.hidden_dim = 96;
-  c.n_layers = 2;
-  c.n_heads = 8;
-  c.n_kv_heads = 4;
-  c.vocab_size = 96;
-  c.seq_len = 32;
-  c.shared_classifier = shared;
-  return c;
-}
-
-struct TempPath {
-  fs::path path;
-  explicit TempPath(const std::string& tag)
-      : path(fs::temp_directory_path() /
-             ("inferlab_storage_" + tag + "_" + std::to_string(::getpid()) + ".gguf")) {}
-  ~TempPath() {
-    std::error_code ec;
-    fs::remove(path, ec);
-  }
-  std::string str() const { return path.string(); }
-};
-
-std::vector<float> logits_of(const Model& m, const std::vector<int>& tokens) {
-  ForwardPass pass(m);
-  return naive_logits(pass, tokens);
-}
 
 struct Stored {
   WeightFormat format;
@@ -90,12 +63,12 @@ TEST_CASE("stored weights: no float copy, the file's blocks, the float model's l
           "[unit][quant]") {
   const std::vector<int> tokens = {1, 5, 17, 42, 95, 3, 60};
   for (bool shared : {true, false}) {
-    const Model original = make_synthetic_model(small_config(shared), {}, "small");
+    const Model original = make_synthetic_model(small_block_config(shared), {}, "small");
     for (const Stored& s : kStored) {
       CAPTURE(shared, weight_format_name(s.format));
       SyntheticOptions options;
       options.weights = s.format;
-      const Model stored = make_synthetic_model(small_config(shared), options, "small");
+      const Model stored = make_synthetic_model(small_block_config(shared), options, "small");
       // Only the norms are float: no float copy of a linear layer or of the embedding.
       CHECK_FALSE(stored.float_weights());
       CHECK(stored.weights().wq == nullptr);
@@ -109,7 +82,7 @@ TEST_CASE("stored weights: no float copy, the file's blocks, the float model's l
       CHECK(linears.wcls.stored.type() == s.type);
       // The blocks are quantize_ref's, byte for byte: the ones a GGUF file of that type holds;
       // and that file, kept as stored, holds the same bytes.
-      const TempPath file("blocks");
+      const TempFile file("blocks", ".gguf");
       original.save_gguf(file.str(), s.type);
       const GgufFile gguf = GgufFile::open(file.str());
       const GgufTensor* w2 = gguf.find_tensor("blk.1.ffn_down.weight");
@@ -146,7 +119,7 @@ TEST_CASE("stored weights: no float copy, the file's blocks, the float model's l
 
 TEST_CASE("stored weights: the refusals, one clear line each", "[unit][quant]") {
   // stories260K's shape: rows of the down projection hold 172 numbers.
-  ModelConfig c = small_config(true);
+  ModelConfig c = small_block_config(true);
   c.hidden_dim = 172;
   SyntheticOptions options;
   options.weights = WeightFormat::q8_0;
@@ -159,8 +132,8 @@ TEST_CASE("stored weights: the refusals, one clear line each", "[unit][quant]") 
                                      "a whole number of Q8_0's 32-number blocks"));
   }
   // A Q8_0 block whose scale is NaN: the load names the tensor and the block.
-  const Model original = make_synthetic_model(small_config(true), {}, "small");
-  const TempPath file("nan");
+  const Model original = make_synthetic_model(small_block_config(true), {}, "small");
+  const TempFile file("nan", ".gguf");
   original.save_gguf(file.str(), TensorType::kQ8_0);
   std::string bytes;
   {
