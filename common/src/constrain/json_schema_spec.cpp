@@ -782,7 +782,7 @@ class SchemaParser {
       for (const auto& x : v) {
         const auto j =
             static_cast<std::size_t>(std::find(names.begin(), names.end(), x) - names.begin());
-        if (j < 32) spec.properties[i].needs |= std::uint32_t{1} << j;
+        if (j < 64) spec.properties[i].needs |= std::uint64_t{1} << j;
       }
     }
     if (!depends.empty() && static_cast<int>(names.size()) > limits_.max_free_order_properties) {
@@ -1007,10 +1007,11 @@ class SchemaParser {
 }  // namespace
 
 void check_json_schema_limits(const JsonSchemaLimits& limits) {
-  if (limits.max_free_order_properties < 0 || limits.max_free_order_properties > 16) {
+  if (limits.max_free_order_properties < 0 ||
+      limits.max_free_order_properties > MemberSet::kMaxMembers) {
     throw ParameterError("max_free_order_properties",
-                         fmt::format("must be in [0, 16] (2^n grammar rules), got {}",
-                                     limits.max_free_order_properties));
+                         fmt::format("must be in [0, {}] (the bits of a member set's mask), got {}",
+                                     MemberSet::kMaxMembers, limits.max_free_order_properties));
   }
 }
 
