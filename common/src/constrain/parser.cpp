@@ -309,8 +309,7 @@ struct PushdownParser::Impl {
             break;
           case EdgeKind::choose:
             if (guards[static_cast<std::size_t>(e.arg)].can_choose(mask, e.bit)) {
-              work.push_back(
-                  intern_stack(e.target, parent, mask | std::uint64_t{1} << e.bit));
+              work.push_back(intern_stack(e.target, parent, mask | std::uint64_t{1} << e.bit));
             }
             break;
           case EdgeKind::more:

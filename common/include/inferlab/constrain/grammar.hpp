@@ -36,14 +36,13 @@ struct ByteSet {
 
 /// @brief A grammar expression node kind.
 enum class ExprKind {
-  empty,   ///< matches the empty string
-  bytes,   ///< one byte from a ByteSet
-  seq,     ///< the children one after another
-  alt,     ///< any one of the children
-  repeat,  ///< the child repeated min..max times (max = -1: unbounded)
-  ref,     ///< a call of another rule (by id)
-  members,  ///< members in any order, each at most once (a Grammar::MemberSet; a rule's whole
-            ///< expression, made by Grammar::members_in_any_order)
+  empty,    ///< matches the empty string
+  bytes,    ///< one byte from a ByteSet
+  seq,      ///< the children one after another
+  alt,      ///< any one of the children
+  repeat,   ///< the child repeated min..max times (max = -1: unbounded)
+  ref,      ///< a call of another rule (by id)
+  members,  ///< a MemberSet's members in any order (a rule of Grammar::members_in_any_order)
 };
 
 /// @brief One expression node; nodes live in Grammar::exprs and refer to each other by index.
@@ -64,12 +63,12 @@ struct Expr {
 struct MemberSet {
   /// Most listed members one set may hold: the bits of the frame's mask.
   static constexpr int kMaxMembers = 64;
-  std::vector<int> members;           ///< the expression of each listed member
-  std::uint64_t required = 0;         ///< bit i: members[i] must be written
-  std::vector<std::uint64_t> needs;   ///< needs[i] bit j: members[i] written -> members[j] too
-                                      ///< (empty: no member needs another)
-  int extra = -1;      ///< the expression of one additional member, or -1 when none is allowed
-  int separator = -1;  ///< the expression written between two members
+  std::vector<int> members;          ///< the expression of each listed member
+  std::uint64_t required = 0;        ///< bit i: members[i] must be written
+  std::vector<std::uint64_t> needs;  ///< needs[i] bit j: members[i] written -> members[j] too
+                                     ///< (empty: no member needs another)
+  int extra = -1;        ///< the expression of one additional member, or -1 when none is allowed
+  int separator = -1;    ///< the expression written between two members
   int min_members = 0;   ///< fewest listed members written (0: no bound)
   int max_members = -1;  ///< most listed members written (-1: no bound)
 };
@@ -83,10 +82,10 @@ struct Grammar {
     std::string name;  ///< name shown in errors (GBNF rule name or a generated one)
     int expr = -1;     ///< index of the defining expression in exprs
   };
-  std::vector<Expr> exprs;  ///< expression pool
-  std::vector<Rule> rules;  ///< rules; index = rule id
+  std::vector<Expr> exprs;             ///< expression pool
+  std::vector<Rule> rules;             ///< rules; index = rule id
   std::vector<MemberSet> member_sets;  ///< the sets of ExprKind::members expressions
-  int root = -1;            ///< the start rule
+  int root = -1;                       ///< the start rule
 
   /// @brief The empty string.
   int empty();

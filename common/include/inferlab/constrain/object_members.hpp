@@ -1,9 +1,10 @@
 #pragma once
 /// @file object_members.hpp
 /// @brief The members of a JSON object as a grammar: listed members in any order (a member
-/// set whose written members the parser tracks in a bit mask) or in a fixed order, additional members between them, and
-/// the keys that are none of the listed names. JSON Schema's properties / required /
-/// additionalProperties / dependentRequired compile to these (json_schema_spec.hpp).
+/// set whose written members the parser tracks in a bit mask) or in a fixed order,
+/// additional members between them, and the keys that are none of the listed names. JSON
+/// Schema's properties / required / additionalProperties / dependentRequired compile to these
+/// (json_schema_spec.hpp).
 ///
 /// The functions build the members between the braces; the caller adds the braces and the
 /// whitespace inside them.
