@@ -1,8 +1,10 @@
 #pragma once
-// JSON Schema, phase 1 (private to json_schema_spec*.cpp): the parser from a schema's JSON to
-// typed specs, and the helpers its parts share. json_schema_spec.cpp holds $ref resolution,
-// anyOf / oneOf / enum and the dispatch on a schema's types; json_schema_scalars.cpp strings
-// (formats) and numbers; json_schema_containers.cpp objects and arrays.
+/// @file json_schema_parser.hpp
+/// @brief JSON Schema, phase 1 (private to its three sources): the parser from a schema's JSON
+/// to typed specs, and the helpers its parts share. json_schema_spec.cpp holds $ref
+/// resolution, anyOf / oneOf / enum and the dispatch on a schema's types;
+/// json_schema_scalars.cpp strings (formats) and numbers; json_schema_containers.cpp objects
+/// and arrays.
 
 #include <deque>
 #include <map>
@@ -21,6 +23,7 @@
 
 namespace inferlab::schema_parser {
 
+/// @brief Schemas keep their keys in the order written (the order errors are reported in).
 using Json = nlohmann::ordered_json;
 
 using schema_keywords::all_types;
@@ -38,25 +41,31 @@ using schema_keywords::types_of;
 using schema_keywords::unsupported;
 using schema_keywords::without_unevaluated;
 
-// True when value v is one of `types` (an integral number is an "integer" too).
+/// @brief True when value @p v is one of @p types (an integral number is an "integer" too).
 bool value_has_type(const Json& v, const std::vector<std::string>& types);
 
-// A value in the form JSON Schema equality sees: keys sorted, integral numbers as integers.
+/// @brief @p v in the form JSON Schema equality sees: keys sorted, integral numbers as
+/// integers.
 nlohmann::json canonical(const Json& v);
 
+/// @brief The count keyword @p k of @p s (minLength, maxItems, ...), capped at 1e9; nullopt
+/// when absent. @throws inferlab::Error when it is not a non-negative integer.
 std::optional<long> count_kw(const Json& s, const char* k);
 
-// A count range [lo, hi] (hi = -1: unbounded) set by keywords min_kw / max_kw: false when no
-// count is in it. Counts above 1000000 are refused (a guard: large counts are written as
-// rules that double, never as copies, see Grammar::repeat).
+/// @brief A count range [lo, hi] (hi = -1: unbounded) set by keywords min_kw / max_kw: false
+/// when no count is in it. Counts above 1000000 are refused (a guard: large counts are
+/// written as rules that double, never as copies, see Grammar::repeat).
 bool count_range_nonempty(long lo, long hi, const char* min_kw, const char* max_kw);
 
 // ---- the parser ----------------------------------------------------------------------------
 
+/// @brief Parses one schema (and the subschemas it reaches) into JsonSchemaSpecs.
 class SchemaParser {
  public:
+  /// @brief A parser of @p root under @p limits; both must outlive it.
   SchemaParser(const Json& root, const JsonSchemaLimits& limits) : root_(root), limits_(limits) {}
 
+  /// @brief The specs of the whole schema (call once).
   JsonSchemaSpecs parse_root() {
     out_.root = parse(root_, 0);
     return std::move(out_);
