@@ -2,9 +2,11 @@
 // the JSON-Schema-Test-Suite's labels and a small validator written here for schemas), the fast
 // token masks against the brute-force oracle on every state the suite's valid instances reach,
 // the MaskBench protocol, constrained sampling, and bad input.
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <regex>
 #include <set>
 
@@ -415,15 +417,78 @@ TEST_CASE("JSON Schema: properties in any order, each at most once, the required
   CHECK_FALSE(matches(k, R"({"baz": [{"q": 2, "p": 1}, 1], "foo": "bar"})"));
   CHECK_FALSE(matches(k, R"({"foo": "bar"})"));
   CHECK_FALSE(matches(k, R"({"foo": "bar", "foo": "bar", "baz": [1, {"p": 1, "q": 2}]})"));
-  // Above the limit: the schema's order only (a subset), and a limit beyond 16 is an error.
+  // Above the limit: the schema's order only (a subset), and a limit beyond 64 is an error.
   JsonSchemaLimits ordered;
   ordered.max_free_order_properties = 2;
   PushdownParser o(json_schema_grammar(schema, ordered));
   CHECK(matches(o, R"({"a": "s", "b": 1, "c": null, "x": true})"));
   CHECK_FALSE(matches(o, R"({"b": 1, "a": "s"})"));
   JsonSchemaLimits huge;
-  huge.max_free_order_properties = 17;
+  huge.max_free_order_properties = 65;
   CHECK_THROWS_WITH(json_schema_grammar(schema, huge), Contains("max_free_order_properties"));
+}
+
+TEST_CASE("JSON Schema: many properties in any order, with a small automaton",
+          "[unit][constrain]") {
+  // 40 listed properties p0..p39 (integers), the even ones required, no other member.
+  constexpr int n = 40;
+  Json props = Json::object();
+  Json required = Json::array();
+  for (int i = 0; i < n; ++i) {
+    props[fmt::format("p{}", i)] = Json::parse(R"({"type":"integer"})");
+    if (i % 2 == 0) required.push_back(fmt::format("p{}", i));
+  }
+  Json schema = Json::object();
+  schema["type"] = "object";
+  schema["properties"] = props;
+  schema["required"] = required;
+  schema["additionalProperties"] = false;
+  PushdownParser p(json_schema_grammar(schema));
+  // One branch per property: a rule per subset (2^40) would not compile at all.
+  CHECK(p.num_nodes() < 4000);
+  // The members written as {"pK": K, ...} in the order of `keys`.
+  const auto object = [](const std::vector<int>& keys) {
+    std::string text = "{";
+    for (std::size_t k = 0; k < keys.size(); ++k)
+      text += fmt::format("{}\"p{}\": {}", k ? ", " : "", keys[k], keys[k]);
+    return text + "}";
+  };
+  std::vector<int> all(n), evens;
+  for (int i = 0; i < n; ++i) all[static_cast<std::size_t>(i)] = i;
+  for (int i = 0; i < n; i += 2) evens.push_back(i);
+  std::vector<int> reversed(all.rbegin(), all.rend());
+  std::vector<int> shuffled = all;
+  std::mt19937 rng(32);
+  std::shuffle(shuffled.begin(), shuffled.end(), rng);
+  std::vector<int> evens_reversed(evens.rbegin(), evens.rend());
+  for (const auto& keys : {all, reversed, shuffled, evens, evens_reversed}) {
+    INFO(object(keys));
+    CHECK(matches(p, object(keys)));
+  }
+  std::vector<int> missing = reversed;  // without p38, a required one
+  missing.erase(missing.begin() + 1);
+  std::vector<int> twice = shuffled;  // a property written twice
+  twice.push_back(shuffled[5]);
+  std::vector<int> odd_only;  // no required property
+  for (int i = 1; i < n; i += 2) odd_only.push_back(i);
+  for (const auto& keys : {missing, twice, odd_only}) {
+    INFO(object(keys));
+    CHECK_FALSE(matches(p, object(keys)));
+  }
+  CHECK_FALSE(matches(p, R"({"p0": 0, "q": 1})"));
+  // minProperties / maxProperties count the listed members, in any order.
+  Json bounded = Json::parse(R"({"type":"object","additionalProperties":false,
+      "minProperties":10,"maxProperties":10})");
+  for (int i = 0; i < 12; ++i)
+    bounded["properties"][fmt::format("k{}", i)] = Json::parse(R"({"type":"null"})");
+  PushdownParser b(json_schema_grammar(bounded));
+  std::string ten = "{", eleven;
+  for (int i = 11; i >= 2; --i) ten += fmt::format("{}\"k{}\": null", i < 11 ? ", " : "", i);
+  eleven = ten + ", \"k0\": null}";
+  ten += "}";
+  CHECK(matches(b, ten));
+  CHECK_FALSE(matches(b, eleven));
+  CHECK_FALSE(matches(b, R"({"k3": null, "k1": null})"));
 }
 
 TEST_CASE("JSON Schema: dependentRequired and required names outside properties",

@@ -4,6 +4,10 @@
 #include <algorithm>
 #include <string>
 
+#include <fmt/format.h>
+
+#include "inferlab/base/error.hpp"
+
 namespace inferlab {
 
 namespace {
@@ -169,6 +173,20 @@ int Grammar::ref(int rule) {
   e.kind = ExprKind::ref;
   e.rule = rule;
   return push(*this, std::move(e));
+}
+
+int Grammar::members_in_any_order(std::string name, MemberSet set) {
+  if (set.members.size() > static_cast<std::size_t>(MemberSet::kMaxMembers)) {
+    throw Error(fmt::format("more than {} members in any order ({})", MemberSet::kMaxMembers,
+                            set.members.size()));
+  }
+  member_sets.push_back(std::move(set));
+  Expr e;
+  e.kind = ExprKind::members;
+  e.member_set = static_cast<int>(member_sets.size()) - 1;
+  const int rule = add_rule(std::move(name));
+  define(rule, push(*this, std::move(e)));
+  return ref(rule);
 }
 
 int Grammar::add_rule(std::string name) {

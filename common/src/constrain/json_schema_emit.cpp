@@ -216,7 +216,7 @@ class SchemaEmitter {
     std::vector<int> members;
     std::vector<bool> optional;
     std::vector<std::string> names;
-    std::vector<std::uint32_t> needs;
+    std::vector<std::uint64_t> needs;
     for (const auto& p : o.properties) {
       const int value = emit(p.value);  // the value's expressions first, then the key's
       members.push_back(member(lit(Json(p.name).dump(-1, ' ', false)), value));

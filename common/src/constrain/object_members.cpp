@@ -1,7 +1,6 @@
 // The members of a JSON object: in any order, in a fixed order, and the keys outside a list.
 #include "inferlab/constrain/object_members.hpp"
 
-#include <bit>
 #include <map>
 
 #include <fmt/format.h>
@@ -13,44 +12,19 @@ namespace inferlab {
 
 int members_in_any_order(Grammar& g, const std::vector<int>& members,
                          const std::vector<bool>& optional, int extra, int separator,
-                         const std::vector<std::uint32_t>& needs, int min_members,
+                         const std::vector<std::uint64_t>& needs, int min_members,
                          int max_members) {
-  const std::size_t n = members.size();
-  const auto count = [](std::size_t seen) { return std::popcount(seen); };
-  // The object may end after `seen` when the required members and those the written ones
-  // need are all in it, and enough members were written.
-  auto complete = [&](std::size_t seen, std::uint32_t required) {
-    if ((seen & required) != required || count(seen) < min_members) return false;
-    for (std::size_t i = 0; i < needs.size(); ++i) {
-      if ((seen >> i & 1) && (seen & needs[i]) != needs[i]) return false;
-    }
-    return true;
-  };
-  std::uint32_t required = 0;
-  for (std::size_t i = 0; i < n; ++i) {
-    if (!optional[i]) required |= std::uint32_t{1} << i;
+  MemberSet set;
+  set.members = members;
+  for (std::size_t i = 0; i < members.size(); ++i) {
+    if (!optional[i]) set.required |= std::uint64_t{1} << i;
   }
-  // after[seen]: what may follow once at least one member was written, `seen` the listed ones.
-  std::vector<int> after(std::size_t{1} << n);
-  const std::string base = fmt::format("members{}_", g.rules.size());
-  for (std::size_t seen = 0; seen < after.size(); ++seen)
-    after[seen] = g.add_rule(base + std::to_string(seen));
-  for (std::size_t seen = 0; seen < after.size(); ++seen) {
-    std::vector<int> alts;
-    if (complete(seen, required)) alts.push_back(g.empty());
-    for (std::size_t i = 0; i < n; ++i) {
-      if (!(seen >> i & 1) && (max_members < 0 || count(seen) < max_members))
-        alts.push_back(g.seq({separator, members[i], g.ref(after[seen | std::size_t{1} << i])}));
-    }
-    if (extra >= 0) alts.push_back(g.seq({separator, extra, g.ref(after[seen])}));
-    g.define(after[seen], g.alt(std::move(alts)));
-  }
-  std::vector<int> first;
-  if (complete(0, required)) first.push_back(g.empty());
-  for (std::size_t i = 0; i < n && max_members != 0; ++i)
-    first.push_back(g.seq({members[i], g.ref(after[std::size_t{1} << i])}));
-  if (extra >= 0) first.push_back(g.seq({extra, g.ref(after[0])}));
-  return g.alt(std::move(first));
+  set.needs = needs;
+  set.extra = extra;
+  set.separator = separator;
+  set.min_members = min_members;
+  set.max_members = max_members;
+  return g.members_in_any_order(fmt::format("members{}", g.rules.size()), std::move(set));
 }
 
 int members_in_order(Grammar& g, const std::vector<int>& members, const std::vector<bool>& optional,

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cstring>
 #include <map>
 
@@ -17,12 +18,80 @@ namespace {
 
 constexpr std::size_t kReservedStacks = 8192, kReservedStates = 1024;
 
-enum class EdgeKind : std::uint8_t { bytes, call, eps };
+// choose, more and finish are the empty edges of a member set (Grammar::MemberSet), guarded
+// by the mask of listed members written, which the set's stack frame carries: choose writes
+// member `bit` (not yet written, and the object can still be completed after it), more leads
+// to the separator when another member may follow, finish ends the members (the required ones
+// and those the written ones need are written, enough of them).
+enum class EdgeKind : std::uint8_t { bytes, call, eps, choose, more, finish };
 
 struct Edge {
   EdgeKind kind;
-  int arg;     // bytes: index into sets; call: rule id
-  int target;  // node reached (for a call: the return node)
+  std::uint8_t bit = 0;  // choose: the member written
+  int arg;               // bytes: index into sets; call: rule id; choose/finish: member set
+  int target;            // node reached (for a call: the return node)
+};
+
+// A stack frame: the NFA node on top, the stack below it (-1: none), and the mask of listed
+// members written when the frame's rule is a member set (0 otherwise).
+struct Frame {
+  int node;
+  int parent;
+  std::uint64_t mask;
+};
+
+// The guards of a member set's edges, from its Grammar::MemberSet.
+struct MemberGuard {
+  std::uint64_t required = 0;
+  std::vector<std::uint64_t> needs;
+  int min_members = 0, max_members = -1;
+  std::uint64_t live = 0;  // members whose branch survived trimming (can be written at all)
+  int select = -1;         // the node whose choose edges pick the next member
+  bool extra = false;      // additional members are allowed
+
+  // `written` and every member the written ones need, transitively, and the required ones.
+  std::uint64_t closure(std::uint64_t written) const {
+    std::uint64_t c = written | required;
+    for (std::uint64_t prev = 0; prev != c;) {
+      prev = c;
+      for (std::size_t i = 0; i < needs.size(); ++i) {
+        if (c >> i & 1) c |= needs[i];
+      }
+    }
+    return c;
+  }
+  bool can_finish(std::uint64_t written) const {
+    return closure(written) == written && std::popcount(written) >= min_members;
+  }
+  // True when some completion of `written` exists: its closure, grown greedily by live
+  // members (with their closures) up to min_members, within max_members. Greedy growth may
+  // miss a completion under a tight max with dependencies (a valid object refused, never an
+  // invalid one accepted).
+  bool can_complete(std::uint64_t written) const {
+    std::uint64_t c = closure(written);
+    const auto fits = [&](std::uint64_t m) {
+      return (m & ~live) == 0 && (max_members < 0 || std::popcount(m) <= max_members);
+    };
+    if (!fits(c)) return false;
+    for (std::uint64_t rest = live & ~c; std::popcount(c) < min_members && rest != 0;) {
+      const std::uint64_t bit = rest & (~rest + 1);
+      rest &= rest - 1;
+      if (const std::uint64_t grown = closure(c | bit); fits(grown)) c = grown;
+    }
+    return std::popcount(c) >= min_members;
+  }
+  bool can_choose(std::uint64_t written, int bit) const {
+    const std::uint64_t b = std::uint64_t{1} << bit;
+    return (written & b) == 0 && (max_members < 0 || std::popcount(written) < max_members) &&
+           can_complete(written | b);
+  }
+  bool can_continue(std::uint64_t written) const {
+    if (extra) return true;
+    for (std::uint64_t rest = live & ~written; rest != 0; rest &= rest - 1) {
+      if (can_choose(written, std::countr_zero(rest))) return true;
+    }
+    return false;
+  }
 };
 
 }  // namespace
@@ -39,9 +108,26 @@ struct PushdownParser::Impl {
   std::array<std::uint8_t, 256> byte_class{};
   int num_classes = 0;
 
-  // Hash-consed stacks: id -> (top node, parent stack id or -1).
-  std::vector<std::pair<int, int>> stacks;
+  std::vector<MemberGuard> guards;  // by member set
+  std::vector<int> guard_start;     // by member set: its rule's start node
+
+  // Hash-consed stacks: id -> frame. Frames without a mask (all but member sets') are found
+  // by (node, parent) in stack_index, the others in masked_index.
+  std::vector<Frame> stacks;
   std::unordered_map<std::uint64_t, int> stack_index;
+  struct FrameHash {
+    std::size_t operator()(const Frame& f) const {
+      return std::hash<std::uint64_t>()(f.mask * 0x9E3779B97F4A7C15ull ^
+                                        (static_cast<std::uint64_t>(f.node) << 32) ^
+                                        static_cast<std::uint32_t>(f.parent));
+    }
+  };
+  struct FrameEq {
+    bool operator()(const Frame& a, const Frame& b) const {
+      return a.node == b.node && a.parent == b.parent && a.mask == b.mask;
+    }
+  };
+  std::unordered_map<Frame, int, FrameHash, FrameEq> masked_index;
   std::vector<std::uint32_t> stamp;  // closure's visited marks, by stack id
   std::uint32_t generation = 0;
 
@@ -72,13 +158,16 @@ struct PushdownParser::Impl {
     const Expr& x = g.exprs[static_cast<std::size_t>(e)];
     switch (x.kind) {
       case ExprKind::empty:
-        edges[from].push_back({EdgeKind::eps, 0, to});
+        edges[from].push_back({EdgeKind::eps, 0, 0, to});
         break;
       case ExprKind::bytes:
-        if (!x.set.empty()) edges[from].push_back({EdgeKind::bytes, set_index(x.set), to});
+        if (!x.set.empty()) edges[from].push_back({EdgeKind::bytes, 0, set_index(x.set), to});
         break;
       case ExprKind::ref:
-        edges[from].push_back({EdgeKind::call, x.rule, to});
+        edges[from].push_back({EdgeKind::call, 0, x.rule, to});
+        break;
+      case ExprKind::members:
+        build_members(g, x.member_set, from, to, rule, depth);
         break;
       case ExprKind::seq: {
         int cur = from;
@@ -87,14 +176,14 @@ struct PushdownParser::Impl {
           build(g, x.children[i], cur, next, rule, depth + 1);
           cur = next;
         }
-        if (x.children.empty()) edges[from].push_back({EdgeKind::eps, 0, to});
+        if (x.children.empty()) edges[from].push_back({EdgeKind::eps, 0, 0, to});
         break;
       }
       case ExprKind::alt:
         for (const int c : x.children) {
           // A fresh entry node per branch keeps a branch's loops from mixing with the others.
           const int a = new_node(rule);
-          edges[from].push_back({EdgeKind::eps, 0, a});
+          edges[from].push_back({EdgeKind::eps, 0, 0, a});
           build(g, c, a, to, rule, depth + 1);
         }
         break;
@@ -108,38 +197,91 @@ struct PushdownParser::Impl {
         }
         if (x.max < 0) {
           const int loop = new_node(rule);
-          edges[cur].push_back({EdgeKind::eps, 0, loop});
+          edges[cur].push_back({EdgeKind::eps, 0, 0, loop});
           const int back = new_node(rule);
           build(g, child, loop, back, rule, depth + 1);
-          edges[back].push_back({EdgeKind::eps, 0, loop});
-          edges[loop].push_back({EdgeKind::eps, 0, to});
+          edges[back].push_back({EdgeKind::eps, 0, 0, loop});
+          edges[loop].push_back({EdgeKind::eps, 0, 0, to});
         } else {
           for (int i = x.min; i < x.max; ++i) {
-            edges[cur].push_back({EdgeKind::eps, 0, to});
+            edges[cur].push_back({EdgeKind::eps, 0, 0, to});
             const int next = new_node(rule);
             build(g, child, cur, next, rule, depth + 1);
             cur = next;
           }
-          edges[cur].push_back({EdgeKind::eps, 0, to});
+          edges[cur].push_back({EdgeKind::eps, 0, 0, to});
         }
         break;
       }
     }
   }
 
-  int intern_stack(int node, int parent) {
-    const std::uint64_t key = (static_cast<std::uint64_t>(static_cast<std::uint32_t>(node)) << 32) |
-                              static_cast<std::uint32_t>(parent + 1);
-    const auto [it, inserted] = stack_index.try_emplace(key, static_cast<int>(stacks.size()));
+  // A member set (the whole expression of its rule): from `select`, a choose edge into each
+  // member and an empty edge into the additional member, both ending at `after`; from there
+  // more, then a separator back to `select`, or finish to the rule's end (also from the
+  // start: no member at all).
+  void build_members(const Grammar& g, int set, int from, int to, int rule, int depth) {
+    const MemberSet& m = g.member_sets[static_cast<std::size_t>(set)];
+    if (from != rule_start[static_cast<std::size_t>(rule)] ||
+        to != rule_end[static_cast<std::size_t>(rule)]) {
+      throw Error(fmt::format("rule '{}': a member set must be its rule's whole expression",
+                              rule_name[static_cast<std::size_t>(rule)]));
+    }
+    MemberGuard guard;
+    guard.required = m.required;
+    guard.needs = m.needs;
+    guard.min_members = m.min_members;
+    guard.max_members = m.max_members;
+    guard.extra = m.extra >= 0;
+    guard.select = new_node(rule);
+    const int guard_id = static_cast<int>(guards.size());
+    guards.push_back(std::move(guard));
+    guard_start.push_back(from);
+    const int select = guards.back().select, after = new_node(rule);
+    edges[from].push_back({EdgeKind::eps, 0, 0, select});
+    for (std::size_t i = 0; i < m.members.size(); ++i) {
+      const int entry = new_node(rule);
+      edges[select].push_back({EdgeKind::choose, static_cast<std::uint8_t>(i), guard_id, entry});
+      build(g, m.members[i], entry, after, rule, depth + 1);
+    }
+    if (m.extra >= 0) {
+      const int entry = new_node(rule);
+      edges[select].push_back({EdgeKind::eps, 0, 0, entry});
+      build(g, m.extra, entry, after, rule, depth + 1);
+    }
+    const int separator = new_node(rule), separated = new_node(rule);
+    edges[after].push_back({EdgeKind::more, 0, guard_id, separator});
+    build(g, m.separator, separator, separated, rule, depth + 1);
+    edges[separated].push_back({EdgeKind::eps, 0, 0, select});
+    edges[from].push_back({EdgeKind::finish, 0, guard_id, to});
+    edges[after].push_back({EdgeKind::finish, 0, guard_id, to});
+  }
+
+  int intern_stack(int node, int parent, std::uint64_t mask = 0) {
+    const int id = static_cast<int>(stacks.size());
+    bool inserted = false;
+    int found = id;
+    if (mask == 0) {
+      const std::uint64_t key =
+          (static_cast<std::uint64_t>(static_cast<std::uint32_t>(node)) << 32) |
+          static_cast<std::uint32_t>(parent + 1);
+      const auto it = stack_index.try_emplace(key, id);
+      inserted = it.second;
+      found = it.first->second;
+    } else {
+      const auto it = masked_index.try_emplace(Frame{node, parent, mask}, id);
+      inserted = it.second;
+      found = it.first->second;
+    }
     if (inserted) {
-      if (static_cast<int>(stacks.size()) >= limits.max_interned_stacks) {
+      if (id >= limits.max_interned_stacks) {
         throw Error(fmt::format("parser exceeded {} distinct stacks (nesting too deep)",
                                 limits.max_interned_stacks));
       }
-      stacks.emplace_back(node, parent);
+      stacks.push_back(Frame{node, parent, mask});
       stamp.push_back(0);
     }
-    return it->second;
+    return found;
   }
 
   // Follows every edge that reads no byte from the seed stacks: empty edges, calls (push the
@@ -155,7 +297,7 @@ struct PushdownParser::Impl {
       work.pop_back();
       if (stamp[static_cast<std::size_t>(s)] == generation) continue;
       stamp[static_cast<std::size_t>(s)] = generation;
-      const auto [node, parent] = stacks[static_cast<std::size_t>(s)];
+      const auto [node, parent, mask] = stacks[static_cast<std::size_t>(s)];
       bool reads = false;
       for (const Edge& e : edges[static_cast<std::size_t>(node)]) {
         switch (e.kind) {
@@ -163,12 +305,26 @@ struct PushdownParser::Impl {
             reads = true;
             break;
           case EdgeKind::eps:
-            work.push_back(intern_stack(e.target, parent));
+            work.push_back(intern_stack(e.target, parent, mask));
+            break;
+          case EdgeKind::choose:
+            if (guards[static_cast<std::size_t>(e.arg)].can_choose(mask, e.bit)) {
+              work.push_back(intern_stack(e.target, parent, mask | std::uint64_t{1} << e.bit));
+            }
+            break;
+          case EdgeKind::more:
+            if (guards[static_cast<std::size_t>(e.arg)].can_continue(mask))
+              work.push_back(intern_stack(e.target, parent, mask));
+            break;
+          case EdgeKind::finish:
+            if (guards[static_cast<std::size_t>(e.arg)].can_finish(mask))
+              work.push_back(intern_stack(e.target, parent));
             break;
           case EdgeKind::call: {
             // A tail call (see compute_tail_nodes) returns straight to `parent`.
-            const int ret =
-                tail[static_cast<std::size_t>(e.target)] ? parent : intern_stack(e.target, parent);
+            const int ret = tail[static_cast<std::size_t>(e.target)]
+                                ? parent
+                                : intern_stack(e.target, parent, mask);
             work.push_back(intern_stack(rule_start[static_cast<std::size_t>(e.arg)], ret));
             break;
           }
@@ -193,10 +349,10 @@ struct PushdownParser::Impl {
   PushdownParser::RawState step(const PushdownParser::RawState& from, unsigned char byte) {
     std::vector<int> work;
     for (const int s : from.stacks) {
-      const auto [node, parent] = stacks[static_cast<std::size_t>(s)];
+      const auto [node, parent, mask] = stacks[static_cast<std::size_t>(s)];
       for (const Edge& e : edges[static_cast<std::size_t>(node)]) {
         if (e.kind == EdgeKind::bytes && sets[static_cast<std::size_t>(e.arg)].has(byte)) {
-          work.push_back(intern_stack(e.target, parent));
+          work.push_back(intern_stack(e.target, parent, mask));
         }
       }
     }
@@ -239,10 +395,10 @@ struct PushdownParser::Impl {
   const PushdownParser::RawState& step_memo(const std::vector<int>& from, unsigned char byte) {
     pushed.clear();
     for (const int s : from) {
-      const auto [node, parent] = stacks[static_cast<std::size_t>(s)];
+      const auto [node, parent, mask] = stacks[static_cast<std::size_t>(s)];
       for (const Edge& e : edges[static_cast<std::size_t>(node)]) {
         if (e.kind == EdgeKind::bytes && sets[static_cast<std::size_t>(e.arg)].has(byte)) {
-          pushed.push_back(intern_stack(e.target, parent));
+          pushed.push_back(intern_stack(e.target, parent, mask));
         }
       }
     }
@@ -266,6 +422,7 @@ struct PushdownParser::Impl {
   }
 
   void trim();
+  void trim_edges();
   void compute_byte_classes() {
     std::array<int, 256> cls{};
     int n = 1;
@@ -320,7 +477,28 @@ struct PushdownParser::Impl {
 
 // Removes every node that cannot reach its rule's end (and the edges into it), and every call
 // of a rule that matches nothing: afterwards any stack can finish, so "not dead" means "viable".
+// A member set's guarded edges count as empty edges here; a set that no choice of its live
+// members can complete then loses its start's edges, and trimming runs again.
 void PushdownParser::Impl::trim() {
+  for (bool again = true; again;) {
+    trim_edges();
+    again = false;
+    for (std::size_t k = 0; k < guards.size(); ++k) {
+      MemberGuard& guard = guards[k];
+      guard.live = 0;
+      for (const Edge& e : edges[static_cast<std::size_t>(guard.select)]) {
+        if (e.kind == EdgeKind::choose) guard.live |= std::uint64_t{1} << e.bit;
+      }
+      auto& start = edges[static_cast<std::size_t>(guard_start[k])];
+      if (!start.empty() && !guard.can_complete(0)) {
+        start.clear();
+        again = true;
+      }
+    }
+  }
+}
+
+void PushdownParser::Impl::trim_edges() {
   const std::size_t n = edges.size(), r = rule_start.size();
   std::vector<char> live(n, 0), productive(r, 0);
   std::vector<std::vector<std::pair<int, int>>> rev(n);      // target -> (pred, call rule or -1)
@@ -383,7 +561,7 @@ void PushdownParser::Impl::check_left_recursion() {
       if (!visited.emplace(u, 1).second) continue;
       if (u == rule_end[k]) ends = true;
       for (const Edge& e : edges[static_cast<std::size_t>(u)]) {
-        if (e.kind == EdgeKind::eps) work.push_back(e.target);
+        if (e.kind != EdgeKind::bytes && e.kind != EdgeKind::call) work.push_back(e.target);
         if (e.kind == EdgeKind::call) {
           if (calls) calls->push_back(e.arg);
           if (nullable[static_cast<std::size_t>(e.arg)]) work.push_back(e.target);

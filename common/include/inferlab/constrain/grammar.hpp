@@ -36,12 +36,13 @@ struct ByteSet {
 
 /// @brief A grammar expression node kind.
 enum class ExprKind {
-  empty,   ///< matches the empty string
-  bytes,   ///< one byte from a ByteSet
-  seq,     ///< the children one after another
-  alt,     ///< any one of the children
-  repeat,  ///< the child repeated min..max times (max = -1: unbounded)
-  ref,     ///< a call of another rule (by id)
+  empty,    ///< matches the empty string
+  bytes,    ///< one byte from a ByteSet
+  seq,      ///< the children one after another
+  alt,      ///< any one of the children
+  repeat,   ///< the child repeated min..max times (max = -1: unbounded)
+  ref,      ///< a call of another rule (by id)
+  members,  ///< a MemberSet's members in any order (a rule of Grammar::members_in_any_order)
 };
 
 /// @brief One expression node; nodes live in Grammar::exprs and refer to each other by index.
@@ -52,6 +53,24 @@ struct Expr {
   int min = 0;                      ///< repeat: minimum count
   int max = -1;                     ///< repeat: maximum count, -1 for unbounded
   int rule = -1;                    ///< ref: the rule called
+  int member_set = -1;              ///< members: index into Grammar::member_sets
+};
+
+/// @brief Listed members that may come in any order, each at most once, with additional
+/// members anywhere between them. The parser tracks which listed members were written in a
+/// bit mask kept in the rule's stack frame, so the automaton has one copy of each member (n
+/// members: n branches, not a rule per subset of them).
+struct MemberSet {
+  /// Most listed members one set may hold: the bits of the frame's mask.
+  static constexpr int kMaxMembers = 64;
+  std::vector<int> members;          ///< the expression of each listed member
+  std::uint64_t required = 0;        ///< bit i: members[i] must be written
+  std::vector<std::uint64_t> needs;  ///< needs[i] bit j: members[i] written -> members[j] too
+                                     ///< (empty: no member needs another)
+  int extra = -1;        ///< the expression of one additional member, or -1 when none is allowed
+  int separator = -1;    ///< the expression written between two members
+  int min_members = 0;   ///< fewest listed members written (0: no bound)
+  int max_members = -1;  ///< most listed members written (-1: no bound)
 };
 
 /// @brief A context-free grammar over bytes: named rules, each defined by one expression.
@@ -63,9 +82,10 @@ struct Grammar {
     std::string name;  ///< name shown in errors (GBNF rule name or a generated one)
     int expr = -1;     ///< index of the defining expression in exprs
   };
-  std::vector<Expr> exprs;  ///< expression pool
-  std::vector<Rule> rules;  ///< rules; index = rule id
-  int root = -1;            ///< the start rule
+  std::vector<Expr> exprs;             ///< expression pool
+  std::vector<Rule> rules;             ///< rules; index = rule id
+  std::vector<MemberSet> member_sets;  ///< the sets of ExprKind::members expressions
+  int root = -1;                       ///< the start rule
 
   /// @brief The empty string.
   int empty();
@@ -87,6 +107,9 @@ struct Grammar {
   int repeat(int item, int min, int max);
   /// @brief A call of rule @p rule.
   int ref(int rule);
+  /// @brief A call of a new rule, named @p name, whose expression is the members of @p set in
+  /// any order. @throws inferlab::Error for more than MemberSet::kMaxMembers members.
+  int members_in_any_order(std::string name, MemberSet set);
   /// @brief Declares a rule named @p name (defined later with define()); returns its id.
   int add_rule(std::string name);
   /// @brief Sets the expression of rule @p rule.

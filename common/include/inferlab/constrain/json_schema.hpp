@@ -59,10 +59,11 @@ struct JsonSchemaLimits {
   /// constrains nothing. The MaskBench runner uses false.
   bool format_assertion = true;
   /// Objects with at most this many listed properties (and const / enum objects with at most
-  /// this many keys) accept them in any order, tracking which were written (a grammar rule per
-  /// subset: 2^n). Above it, properties must come in the schema's order: a subset of the
-  /// valid instances, never a superset. At most 16.
-  int max_free_order_properties = 8;
+  /// this many keys) accept them in any order, the parser tracking which were written in a
+  /// bit mask (one automaton branch per property, see MemberSet). Above it, properties must
+  /// come in the schema's order: a subset of the valid instances, never a superset. At most
+  /// MemberSet::kMaxMembers (64).
+  int max_free_order_properties = 64;
   /// false (the default): a oneOf whose branches may overlap is a compile error, since an
   /// instance that two branches accept is invalid and a grammar cannot count matches. true:
   /// such a oneOf compiles as anyOf (llguidance's opt-in rule), which accepts those invalid

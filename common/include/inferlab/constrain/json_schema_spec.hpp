@@ -101,7 +101,7 @@ struct ObjectSpec {
     std::string name;         ///< the key
     SpecId value = -1;        ///< the schema of its value
     bool required = false;    ///< it must be present
-    std::uint32_t needs = 0;  ///< bit j: when present, properties[j] must be too
+    std::uint64_t needs = 0;  ///< bit j: when present, properties[j] must be too
   };
   std::vector<Property> properties;  ///< in the schema's order (never empty)
   SpecId additional = -1;            ///< the value of any other key; -1: no other key allowed
@@ -160,7 +160,7 @@ struct JsonSchemaSpecs {
   SpecId root = -1;  ///< the whole schema
 };
 
-/// @brief Checks the limits themselves (max_free_order_properties in [0, 16]).
+/// @brief Checks the limits themselves (max_free_order_properties in [0, 64]).
 /// @throws inferlab::ParameterError naming the limit.
 void check_json_schema_limits(const JsonSchemaLimits& limits);
 

@@ -1,9 +1,10 @@
 #pragma once
 /// @file object_members.hpp
-/// @brief The members of a JSON object as a grammar: listed members in any order (a rule per
-/// set of members written so far) or in a fixed order, additional members between them, and
-/// the keys that are none of the listed names. JSON Schema's properties / required /
-/// additionalProperties / dependentRequired compile to these (json_schema_spec.hpp).
+/// @brief The members of a JSON object as a grammar: listed members in any order (a member
+/// set whose written members the parser tracks in a bit mask) or in a fixed order,
+/// additional members between them, and the keys that are none of the listed names. JSON
+/// Schema's properties / required / additionalProperties / dependentRequired compile to these
+/// (json_schema_spec.hpp).
 ///
 /// The functions build the members between the braces; the caller adds the braces and the
 /// whitespace inside them.
@@ -32,12 +33,15 @@ namespace inferlab {
 /// @param max_members most listed members (maxProperties likewise; -1: no bound)
 /// @return the index of the expression in g.exprs (which may match no member at all when
 ///         none is required)
-/// @note One rule per subset of the listed members written so far: 2^n rules for n members,
-/// which is why JsonSchemaLimits::max_free_order_properties bounds n. JSON Schema does not
-/// order properties, so this is the exact language.
+/// @note One branch per listed member (Grammar::members_in_any_order): the parser keeps the
+/// set of members written as a bit mask in the stack frame, so the automaton grows linearly
+/// with n, and only the subsets an instance actually writes become parser states. At most
+/// MemberSet::kMaxMembers members. JSON Schema does not order properties, so this is the exact
+/// language (under a tight max_members with dependencies, see parser.cpp's MemberGuard, a
+/// valid object may be refused, never an invalid one accepted).
 int members_in_any_order(Grammar& g, const std::vector<int>& members,
                          const std::vector<bool>& optional, int extra, int separator,
-                         const std::vector<std::uint32_t>& needs = {}, int min_members = 0,
+                         const std::vector<std::uint64_t>& needs = {}, int min_members = 0,
                          int max_members = -1);
 
 /// @brief Appends the members of an object in the listed order (required ones present,
