@@ -214,3 +214,58 @@ TEST_CASE("constrained generation ends at the tokenizer's end token, allowed whe
     CHECK(r.valid);  // every text token matches, and the end token came where it may end
   }
 }
+
+TEST_CASE("a prompt starts with the vocabulary's own BOS, or with none", "[engine][unit]") {
+  // SmolLM2's layout: id 1 is <|im_start|>, a chat marker, and the vocabulary adds no BOS.
+  VocabularySpec v;
+  v.model = "gpt2";
+  v.pre = "smollm";
+  for (int id = 0; id < 512; ++id) {
+    v.tokens.push_back(id == 1 ? "<|im_start|>" : fmt::format("w{}", id));
+    v.types.push_back(id == 1 ? 3 : 1);
+  }
+  v.merges = {"w3 w4"};
+  v.bos_id = 1;
+  v.add_bos = false;
+  const Tokenizer no_bos = Tokenizer::from_vocabulary(v);
+  CHECK(prompt_bos(&no_bos) == -1);
+  Request by_length;
+  by_length.prompt_len = 6;
+  const Sequence made_up = make_sequence(by_length, &no_bos, 512, 64);
+  CHECK_FALSE(made_up.has_bos);
+  REQUIRE(made_up.tokens.size() == 6u);
+  for (int id : made_up.tokens) CHECK((id >= 3 && id < 512));
+  Request by_ids;
+  by_ids.prompt_ids = {70, 71};
+  const Sequence given = make_sequence(by_ids, &no_bos, 512, 64);
+  CHECK(given.tokens == std::vector<int>{70, 71});
+  // The next turn appends its whole prompt: there is no BOS to drop.
+  Request turn;
+  turn.id = 1;
+  turn.parent = 0;
+  turn.prompt_ids = {80};
+  Sequence next = make_sequence(turn, &no_bos, 512, 64);
+  continue_conversation(next, given, 64);
+  CHECK(next.tokens == std::vector<int>{70, 71, 80});
+  CHECK(next.prompt_tokens == 3);
+
+  // A vocabulary that adds a BOS gets its own id; without a tokenizer, llama2.c's id 1.
+  v.tokens[1] = "w1";
+  v.types[1] = 1;
+  v.bos_id = 5;
+  v.add_bos = true;
+  const Tokenizer with_bos = Tokenizer::from_vocabulary(v);
+  CHECK(prompt_bos(&with_bos) == 5);
+  const Sequence first = make_sequence(by_length, &with_bos, 512, 64);
+  CHECK(first.has_bos);
+  REQUIRE(first.tokens.size() == 6u);
+  CHECK(first.tokens[0] == 5);
+  // The same made-up ids after the BOS as a llama2.c model gets.
+  const Sequence llama2c = make_sequence(by_length, nullptr, 512, 64);
+  CHECK(llama2c.tokens[0] == kBosToken);
+  CHECK(std::equal(first.tokens.begin() + 1, first.tokens.end(), llama2c.tokens.begin() + 1));
+  CHECK(make_sequence(by_ids, &with_bos, 512, 64).tokens == std::vector<int>{5, 70, 71});
+  Sequence next_with_bos = make_sequence(turn, &with_bos, 512, 64);
+  continue_conversation(next_with_bos, make_sequence(by_ids, &with_bos, 512, 64), 64);
+  CHECK(next_with_bos.tokens == std::vector<int>{5, 70, 71, 80});
+}

@@ -1,7 +1,11 @@
 // The HTTP part of the server: routes, request threads, streaming responses (cpp-httplib).
 #include "inferlab/http/openai_server.hpp"
 
+#include <sys/socket.h>
+
 #include <atomic>
+#include <cerrno>
+#include <cstring>
 #include <ctime>
 #include <random>
 #include <thread>
@@ -168,6 +172,7 @@ struct OpenAIServer::Impl {
   std::unique_ptr<TokenTrie> trie;
   int end_token = -1;  // the end-of-generation token a constraint allows where it may end
   std::atomic<std::uint64_t> next_id{0};
+  socket_t listen_socket = INVALID_SOCKET;  // the bound socket (httplib's own)
   // httplib's stop() does nothing until listen_after_bind() has marked the server running, so a
   // stop() that comes first (a model that fails to load at once) would leave listen() blocked
   // forever. Each side announces itself before it looks at the other (both sequentially
@@ -399,6 +404,12 @@ OpenAIServer::OpenAIServer(const ServerConfig& config) : impl_(std::make_unique<
   http.set_read_timeout(10, 0);
   http.set_write_timeout(10, 0);
   impl_->routes();
+  // httplib's options hook sees the socket before its bind() and listen(sock, 5): keep its
+  // defaults (SO_REUSEPORT) and note the socket, to listen on it again with a larger backlog.
+  http.set_socket_options([impl = impl_.get()](socket_t sock) {
+    httplib::default_socket_options(sock);
+    impl->listen_socket = sock;
+  });
   if (config.port == 0) {
     impl_->port = http.bind_to_any_port(config.host);
     if (impl_->port < 0) throw Error(fmt::format("cannot bind {} (any port)", config.host));
@@ -409,6 +420,9 @@ OpenAIServer::OpenAIServer(const ServerConfig& config) : impl_(std::make_unique<
                                                config.port, config.host, config.port));
     impl_->port = config.port;
   }
+  if (::listen(impl_->listen_socket, kListenBacklog) != 0)
+    throw Error(fmt::format("cannot listen on {}:{} with a backlog of {}: {}", config.host,
+                            impl_->port, kListenBacklog, std::strerror(errno)));
 }
 
 OpenAIServer::~OpenAIServer() = default;

@@ -48,9 +48,10 @@ nlohmann::json openai_request_body(const Request& r, ApiEndpoint endpoint,
     body["prompt"] = r.prompt;
   } else if (!r.prompt_ids.empty()) {
     body["prompt"] = r.prompt_ids;
-  } else {  // made-up ids of the given length, BOS included in the length: the server adds it
-    const std::vector<int> ids = synthetic_prompt(r.id, r.prompt_len, kWorkloadVocab);
-    body["prompt"] = std::vector<int>(ids.begin() + 1, ids.end());
+  } else {
+    // Made-up ids of the given length, all of them: a server passes token ids through as they
+    // are (llama-server does too), and a client cannot know whether the model wants a BOS.
+    body["prompt"] = synthetic_prompt(r.id, r.prompt_len, kWorkloadVocab);
   }
   const SamplingParams& s = r.sampling;
   body["temperature"] = s.temperature;

@@ -10,14 +10,13 @@
 namespace inferlab {
 
 std::vector<int> synthetic_prompt(int request_id, int length, int vocab_size) {
-  if (length < 1) throw Error(fmt::format("prompt_len {} (must be >= 1)", length));
+  if (length < 0) throw Error(fmt::format("prompt_len {} (must be >= 0)", length));
   if (vocab_size <= 3) throw Error(fmt::format("vocabulary of {} is too small", vocab_size));
   std::vector<int> ids(static_cast<std::size_t>(length));
-  ids[0] = kBosToken;
   // A hash of (request, position) so prompts differ between requests but repeat between runs;
-  // ids 0..2 are the special tokens, which a real prompt would not contain.
+  // ids 0..2 are llama2.c's special tokens, which a real prompt would not contain.
   std::uint64_t x = 0x9E3779B97F4A7C15ull * static_cast<std::uint64_t>(request_id + 1);
-  for (int i = 1; i < length; ++i) {
+  for (int i = 0; i < length; ++i) {
     x ^= x >> 31;
     x *= 0xBF58476D1CE4E5B9ull;
     x ^= x >> 29;
@@ -25,6 +24,11 @@ std::vector<int> synthetic_prompt(int request_id, int length, int vocab_size) {
     ids[i] = 3 + static_cast<int>(x % static_cast<std::uint64_t>(vocab_size - 3));
   }
   return ids;
+}
+
+int prompt_bos(const Tokenizer* tokenizer) {
+  if (!tokenizer) return kBosToken;
+  return tokenizer->adds_bos() ? tokenizer->bos_id() : -1;
 }
 
 Sequence make_sequence(const Request& request, const Tokenizer* tokenizer, int vocab_size,
@@ -45,9 +49,13 @@ Sequence make_sequence(const Request& request, const Tokenizer* tokenizer, int v
   }
   Sequence s;
   s.request = request;
-  if (request.prompt_ids.size() >= static_cast<std::size_t>(context)) {
-    throw Error(fmt::format("request {}: the prompt is {} tokens (with BOS) but the context is {}",
-                            request.id, request.prompt_ids.size() + 1, context));
+  const int bos = prompt_bos(tokenizer);
+  s.has_bos = bos >= 0;
+  const std::size_t bos_tokens = s.has_bos ? 1 : 0;
+  if (request.prompt_ids.size() + bos_tokens > static_cast<std::size_t>(context)) {
+    throw Error(fmt::format("request {}: the prompt is {} tokens{} but the context is {}",
+                            request.id, request.prompt_ids.size() + bos_tokens,
+                            s.has_bos ? " (with BOS)" : "", context));
   }
   if (!request.prompt_ids.empty()) {
     for (int id : request.prompt_ids) {
@@ -56,11 +64,14 @@ Sequence make_sequence(const Request& request, const Tokenizer* tokenizer, int v
                                 request.id, id, vocab_size));
       }
     }
-    s.tokens.reserve(request.prompt_ids.size() + 1);
-    s.tokens.push_back(kBosToken);
+    s.tokens.reserve(request.prompt_ids.size() + bos_tokens);
+    if (s.has_bos) s.tokens.push_back(bos);
     s.tokens.insert(s.tokens.end(), request.prompt_ids.begin(), request.prompt_ids.end());
   } else if (request.prompt_len > 0) {
-    s.tokens = synthetic_prompt(request.id, request.prompt_len, vocab_size);
+    if (s.has_bos) s.tokens.push_back(bos);
+    const std::vector<int> made_up = synthetic_prompt(
+        request.id, request.prompt_len - static_cast<int>(bos_tokens), vocab_size);
+    s.tokens.insert(s.tokens.end(), made_up.begin(), made_up.end());
   } else {
     if (!tokenizer) {
       throw Error(
@@ -88,7 +99,9 @@ Sequence make_sequence(const Request& request, const Tokenizer* tokenizer, int v
 void continue_conversation(Sequence& turn, const Sequence& previous, int context) {
   std::vector<int> tokens = previous.tokens;
   if (previous.stop_reason == StopReason::eos && previous.ends_with_end_token()) tokens.pop_back();
-  tokens.insert(tokens.end(), turn.tokens.begin() + 1, turn.tokens.begin() + turn.prompt_tokens);
+  // The turn's own prompt, without the BOS that only a conversation's first turn carries.
+  tokens.insert(tokens.end(), turn.tokens.begin() + (turn.has_bos ? 1 : 0),
+                turn.tokens.begin() + turn.prompt_tokens);
   if (static_cast<long>(tokens.size()) > context) {
     throw Error(
         fmt::format("request {} continues request {}: the conversation is {} tokens, over "
@@ -111,6 +124,7 @@ Sequence make_branch(const Sequence& parent, int branch) {
   s.max_new_tokens = parent.max_new_tokens;
   s.timeline.arrival = parent.timeline.arrival;
   s.end_tokens = parent.end_tokens;
+  s.has_bos = parent.has_bos;
   s.branch = branch;
   return s;
 }

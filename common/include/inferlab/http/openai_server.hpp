@@ -31,6 +31,13 @@ struct ServerConfig {
   ApiLimits limits;                ///< max_tokens, n, stop caps
 };
 
+/// @brief Connections the kernel queues for the accept loop (the listen() backlog). cpp-httplib
+/// 0.11 listens with 5 and has no setting for it: a burst of connects beyond that while the
+/// accept thread waits for a core is dropped (the client's SYN is retransmitted a second later,
+/// or the connection is reset). The server listens again with this backlog, as Linux allows on a
+/// listening socket (the kernel caps it at net.core.somaxconn).
+inline constexpr int kListenBacklog = 1024;
+
 /// @brief The HTTP server. Binds at construction; serves until stop().
 class OpenAIServer {
  public:

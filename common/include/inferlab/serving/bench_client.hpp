@@ -39,12 +39,12 @@ ApiEndpoint parse_api_endpoint(const std::string& name);
 /// @brief "/v1/completions" or "/v1/chat/completions".
 const char* api_path(ApiEndpoint endpoint);
 
-/// @brief The streaming request body for @p r: model, the prompt (text; or token ids, BOS
-/// excluded, for a request given by ids or by length, whose made-up ids come from
-/// synthetic_prompt() over kWorkloadVocab), max_tokens, stream with include_usage, the sampling
-/// fields that differ from the neutral value (temperature always; top_k, top_p, min_p,
-/// penalties), seed, and `ignore_eos` when the request sets it (an extension vLLM and
-/// llama-server read).
+/// @brief The streaming request body for @p r: model, the prompt (text; or token ids, for a
+/// request given by ids, or by length: Request::prompt_len made-up ids from synthetic_prompt()
+/// over kWorkloadVocab, none of them a BOS, as a server sends ids to the model unchanged),
+/// max_tokens, stream with include_usage, the sampling fields that differ from the neutral
+/// value (temperature always; top_k, top_p, min_p, penalties), seed, and `ignore_eos` when the
+/// request sets it (an extension vLLM and llama-server read).
 /// @param r a workload request (Request::parent must be -1: conversations are not replayed)
 /// @param endpoint which route the body is for
 /// @param model the served model's name

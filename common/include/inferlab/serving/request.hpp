@@ -28,9 +28,10 @@ namespace inferlab {
 struct Request {
   int id = 0;            ///< position in the workload (0, 1, ...), used to name it everywhere
   double arrival = 0.0;  ///< seconds after the start of the run when it arrives
-  std::string prompt;    ///< prompt text (BOS is prepended), used when prompt_len is 0
-  /// Prompt length in tokens, BOS included, for synthetic prompts (0 = use @ref prompt). The
-  /// ids are made up (see synthetic_prompt()); only the length matters for timing.
+  std::string prompt;    ///< prompt text (BOS, if any, is prepended), used when prompt_len is 0
+  /// Prompt length in tokens, BOS (if the model has one: prompt_bos()) included, for synthetic
+  /// prompts (0 = use @ref prompt). The ids are made up (see synthetic_prompt()); only the
+  /// length matters for timing.
   int prompt_len = 0;
   int max_tokens = 64;      ///< new tokens to generate at most (>= 1)
   SamplingParams sampling;  ///< this request's sampler settings (its own seed, its own RNG)
@@ -44,8 +45,8 @@ struct Request {
   /// Parallel samples: after the prompt, n sequences continue from it (branch b samples with
   /// seed sampling.seed + 7919 * b), sharing the prompt's KV blocks (chapter 05).
   int n = 1;
-  /// The prompt as token ids, BOS excluded (it is prepended); used when not empty, before
-  /// prompt_len and prompt. Shared-prefix workloads build prompts this way (chapter 06).
+  /// The prompt as token ids, BOS excluded (prompt_bos() is prepended); used when not empty,
+  /// before prompt_len and prompt. Shared-prefix workloads build prompts this way (chapter 06).
   std::vector<int> prompt_ids;
   /// Who sends it. The prefix cache salts its entries with the tenant, so a request never
   /// reuses (and its timing never reveals) another tenant's cached prefix; "" = no salt.
@@ -58,9 +59,15 @@ struct Request {
   double think_time = 0.0;  ///< seconds between the parent's last token and this arrival
 };
 
-/// @brief The made-up prompt of @p length tokens (BOS first) used for Request::prompt_len:
-/// ids in [3, vocab_size), a fixed function of (request id, position) so runs repeat.
+/// @brief @p length made-up token ids (no BOS; @p length may be 0), the text of
+/// Request::prompt_len: ids in [3, vocab_size), a fixed function of (request id, position) so
+/// runs repeat.
 std::vector<int> synthetic_prompt(int request_id, int length, int vocab_size);
+
+/// @brief The id make_sequence() puts before every prompt: the tokenizer's BOS when its
+/// encode() prepends one (a llama2.c vocabulary, Llama's), -1 when it adds none (SmolLM2,
+/// Qwen2: their id 1 is `<|im_start|>`, not a BOS), llama2.c's kBosToken without a tokenizer.
+int prompt_bos(const Tokenizer* tokenizer);
 
 /// @brief Where a sequence is in its life.
 enum class SequenceStatus {
@@ -83,8 +90,9 @@ const char* stop_reason_name(StopReason reason);
 /// @brief The engine's state for one request.
 struct Sequence {
   Request request;          ///< what was asked
-  std::vector<int> tokens;  ///< BOS + prompt + generated so far
-  int prompt_tokens = 0;    ///< P: BOS + prompt
+  std::vector<int> tokens;  ///< BOS (if the model has one) + prompt + generated so far
+  int prompt_tokens = 0;    ///< P: BOS (if any) + prompt
+  bool has_bos = false;     ///< tokens[0] is the BOS make_sequence() put first (prompt_bos())
   int max_new_tokens = 0;   ///< request.max_tokens clamped so every position fits the context
   int computed = 0;         ///< positions already forwarded into the KV cache (0..tokens.size())
   /// Positions to forward as prefill chunks before decoding: P, or after a recompute
@@ -130,11 +138,12 @@ struct Sequence {
 /// @brief Builds the sequence of @p request: encodes its prompt (or makes a synthetic one),
 /// clamps max_tokens so the positions forwarded, P + max_new_tokens - 1, fit in @p context.
 /// @param request the prompt (text or length), max_tokens and sampling parameters
-/// @param tokenizer used for text prompts and for the end tokens; may be null when every
-/// prompt is given by length (the end tokens are then llama2.c's: BOS)
+/// @param tokenizer used for text prompts, for the BOS (prompt_bos()) and for the end tokens;
+/// may be null when every prompt is given by length or ids (BOS and end tokens are then
+/// llama2.c's)
 /// @param vocab_size V, the id range of a synthetic prompt
 /// @param context S, positions the sequence's KV cache may hold
-/// @return a waiting sequence: tokens = BOS + prompt, end_tokens the tokenizer's
+/// @return a waiting sequence: tokens = BOS (if any) + prompt, end_tokens the tokenizer's
 /// end-of-generation ids, nothing computed, no slot
 /// @throws inferlab::Error if the prompt is text but no tokenizer is given, the prompt does not
 /// fit in @p context, max_tokens < 1, or the sampling parameters are invalid.
