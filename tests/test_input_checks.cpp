@@ -188,6 +188,17 @@ TEST_CASE("an error message is printed as one line, control bytes escaped",
   CHECK(flag_error_message(nullptr, e) == "bad \\x1B[31mbyte; next line");
 }
 
+TEST_CASE("a NUL byte in an error message is shown, and the text after it kept",
+          "[unit][checks]") {
+  using namespace std::string_literals;
+  const Error e("rule 'a\0b' is not defined"s);
+  CHECK(std::string(e.what()) == "rule 'a\\0b' is not defined");
+  CHECK(flag_error_message(nullptr, e) == "rule 'a\\0b' is not defined");
+  const ParameterError p("block_size", "7\0x: must be a power of two"s);
+  CHECK(p.problem() == "7\\0x: must be a power of two");
+  CHECK(std::string(p.what()) == "block_size 7\\0x: must be a power of two");
+}
+
 TEST_CASE("allocation sizes are checked before trying, naming what and how big", "[unit][checks]") {
   CHECK_NOTHROW(require_allocation(1024.0, "a small buffer"));
   CHECK_THAT(error_of([] { require_allocation(1e30, "the universe"); }),
