@@ -69,7 +69,6 @@ int run(const Options& o) {
   std::vector<Request> requests = w.requests;
   for (Request& r : requests) r.n = o.n;
 
-  const ServingEngine& engine = m.engine;
   const ModelConfig& config = m.config();
   const std::size_t per_token = kv_storage_bytes_per_token(config, kv_type);
   MemoryConfig memory;
@@ -88,7 +87,7 @@ int run(const Options& o) {
   // context, the memory against the machine (real clock), every request against the budget
   // under each allocator's rule.
   check_workload_lengths(w, o.serving, *m.loaded.tokenizer, config);
-  require_kv_budget(memory.budget_bytes, sim ? &*engine.sim : nullptr, "--kv-memory");
+  require_kv_budget(memory.budget_bytes, sim ? &*m.engine.sim : nullptr, "--kv-memory");
   for (Allocator a : allocators) {
     MemoryConfig mem = memory;
     mem.allocator = a;
@@ -105,19 +104,19 @@ int run(const Options& o) {
         memory.budget_bytes / kMiB, per_token, dtype_name(kv_type), memory.budget_bytes / per_token,
         o.block_size, o.reserve == "context" ? "the whole context" : "prompt + max_tokens - 1",
         preempt_name(preempt));
-    if (sim) print_sim_memory_fit(*engine.sim, memory.budget_bytes);
+    if (sim) print_sim_memory_fit(*m.engine.sim, memory.budget_bytes);
     std::printf("\n");
   }
 
   // The simulated clock is deterministic: one run. The real clock is not: the tables print
   // medians of o.reps runs, and a ratio the runs disagree on is reported as noise.
   const RepeatedAllocators rc = compare_allocators_repeated(requests, sc, memory, allocators,
-                                                            engine, sim ? 1 : o.reps, !f.json);
+                                                            m.engine, sim ? 1 : o.reps, !f.json);
   const AllocatorComparison& c = rc.median;
   if (!o.plot.empty())
-    save_paging_plot(o.plot, c,
-                     fmt::format("KV memory over time: {} ({} clock)", m.plot_name(o.serving),
-                                 o.serving.clock));
+    save_paging_plot(
+        o.plot, c,
+        fmt::format("KV memory over time: {} ({} clock)", m.plot_name(o.serving), o.serving.clock));
   if (f.json) {
     nlohmann::json out = to_json(c);
     out.update({{"chapter", "05_paged_attention"},
@@ -135,15 +134,15 @@ int run(const Options& o) {
   if (o.sweep_block_size) {
     std::fprintf(stderr, "[block size sweep...]\n");
     sweep = block_size_sweep(
-        [&](const MemoryConfig& mem) { return engine.serve(requests, sc, mem); }, memory, config);
+        [&](const MemoryConfig& mem) { return m.engine.serve(requests, sc, mem); }, memory, config);
   }
   print_allocator_comparison(rc, sim);
   if (sweep) print_block_size_sweep(*sweep);
   if (sim) {
     // Priced in the run's own KV type, the bytes per position its header printed.
-    CostOptions cost = engine.sim->cost;
+    CostOptions cost = m.engine.sim->cost;
     cost.kv_dtype = kv_type;
-    print_swap_vs_recompute(swap_vs_recompute_table(config, engine.sim->hardware, cost, 50e9),
+    print_swap_vs_recompute(swap_vs_recompute_table(config, m.engine.sim->hardware, cost, 50e9),
                             o.serving.config, o.serving.hardware, kv_type);
   }
   if (!o.plot.empty()) std::printf("\nplot written to %s\n", o.plot.c_str());
@@ -186,7 +185,8 @@ int main(int argc, char** argv) {
   app.add_option("--kv-dtype", o.kv_dtype, "KV storage type: f32, f16 or int8")
       ->check(CLI::IsMember({"f32", "f16", "int8"}))
       ->capture_default_str();
-  app.add_option("--reps", o.reps, "real clock: runs of the whole comparison (tables print medians)")
+  app.add_option("--reps", o.reps,
+                 "real clock: runs of the whole comparison (tables print medians)")
       ->check(integer_in(1, 100))
       ->capture_default_str();
   app.add_option("--plot", o.plot, "write an SVG of KV memory over time and the block tables");

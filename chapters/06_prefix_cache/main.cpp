@@ -192,9 +192,9 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   return run_chapter(app, argc, argv, [&] {
     check_serving_flags(app, o.serving);
-    refuse_inapplicable_flags(app, {{"--dump-logits", false, "", "this chapter"},
-                                    {"--reps", !sim_clock(o.serving), "to --clock real",
-                                     "--clock " + o.serving.clock}});
+    refuse_inapplicable_flags(
+        app, {{"--dump-logits", false, "", "this chapter"},
+              {"--reps", !sim_clock(o.serving), "to --clock real", "--clock " + o.serving.clock}});
     return run(o);
   });
 }

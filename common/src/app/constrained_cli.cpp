@@ -123,9 +123,9 @@ void print_mask_comparison(const ConstrainedResult& r, const ConstrainedResult& 
       "step", "allowed", "removed", "token");
   for (std::size_t i = 0; i < r.tokens.size(); ++i) {
     const int t = r.tokens[i];
-    std::printf("  %4zu  %8d  %8.1f%%  %s\n", i, r.allowed[i], 100.0 * r.removed_mass[i],
-                t == end_token ? "<eos>"
-                               : json_text(token_bytes[static_cast<std::size_t>(t)]).c_str());
+    std::printf(
+        "  %4zu  %8d  %8.1f%%  %s\n", i, r.allowed[i], 100.0 * r.removed_mass[i],
+        t == end_token ? "<eos>" : json_text(token_bytes[static_cast<std::size_t>(t)]).c_str());
   }
 }
 

@@ -371,9 +371,9 @@ SimEngine make_sim_engine(const ServingFlags& f, const LoadedModel& m) {
 std::vector<FlagScope> real_clock_flag_scopes(const ServingFlags& f) {
   const bool real = !sim_clock(f);
   std::vector<FlagScope> scopes;
-  for (const char* flag : {"--device", "--threads", "--weights", "--reps", "--temperature",
-                           "--top-k", "--top-p", "--min-p", "--repetition-penalty",
-                           "--frequency-penalty", "--presence-penalty", "--seed"})
+  for (const char* flag :
+       {"--device", "--threads", "--weights", "--reps", "--temperature", "--top-k", "--top-p",
+        "--min-p", "--repetition-penalty", "--frequency-penalty", "--presence-penalty", "--seed"})
     scopes.push_back({flag, real, "to --clock real", "--clock " + f.clock});
   return scopes;
 }
@@ -401,8 +401,8 @@ std::string ServedModel::plot_name(const ServingFlags& s) const {
   return engine.sim ? s.config : title_model_name(loaded.model->name());
 }
 
-void print_serving_title(const std::string& title, const ServedModel& m,
-                         const GenerationFlags& g, const ServingFlags& s) {
+void print_serving_title(const std::string& title, const ServedModel& m, const GenerationFlags& g,
+                         const ServingFlags& s) {
   if (m.engine.sim)
     std::printf("%s (simulated: %s on %s)\n", title.c_str(), s.config.c_str(),
                 m.engine.sim->hardware.description.c_str());

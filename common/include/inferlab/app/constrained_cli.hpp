@@ -17,7 +17,7 @@ namespace inferlab {
 struct ConstraintInput {
   ConstraintKind kind = ConstraintKind::json_mode;  ///< its language
   std::string text;                                 ///< the regex, grammar or schema text
-  std::string source = "--json-mode";  ///< the name errors and the output give it
+  std::string source = "--json-mode";               ///< the name errors and the output give it
 };
 
 /// @brief The constraint of exactly one of --regex, --grammar, --json-schema and --json-mode;

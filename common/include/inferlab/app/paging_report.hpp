@@ -37,12 +37,9 @@ RepeatedAllocators median_of_allocator_runs(const std::vector<AllocatorCompariso
 /// @param reps runs of the whole comparison (1 on the simulated clock, which is deterministic)
 /// @param progress whether to say on stderr which allocator and run is serving
 /// @return the medians of the runs
-RepeatedAllocators compare_allocators_repeated(const std::vector<Request>& requests,
-                                               const SchedulerConfig& config,
-                                               const MemoryConfig& memory,
-                                               const std::vector<Allocator>& allocators,
-                                               const ServingEngine& engine, int reps,
-                                               bool progress);
+RepeatedAllocators compare_allocators_repeated(
+    const std::vector<Request>& requests, const SchedulerConfig& config, const MemoryConfig& memory,
+    const std::vector<Allocator>& allocators, const ServingEngine& engine, int reps, bool progress);
 
 /// @brief Prints the memory table of @p rc, how noisy its real-clock numbers are, the paged vs
 /// contiguous comparison (waste, sequences at once, throughput), whether the tokens agree, and

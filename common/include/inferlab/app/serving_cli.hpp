@@ -120,8 +120,8 @@ struct ServedModel {
 /// @param m the model served
 /// @param g the model flags
 /// @param s the serving flags
-void print_serving_title(const std::string& title, const ServedModel& m,
-                         const GenerationFlags& g, const ServingFlags& s);
+void print_serving_title(const std::string& title, const ServedModel& m, const GenerationFlags& g,
+                         const ServingFlags& s);
 
 /// @brief Checks every request of @p w against the context and vocabulary of @p served (text
 /// prompts are tokenized with @p tokenizer), before the first step instead of when the engine
