@@ -179,6 +179,14 @@ TEST_CASE("a flag that does nothing in the mode chosen is refused, naming the fl
   quiet.add_option("--block-size", block_size);
   quiet.parse(1, const_cast<char**>(argv));
   CHECK_NOTHROW(refuse_inapplicable_flags(quiet, scopes));
+  // The rule's other wordings: no mode, no place where it applies, a reason first.
+  CHECK_THROWS_WITH(refuse_inapplicable_flags(app, {{"--block-size", false, "with --chat", ""}}),
+                    "--block-size applies only with --chat");
+  CHECK_THROWS_WITH(refuse_inapplicable_flags(app, {{"--block-size", false, "", "--chat"}}),
+                    "--block-size does not apply to --chat");
+  CHECK_THROWS_WITH(
+      refuse_inapplicable_flags(app, {{"--block-size", false, "to --clock real", "", "pages"}}),
+      "--block-size pages: it applies only to --clock real");
 }
 
 TEST_CASE("an error message is printed as one line, control bytes escaped",
