@@ -530,5 +530,36 @@ else
   echo "SKIPPED: the vocabulary-defect rows that need SmolLM2-135M-Instruct.Q4_1.gguf (set INFERLAB_MODELS)"; skip=$((skip + 1))
 fi
 
+# --- issue 29, the rest: one flag rule for chapters 01-08, NUL bytes shown, a short draft ------
+# A NUL byte quoted from an input is shown as \0, and the message goes on after it.
+printf 'root ::= "a" \0 "b"\n' > nul.gbnf
+# A draft whose context (64, patched into a GGUF copy of stories260K's shape) is shorter than
+# the positions the run forwards: refused up front, not proposing past it.
+"$bin/bench_cpu_roofline" --synthetic stories260K --save-model ctx512.gguf > /dev/null
+perl -0777 -pe 's/(llama\.context_length\x04\0\0\0)\0\x02\0\0/${1}\x40\0\0\0/s' ctx512.gguf > ctx64.gguf
+rm -f ctx512.gguf
+fixtures="$(ls -A | sort)"
+check reject 1 "nul.gbnf:1:14: unexpected character '\\\\0'$" "${f08[@]}" --grammar nul.gbnf
+check reject 1 "--draft ctx64.gguf: its context is 64 positions but this run forwards 100" "$ch07" --synthetic stories260K --threads 1 --steps 100 --proposer draft --draft ctx64.gguf
+check ok 0 "" "$ch07" --synthetic stories260K --threads 1 --steps 40 --proposer draft --draft ctx64.gguf --temperature 0 --reps 1
+# --compare under --json: the unconstrained run is in the object, not silently dropped.
+check ok 0 "" bash -c '"$@" | grep -q "\"unconstrained\": {"' - "${q08[@]}" --compare --json
+# Chapter 05: preemption never happens with contiguous reservations; the real run's flags on
+# the simulated clock.
+check reject 1 "--preempt applies only with --allocator paged or both, not --allocator contiguous" "${q05[@]}" --allocator contiguous --preempt swap
+for flag_value in "--threads 2" "--device cpu" "--weights f16" "--reps 2" "--temperature 0.5" "--seed 3"; do
+  read -r flag value <<< "$flag_value"
+  check reject 1 "^error: $flag applies only to --clock real, not --clock sim$" "${q05s[@]}" "$flag" "$value"
+done
+check reject 1 "--reps applies only to --clock real, not --clock sim" "${q07s[@]}" --reps 2
+check reject 1 "--reps applies only to --clock real, not --clock sim" "$ch06" --clock sim --reps 2
+# The same rule in chapters 01-04 (and the chapters that write no logits).
+check reject 1 "^error: --threads applies only to --hardware this$" "${q03[@]}" --threads 2
+check reject 1 "^error: --chat-template applies only with --chat$" "${q01[@]}" --chat-template chatml
+check reject 1 "^error: --sweep measures the real model: it applies only to --clock real$" "${q04[@]}" --clock sim --sweep
+check reject 1 "^error: --reps applies only with --sweep$" "${q04[@]}" --reps 2
+check reject 1 "^error: --dump-logits does not apply to this chapter$" "${q04[@]}" --dump-logits x.txt
+check reject 1 "^error: --dump-logits does not apply to this chapter$" "${q06[@]}" --dump-logits x.txt
+
 echo "hostile inputs: $pass passed, $fail failed, $skip groups skipped"
 [ "$fail" -eq 0 ]

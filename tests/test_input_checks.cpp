@@ -179,6 +179,14 @@ TEST_CASE("a flag that does nothing in the mode chosen is refused, naming the fl
   quiet.add_option("--block-size", block_size);
   quiet.parse(1, const_cast<char**>(argv));
   CHECK_NOTHROW(refuse_inapplicable_flags(quiet, scopes));
+  // The rule's other wordings: no mode, no place where it applies, a reason first.
+  CHECK_THROWS_WITH(refuse_inapplicable_flags(app, {{"--block-size", false, "with --chat", ""}}),
+                    "--block-size applies only with --chat");
+  CHECK_THROWS_WITH(refuse_inapplicable_flags(app, {{"--block-size", false, "", "--chat"}}),
+                    "--block-size does not apply to --chat");
+  CHECK_THROWS_WITH(
+      refuse_inapplicable_flags(app, {{"--block-size", false, "to --clock real", "", "pages"}}),
+      "--block-size pages: it applies only to --clock real");
 }
 
 TEST_CASE("an error message is printed as one line, control bytes escaped",
@@ -186,6 +194,17 @@ TEST_CASE("an error message is printed as one line, control bytes escaped",
   // Quoted input may hold a terminal escape sequence: it is shown, never sent to the terminal.
   const Error e("bad \x1b[31mbyte\nnext line");
   CHECK(flag_error_message(nullptr, e) == "bad \\x1B[31mbyte; next line");
+}
+
+TEST_CASE("a NUL byte in an error message is shown, and the text after it kept",
+          "[unit][checks]") {
+  using namespace std::string_literals;
+  const Error e("rule 'a\0b' is not defined"s);
+  CHECK(std::string(e.what()) == "rule 'a\\0b' is not defined");
+  CHECK(flag_error_message(nullptr, e) == "rule 'a\\0b' is not defined");
+  const ParameterError p("block_size", "7\0x: must be a power of two"s);
+  CHECK(p.problem() == "7\\0x: must be a power of two");
+  CHECK(std::string(p.what()) == "block_size 7\\0x: must be a power of two");
 }
 
 TEST_CASE("allocation sizes are checked before trying, naming what and how big", "[unit][checks]") {

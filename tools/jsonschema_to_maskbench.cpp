@@ -18,6 +18,7 @@
 #include <fmt/format.h>
 
 #include "inferlab/app/cli_checks.hpp"
+#include "inferlab/app/constrained_cli.hpp"
 #include "inferlab/base/error.hpp"
 #include "inferlab/base/json_input.hpp"
 #include "inferlab/base/safe_files.hpp"
@@ -42,19 +43,6 @@ std::string json_problem(const std::exception& e) {
   return text;
 }
 
-// Every input file: a folder's *.json (recursively) or a regular file named directly.
-std::vector<std::string> input_files(const std::vector<std::string>& inputs) {
-  for (const std::string& p : inputs) {
-    struct stat st {};
-    if (::stat(p.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) require_regular_file(p, "input");
-  }
-  try {
-    return list_json_files(inputs);
-  } catch (const fs::filesystem_error& e) {
-    throw Error(fmt::format("input '{}': {}", e.path1().string(), e.code().message()));
-  }
-}
-
 // The output name of group @p index of @p path: "<folder>-<stem>-NN.json", or "<stem>-NN.json"
 // for a file named without a folder (never a name starting with '-').
 std::string output_name(const std::string& path, std::size_t index) {
@@ -74,7 +62,7 @@ struct Output {
 // Reads and converts every input, by output name; nothing is written yet.
 std::map<std::string, Output> convert(const std::vector<std::string>& inputs) {
   std::map<std::string, Output> out;
-  for (const std::string& path : input_files(inputs)) {
+  for (const std::string& path : maskbench_input_files(inputs, "input")) {
     const std::string text = read_regular_file(path, "input", kMaxSuiteFileBytes);
     // Checked: a value nested deeper than kMaxJsonInputDepth is refused before any recursive
     // walk (serialising the groups) could overflow the stack.

@@ -24,7 +24,6 @@
 #include "inferlab/app/chapter_cli.hpp"
 #include "inferlab/app/cli_checks.hpp"
 #include "inferlab/app/plots.hpp"
-#include "inferlab/base/error.hpp"
 #include "inferlab/base/safe_files.hpp"
 #include "inferlab/base/units.hpp"
 
@@ -125,12 +124,15 @@ void print_report(const RooflineReport& report, const std::string& plot_path) {
   std::printf("\nNext: chapter 04 batches many sequences into each step to climb the roofline.\n");
 }
 
-int run(Options& o) {
-  // The validators bound the numbers; what is left is the flags that only mean something for
-  // --hardware this, and the plot's path, all before any measurement.
+// The validators bound the numbers; what is left is the flags that only mean something for
+// --hardware this (refuse_inapplicable_flags), before any measurement.
+void check_mode_flags(const CLI::App& app, const Options& o) {
   const bool measuring = o.request.hardware == "this";
-  if (!measuring && o.request.quick) throw Error("--quick applies only to --hardware this");
-  if (!measuring && o.threads > 0) throw Error("--threads applies only to --hardware this");
+  refuse_inapplicable_flags(app, {{"--quick", measuring, "to --hardware this", ""},
+                                  {"--threads", measuring, "to --hardware this", ""}});
+}
+
+int run(Options& o) {
   if (!o.plot.empty()) require_writable_output(o.plot, "--plot");
   if (o.threads > 0) omp_set_num_threads(o.threads);
   o.request.progress = progress;
@@ -189,5 +191,8 @@ int main(int argc, char** argv) {
       ->check(thread_count());
   app.add_flag("--quick", r.quick, "smaller measurements (tests, CI)");
   app.add_flag("--json", o.json, "print one JSON object");
-  return run_chapter(app, argc, argv, [&] { return run(o); });
+  return run_chapter(app, argc, argv, [&] {
+    check_mode_flags(app, o);
+    return run(o);
+  });
 }

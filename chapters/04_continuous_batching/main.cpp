@@ -42,10 +42,12 @@ struct Options {
 // silently ignored (the serving flags' own rules are in check_serving_flags).
 void check_mode_flags(const CLI::App& app, const Options& o) {
   check_serving_flags(app, o.serving);
-  if (sim_clock(o.serving) && o.sweep)
-    throw Error("--sweep measures the real model: it applies only to --clock real");
+  std::vector<FlagScope> scopes = {
+      {"--sweep", !sim_clock(o.serving), "to --clock real", "", "measures the real model"}};
   for (const char* flag : {"--sweep-context", "--sweep-steps", "--reps"})
-    if (!o.sweep && app.count(flag)) throw Error(fmt::format("{} applies only with --sweep", flag));
+    scopes.push_back({flag, o.sweep, "with --sweep", ""});
+  scopes.push_back({"--dump-logits", false, "", "this chapter"});
+  refuse_inapplicable_flags(app, scopes);
 }
 
 void print_result(const Options& o, const Slo& slo, const PolicyComparison& c, bool sim,
@@ -74,7 +76,6 @@ void print_result(const Options& o, const Slo& slo, const PolicyComparison& c, b
 
 int run(const Options& o) {
   const GenerationFlags& f = o.gen;
-  if (!f.dump_logits.empty()) throw Error("--dump-logits does not apply to this chapter");
   const ServingFlags& sf = o.serving;
   const bool sim = sim_clock(sf);
   std::vector<Policy> policies = {Policy::static_batching, Policy::continuous};
@@ -86,16 +87,11 @@ int run(const Options& o) {
 
   const Workload w = make_workload(sf, f.sampling);  // served by every policy
   // The simulated clock needs only a tokenizer: it runs without any model file.
-  const LoadedModel m = sim ? load_model_or_tokenizer(f) : load_model(f);
-  ServingEngine engine;
-  if (sim) {
-    engine.sim = make_sim_engine(sf, m);
-    engine.sim->kv_type = parse_kv_dtype(o.kv_dtype);
-  } else {
-    engine.real = {&*m.model, &*m.tokenizer, parse_kv_dtype(o.kv_dtype), parse_device(f.device)};
-  }
+  const ServedModel served(sf, f, parse_kv_dtype(o.kv_dtype));
+  const LoadedModel& m = served.loaded;
+  const ServingEngine& engine = served.engine;
   // Every length against the context, now, not when the engine reaches it.
-  check_workload_lengths(w, sf, *m.tokenizer, sim ? engine.sim->config : m.model->config());
+  check_workload_lengths(w, sf, *m.tokenizer, served.config());
   if (o.sweep && std::int64_t{o.sweep_context} + o.sweep_steps + 1 > m.model->config().seq_len)
     throw Error(
         fmt::format("--sweep-context {} + --sweep-steps {} does not fit the model's "
@@ -142,7 +138,7 @@ int run(const Options& o) {
   if (f.json) {
     nlohmann::json out = to_json(c);
     out.update({{"chapter", "04_continuous_batching"},
-                {"model", sim ? sf.config : m.model->name()},
+                {"model", served.name(sf)},
                 {"clock", sf.clock},
                 {"workload", w.description},
                 {"max_seqs", sf.max_seqs},

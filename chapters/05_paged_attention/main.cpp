@@ -11,18 +11,17 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
-#include "inferlab/app/plots.hpp"
-#include "inferlab/app/chapter_cli.hpp"
-#include "inferlab/base/error.hpp"
-#include "inferlab/base/safe_files.hpp"
 #include "inferlab/analysis/kv_calc.hpp"
+#include "inferlab/app/chapter_cli.hpp"
 #include "inferlab/app/cli_checks.hpp"
-#include "inferlab/serving/paging.hpp"
-#include "inferlab/serving/run_compare.hpp"
+#include "inferlab/app/paging_report.hpp"
 #include "inferlab/app/serving_cli.hpp"
 #include "inferlab/app/serving_json.hpp"
 #include "inferlab/app/serving_report.hpp"
-#include "inferlab/app/real_clock_repeats.hpp"
+#include "inferlab/base/error.hpp"
+#include "inferlab/base/safe_files.hpp"
+#include "inferlab/serving/paging.hpp"
+#include "inferlab/serving/run_compare.hpp"
 
 using namespace inferlab;
 
@@ -42,123 +41,35 @@ struct Options {
 
 constexpr double kMiB = 1024.0 * 1024.0;
 
-// The runs of one comparison on the real clock: the first run with its throughput and waste
-// (timed quantities) replaced by their medians over all runs, and the paged/contiguous
-// throughput ratio of each run.
-struct RepeatedComparison {
-  AllocatorComparison median;
-  std::vector<Repeated> throughput;  // one per allocator
-  Repeated throughput_ratio;         // last allocator / first, per run
-};
-
-RepeatedComparison median_of_runs(const std::vector<AllocatorComparison>& runs) {
-  RepeatedComparison r;
-  r.median = runs.front();
-  std::vector<double> ratios;
-  for (const AllocatorComparison& c : runs)
-    ratios.push_back(c.memory.back().throughput_tokens_per_s /
-                     std::max(c.memory.front().throughput_tokens_per_s, 1e-12));
-  r.throughput_ratio = repeated(ratios);
-  for (std::size_t i = 0; i < r.median.memory.size(); ++i) {
-    std::vector<double> tput, waste;
-    for (const AllocatorComparison& c : runs) {
-      tput.push_back(c.memory[i].throughput_tokens_per_s);
-      waste.push_back(c.memory[i].waste_fraction);
-      r.median.same_tokens = r.median.same_tokens && c.same_tokens;
-    }
-    r.throughput.push_back(repeated(tput));
-    r.median.memory[i].throughput_tokens_per_s = r.throughput.back().median;
-    r.median.memory[i].waste_fraction = repeated(waste).median;
-  }
-  return r;
-}
-
-void print_result(const RepeatedComparison& rc, bool sim) {
-  const AllocatorComparison& c = rc.median;
-  print_memory_table(c.memory);
-  if (!sim) {
-    std::printf("  (real clock: waste and throughput are medians of %d runs; throughput spread",
-                rc.throughput_ratio.runs);
-    for (std::size_t i = 0; i < c.memory.size(); ++i)
-      std::printf("%s %s %.0f%%", i ? "," : "", c.memory[i].allocator.c_str(),
-                  100 * rc.throughput[i].spread());
-    std::printf(")\n");
-  }
-  const MemorySummary &a = c.memory.front(), &p = c.memory.back();
-  if (c.memory.size() == 2) {
-    std::printf(
-        "\npaged vs contiguous on the same budget: waste %.1f%% vs %.1f%%, %d vs %d "
-        "sequences at once (%.1fx)",
-        100 * p.waste_fraction, 100 * a.waste_fraction, p.max_concurrent_sequences,
-        a.max_concurrent_sequences,
-        double(p.max_concurrent_sequences) / std::max(a.max_concurrent_sequences, 1));
-    if (sim)
-      std::printf(", %s the throughput\n", ratio_text(rc.throughput_ratio).c_str());
-    else if (rc.throughput_ratio.direction_unclear())
-      std::printf("\n%s\n", too_noisy_text("the throughput ratio", rc.throughput_ratio).c_str());
-    else
-      std::printf(", %s the throughput\n", ratio_text(rc.throughput_ratio).c_str());
-  }
-  if (!sim && c.runs.size() > 1)
-    std::printf("each request's tokens under every allocator: %s\n",
-                c.same_tokens ? "identical (paging moves the keys, never changes them)"
-                              : "DIFFERENT (paged attention is broken!)");
-  // The counterfactual can exceed the budget: that is what sharing buys.
-  if (p.peak_bytes_saved_by_sharing > p.kv_bytes_budget)
-    std::printf(
-        "sharing: at the peak it saved %.2f MiB of prompt copies, more than the "
-        "whole %.2f MiB budget:\n  unshared, those sequences could not have been in memory "
-        "at once\n",
-        p.peak_bytes_saved_by_sharing / kMiB, p.kv_bytes_budget / kMiB);
-}
-
-// Memory over time for every run, and the block tables at the peak of a paged one.
-void save_plot(const std::string& path, const AllocatorComparison& c, const std::string& title) {
-  std::vector<const EngineRun*> views;
-  for (const EngineRun& r : c.runs) views.push_back(&r);
-  const SvgPlot mem = kv_memory_plot(views, title);
-  std::vector<const SvgPlot*> plots = {&mem};
-  std::optional<SvgPlot> tables;
-  for (const EngineRun& r : c.runs)
-    if (r.block_size > 0 && !r.peak_tables.tables.empty())
-      tables.emplace(block_table_plot(r.peak_tables, r.block_size));
-  if (tables) plots.push_back(&*tables);
-  save_stacked(path, plots);
-}
-
 // The flags that apply only in some modes (refuse_inapplicable_flags).
 void check_mode_flags(const CLI::App& app, const Options& o) {
   const std::string allocator = "--allocator " + o.allocator;
-  refuse_inapplicable_flags(
-      app, {{"--block-size", o.allocator != "contiguous", "with --allocator paged or both",
-             allocator},
-            {"--reserve", o.allocator != "paged", "with --allocator contiguous or both", allocator},
-            {"--swap-memory", o.preempt == "swap", "with --preempt swap", "--preempt " + o.preempt},
-            {"--sweep-block-size", !o.gen.json, "to the text report", "--json"}});
+  std::vector<FlagScope> scopes = {
+      {"--dump-logits", false, "", "this chapter"},
+      {"--block-size", o.allocator != "contiguous", "with --allocator paged or both", allocator},
+      {"--reserve", o.allocator != "paged", "with --allocator contiguous or both", allocator},
+      // A contiguous reservation covers the whole request: nothing is ever preempted.
+      {"--preempt", o.allocator != "contiguous", "with --allocator paged or both", allocator},
+      {"--swap-memory", o.preempt == "swap", "with --preempt swap", "--preempt " + o.preempt},
+      {"--sweep-block-size", !o.gen.json, "to the text report", "--json"}};
+  for (const FlagScope& s : real_clock_flag_scopes(o.serving)) scopes.push_back(s);
+  refuse_inapplicable_flags(app, scopes);
 }
 
 int run(const Options& o) {
   const GenerationFlags& f = o.gen;
-  if (!f.dump_logits.empty()) throw Error("--dump-logits does not apply to this chapter");
   if (!o.plot.empty()) require_writable_output(o.plot, "--plot");
   const bool sim = sim_clock(o.serving);
-  const LoadedModel m = sim ? load_model_or_tokenizer(f) : load_model(f);  // sim needs no weights
+  const DType kv_type = parse_kv_dtype(o.kv_dtype);
+  const ServedModel m(o.serving, f, kv_type);
   std::vector<Allocator> allocators = {Allocator::contiguous, Allocator::paged};
   if (o.allocator != "both") allocators = {parse_allocator(o.allocator)};
   const Preempt preempt = parse_preempt(o.preempt);
-  const DType kv_type = parse_kv_dtype(o.kv_dtype);
   const Workload w = make_workload(o.serving, f.sampling);
   std::vector<Request> requests = w.requests;
   for (Request& r : requests) r.n = o.n;
 
-  ServingEngine engine;
-  if (sim) {
-    engine.sim = make_sim_engine(o.serving, m);
-    engine.sim->kv_type = kv_type;
-  } else {
-    engine.real = {&*m.model, &*m.tokenizer, kv_type, parse_device(f.device)};
-  }
-  const ModelConfig& config = sim ? engine.sim->config : m.model->config();
+  const ModelConfig& config = m.config();
   const std::size_t per_token = kv_storage_bytes_per_token(config, kv_type);
   MemoryConfig memory;
   memory.block_size = o.block_size;
@@ -175,20 +86,16 @@ int run(const Options& o) {
   // Everything that could stop the run is checked before its header: every prompt against the
   // context, the memory against the machine (real clock), every request against the budget
   // under each allocator's rule.
-  check_workload_lengths(w, o.serving, *m.tokenizer, config);
-  require_kv_budget(memory.budget_bytes, sim ? &*engine.sim : nullptr, "--kv-memory");
+  check_workload_lengths(w, o.serving, *m.loaded.tokenizer, config);
+  require_kv_budget(memory.budget_bytes, sim ? &*m.engine.sim : nullptr, "--kv-memory");
   for (Allocator a : allocators) {
     MemoryConfig mem = memory;
     mem.allocator = a;
-    check_workload_fits(requests, mem, config, kv_type, &*m.tokenizer);
+    check_workload_fits(requests, mem, config, kv_type, &*m.loaded.tokenizer);
   }
 
   if (!f.json) {
-    if (sim)
-      std::printf("InferLab chapter 05: PagedAttention (simulated: %s on %s)\n",
-                  o.serving.config.c_str(), engine.sim->hardware.description.c_str());
-    else
-      print_run_header("InferLab chapter 05: PagedAttention (real clock)", m, f);
+    print_serving_title("InferLab chapter 05: PagedAttention", m, f, o.serving);
     std::printf("workload:  %s%s\n", w.description.c_str(),
                 o.n > 1 ? fmt::format(", {} parallel samples each", o.n).c_str() : "");
     std::printf(
@@ -197,31 +104,23 @@ int run(const Options& o) {
         memory.budget_bytes / kMiB, per_token, dtype_name(kv_type), memory.budget_bytes / per_token,
         o.block_size, o.reserve == "context" ? "the whole context" : "prompt + max_tokens - 1",
         preempt_name(preempt));
-    if (sim) print_sim_memory_fit(*engine.sim, memory.budget_bytes);
+    if (sim) print_sim_memory_fit(*m.engine.sim, memory.budget_bytes);
     std::printf("\n");
   }
 
   // The simulated clock is deterministic: one run. The real clock is not: the tables print
   // medians of o.reps runs, and a ratio the runs disagree on is reported as noise.
-  const int reps = sim ? 1 : o.reps;
-  std::vector<AllocatorComparison> runs;
-  for (int rep = 0; rep < reps; ++rep)
-    runs.push_back(compare_allocators(requests, sc, memory, allocators, engine, [&](Allocator a) {
-      if (!f.json)
-        std::fprintf(stderr, "[serving with %s KV memory (run %d of %d)...]\n", allocator_name(a),
-                     rep + 1, reps);
-    }));
-  const RepeatedComparison rc = median_of_runs(runs);
+  const RepeatedAllocators rc = compare_allocators_repeated(requests, sc, memory, allocators,
+                                                            m.engine, sim ? 1 : o.reps, !f.json);
   const AllocatorComparison& c = rc.median;
   if (!o.plot.empty())
-    save_plot(
+    save_paging_plot(
         o.plot, c,
-        fmt::format("KV memory over time: {} ({} clock)",
-                    sim ? o.serving.config : title_model_name(m.model->name()), o.serving.clock));
+        fmt::format("KV memory over time: {} ({} clock)", m.plot_name(o.serving), o.serving.clock));
   if (f.json) {
     nlohmann::json out = to_json(c);
     out.update({{"chapter", "05_paged_attention"},
-                {"model", sim ? o.serving.config : m.model->name()},
+                {"model", m.name(o.serving)},
                 {"clock", o.serving.clock},
                 {"workload", w.description},
                 {"n", o.n},
@@ -235,15 +134,15 @@ int run(const Options& o) {
   if (o.sweep_block_size) {
     std::fprintf(stderr, "[block size sweep...]\n");
     sweep = block_size_sweep(
-        [&](const MemoryConfig& mem) { return engine.serve(requests, sc, mem); }, memory, config);
+        [&](const MemoryConfig& mem) { return m.engine.serve(requests, sc, mem); }, memory, config);
   }
-  print_result(rc, sim);
+  print_allocator_comparison(rc, sim);
   if (sweep) print_block_size_sweep(*sweep);
   if (sim) {
     // Priced in the run's own KV type, the bytes per position its header printed.
-    CostOptions cost = engine.sim->cost;
+    CostOptions cost = m.engine.sim->cost;
     cost.kv_dtype = kv_type;
-    print_swap_vs_recompute(swap_vs_recompute_table(config, engine.sim->hardware, cost, 50e9),
+    print_swap_vs_recompute(swap_vs_recompute_table(config, m.engine.sim->hardware, cost, 50e9),
                             o.serving.config, o.serving.hardware, kv_type);
   }
   if (!o.plot.empty()) std::printf("\nplot written to %s\n", o.plot.c_str());
@@ -286,19 +185,16 @@ int main(int argc, char** argv) {
   app.add_option("--kv-dtype", o.kv_dtype, "KV storage type: f32, f16 or int8")
       ->check(CLI::IsMember({"f32", "f16", "int8"}))
       ->capture_default_str();
-  CLI::Option* reps =
-      app.add_option("--reps", o.reps,
-                     "real clock: runs of the whole comparison (tables print medians)")
-          ->check(integer_in(1, 100))
-          ->capture_default_str();
+  app.add_option("--reps", o.reps,
+                 "real clock: runs of the whole comparison (tables print medians)")
+      ->check(integer_in(1, 100))
+      ->capture_default_str();
   app.add_option("--plot", o.plot, "write an SVG of KV memory over time and the block tables");
   app.add_flag("--sweep-block-size", o.sweep_block_size,
                "waste and attention time per step for block sizes 1..128");
   return run_chapter(app, argc, argv, [&] {
     check_serving_flags(app, o.serving);
     check_mode_flags(app, o);
-    if (reps->count() && sim_clock(o.serving))
-      throw Error("--reps applies to the real clock (the simulated clock is deterministic)");
     return run(o);
   });
 }

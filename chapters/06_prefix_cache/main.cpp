@@ -20,7 +20,6 @@
 #include "inferlab/app/prefix_json.hpp"
 #include "inferlab/app/prefix_print.hpp"
 #include "inferlab/app/serving_cli.hpp"
-#include "inferlab/base/error.hpp"
 #include "inferlab/base/safe_files.hpp"
 #include "inferlab/serving/paging.hpp"
 #include "inferlab/serving/prefix_report.hpp"
@@ -79,7 +78,6 @@ void print_result(const Options& o, const Result& res) {
 
 int run(const Options& o) {
   const GenerationFlags& f = o.gen;
-  if (!f.dump_logits.empty()) throw Error("--dump-logits does not apply to this chapter");
   Result res;
   res.sim = sim_clock(o.serving);
   const bool sim = res.sim;
@@ -96,15 +94,10 @@ int run(const Options& o) {
 
   Workload w = make_workload(o.serving, f.sampling);
   res.workload = w.description;
-  const LoadedModel m = sim ? load_model_or_tokenizer(f) : load_model(f);  // sim needs no weights
-  SimEngine sim_engine;
-  if (sim) {
-    sim_engine = make_sim_engine(o.serving, m);
-    sim_engine.kv_type = kv_type;
-  }
-  res.model = sim ? o.serving.config : m.model->name();
-  const ModelConfig& config = sim ? sim_engine.config : m.model->config();
-  check_workload_lengths(w, o.serving, *m.tokenizer, config);
+  const ServedModel m(o.serving, f, kv_type);
+  res.model = m.name(o.serving);
+  const ModelConfig& config = m.config();
+  check_workload_lengths(w, o.serving, *m.loaded.tokenizer, config);
   const std::size_t per_token = kv_storage_bytes_per_token(config, kv_type);
   MemoryConfig memory;
   memory.allocator = Allocator::paged;
@@ -114,10 +107,9 @@ int run(const Options& o) {
   res.kv_bytes_budget = memory.budget_bytes;
   // The budget, the block size and every request (a chat turn with the conversation before it)
   // are checked now, before any work.
-  require_kv_budget(memory.budget_bytes, sim ? &sim_engine : nullptr, "--cache-memory");
-  check_workload_fits(w.requests, memory, config, kv_type, &*m.tokenizer);
+  require_kv_budget(memory.budget_bytes, sim ? &*m.engine.sim : nullptr, "--cache-memory");
+  check_workload_fits(w.requests, memory, config, kv_type, &*m.loaded.tokenizer);
   const SchedulerConfig sc = scheduler_config(o.serving, Policy::continuous);
-  const Device device = parse_device(f.device);
 
   // One engine, any cache and order: the same requests every time.
   auto serve = [&](const std::vector<Request>& reqs, PrefixCacheKind cache, Order order) {
@@ -125,26 +117,18 @@ int run(const Options& o) {
     mem.prefix_cache = cache;
     SchedulerConfig s = sc;
     s.order = order;
-    if (!sim) return run_real(reqs, s, {&*m.model, &*m.tokenizer, kv_type, device, mem});
-    SimEngine e = sim_engine;
-    e.memory = mem;
-    return run_sim(reqs, s, e);
+    return m.engine.serve(reqs, s, mem);
   };
 
   if (!f.json) {
-    if (sim) {
-      std::printf("InferLab chapter 06: the prefix cache (simulated: %s on %s)\n",
-                  o.serving.config.c_str(), sim_engine.hardware.description.c_str());
-    } else {
-      print_run_header("InferLab chapter 06: the prefix cache (real clock)", m, f);
-    }
+    print_serving_title("InferLab chapter 06: the prefix cache", m, f, o.serving);
     std::printf("workload:  %s\n", w.description.c_str());
     std::printf(
         "memory:    %.2f MiB of paged %s KV (%zu positions, blocks of %d) shared by running "
         "requests and the cache; scheduling: %s\n",
         memory.budget_bytes / kMiB, dtype_name(kv_type), memory.budget_bytes / per_token,
         o.block_size, order_name(plan.order));
-    if (sim) print_sim_memory_fit(sim_engine, memory.budget_bytes);
+    if (sim) print_sim_memory_fit(*m.engine.sim, memory.budget_bytes);
     std::printf("\n");
   }
 
@@ -161,12 +145,13 @@ int run(const Options& o) {
   for (int rep = 0; rep < (sim ? 1 : o.reps); ++rep)
     studies.push_back(run_prefix_study(plan, serve));
   res.study = median_study(studies, res.repeats);
-  if (sim) res.here = prefill_saving(config, sim_engine.hardware, sim_engine.cost, 2000, 100.0);
+  if (sim)
+    res.here = prefill_saving(config, m.engine.sim->hardware, m.engine.sim->cost, 2000, 100.0);
   if (!o.plot.empty())
     save_prefix_plots(
         o.plot, res.study.runs,
         fmt::format("Time to first token with and without a prefix cache: {} ({} clock)",
-                    sim ? o.serving.config : title_model_name(m.model->name()), o.serving.clock));
+                    m.plot_name(o.serving), o.serving.clock));
 
   if (f.json)
     std::cout << result_json(o, res).dump(1) << '\n';
@@ -202,14 +187,14 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"f32", "f16", "int8"}))
       ->capture_default_str();
   app.add_option("--plot", o.plot, "write an SVG of the TTFT distributions and the trie");
-  CLI::Option* reps =
-      app.add_option("--reps", o.reps, "real clock: runs of the whole study (tables print medians)")
-          ->check(integer_in(1, 100))
-          ->capture_default_str();
+  app.add_option("--reps", o.reps, "real clock: runs of the whole study (tables print medians)")
+      ->check(integer_in(1, 100))
+      ->capture_default_str();
   return run_chapter(app, argc, argv, [&] {
     check_serving_flags(app, o.serving);
-    if (reps->count() && sim_clock(o.serving))
-      throw Error("--reps applies to the real clock (the simulated clock is deterministic)");
+    refuse_inapplicable_flags(
+        app, {{"--dump-logits", false, "", "this chapter"},
+              {"--reps", !sim_clock(o.serving), "to --clock real", "--clock " + o.serving.clock}});
     return run(o);
   });
 }

@@ -163,8 +163,6 @@ int main(int argc, char** argv) {
   app.remove_option(app.get_option("--dump-logits"));  // nothing here writes logits
   return run_chapter(app, argc, argv, [&] {
     check_speculative_flags(app, f);
-    if (app.get_option("--reps")->count() && f.clock == "sim")
-      throw Error("--reps applies to the real clock (the simulated clock is deterministic)");
     return run(g, f);
   });
 }

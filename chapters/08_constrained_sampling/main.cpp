@@ -5,23 +5,19 @@
 // masked logits become -inf before the sampler, and the parser advances by the drawn token.
 // --compare runs the same seed without the mask and shows what the mask removed. --maskbench
 // runs the field's benchmark protocol over MaskBench files instead of generating. The logic
-// lives in common/include/inferlab/constrain/; this file parses flags and prints.
-#include <sys/stat.h>
-
+// lives in common/include/inferlab/constrain/, the command line's reading, MaskBench runs and
+// output in app/constrained_cli.hpp; this file parses flags and wires them together.
 #include <cstdio>
-#include <filesystem>
 #include <iostream>
+#include <optional>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include "inferlab/app/chapter_cli.hpp"
 #include "inferlab/app/cli_checks.hpp"
+#include "inferlab/app/constrained_cli.hpp"
 #include "inferlab/constrain/constraint.hpp"
-#include "inferlab/constrain/maskbench.hpp"
-#include "inferlab/model/model_files.hpp"
-#include "inferlab/base/error.hpp"
-#include "inferlab/base/safe_files.hpp"
 #include "inferlab/runtime/metrics.hpp"
 
 using namespace inferlab;
@@ -38,27 +34,6 @@ struct Options {
   bool cpu_clock = false;
   JsonSchemaLimits limits;
 };
-
-// A grammar or schema file: far larger than any real one is refused before it is read.
-constexpr std::size_t kMaxConstraintFileBytes = std::size_t(16) << 20;
-
-std::string read_file(const std::string& path, const char* flag) {
-  return read_regular_file(path, flag, kMaxConstraintFileBytes);
-}
-
-// The MaskBench files of --maskbench: each argument a folder or a regular file (never a FIFO,
-// a device or a loop, which would block or be read forever), then list_json_files().
-std::vector<std::string> maskbench_files(const std::vector<std::string>& paths) {
-  for (const std::string& p : paths) {
-    struct stat st {};
-    if (::stat(p.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) require_regular_file(p, "--maskbench");
-  }
-  try {
-    return list_json_files(paths);
-  } catch (const std::filesystem::filesystem_error& e) {
-    throw Error(fmt::format("--maskbench '{}': {}", e.path1().string(), e.code().message()));
-  }
-}
 
 // The flags that apply only in some modes (refuse_inapplicable_flags).
 void check_mode_flags(const CLI::App& app, const Options& o) {
@@ -82,58 +57,13 @@ void check_mode_flags(const CLI::App& app, const Options& o) {
   refuse_inapplicable_flags(app, scopes);
 }
 
-int run_maskbench(const Options& o) {
-  const std::vector<std::string> files = maskbench_files(o.maskbench);
-  if (o.gen.tokenizer.empty()) throw Error("--maskbench needs --tokenizer PATH");
-  if (!(o.time_limit_s > 0)) throw Error("--time-limit must be > 0 seconds");
-  // A bare name is looked up where models are ($INFERLAB_MODELS, then models/).
-  const Tokenizer tok = Tokenizer::load(find_tokenizer(o.gen.tokenizer, "", 0));
-  const MaskBenchVocab vocab(tok);
-  std::vector<MaskBenchResult> results;
-  for (const std::string& path : files) {
-    results.push_back(run_maskbench_isolated(path, vocab, o.time_limit_s, o.cpu_clock));
-    const MaskBenchResult& r = results.back();
-    if (o.gen.json) {
-      std::cout << r.to_json().dump() << '\n' << std::flush;
-    } else {
-      std::printf("%-50s %s\n", r.id.c_str(),
-                  !r.file_error.empty()      ? ("file error: " + r.file_error).c_str()
-                  : !r.crash.empty()         ? ("CRASH " + r.crash).c_str()
-                  : !r.compile_error.empty() ? ("compile error: " + r.compile_error).c_str()
-                  : !r.validation_error.empty()
-                      ? ("validation error: " + r.validation_error).c_str()
-                      : "ok");
-    }
-  }
-  std::cout << maskbench_summary(results).dump(o.gen.json ? -1 : 1) << '\n';
-  return 0;
-}
-
 int run(const Options& o) {
-  if (!o.maskbench.empty()) return run_maskbench(o);
-  const int given =
-      !o.regex.empty() + !o.grammar_file.empty() + !o.schema_file.empty() + o.json_mode;
-  if (given != 1) {
-    throw Error(
-        "give exactly one constraint: --regex R, --grammar FILE.gbnf, --json-schema FILE or "
-        "--json-mode");
-  }
-  ConstraintKind kind = ConstraintKind::json_mode;
-  std::string text, source = "--json-mode";
-  if (!o.regex.empty()) {
-    kind = ConstraintKind::regex;
-    text = o.regex;
-    source = "--regex";
-  } else if (!o.grammar_file.empty()) {
-    kind = ConstraintKind::gbnf;
-    text = read_file(o.grammar_file, "--grammar");
-    source = o.grammar_file;
-  } else if (!o.schema_file.empty()) {
-    kind = ConstraintKind::json_schema;
-    text = read_file(o.schema_file, "--json-schema");
-    source = o.schema_file;
-  }
-  const Grammar grammar = compile_constraint(kind, text, source, o.limits);
+  if (!o.maskbench.empty())
+    return run_maskbench_files(o.maskbench, o.gen.tokenizer, o.time_limit_s, o.cpu_clock,
+                               o.gen.json);
+  const ConstraintInput in = read_constraint(o.regex, o.grammar_file, o.schema_file, o.json_mode);
+  const std::string& source = in.source;
+  const Grammar grammar = compile_constraint(in.kind, in.text, source, o.limits);
   PushdownParser parser(grammar);
   const LoadedModel m = load_model(o.gen);
   const std::vector<std::string> bytes = token_byte_strings(*m.tokenizer);
@@ -151,22 +81,21 @@ int run(const Options& o) {
   c.steps = o.gen.steps;
   c.sampling = o.gen.sampling;
   const ConstrainedResult r = generate_constrained(*m.model, *m.tokenizer, parser, masks, bytes, c);
-  const Summary mask_us = summarize(r.mask_us);
+  // The same seed without the mask (--compare), after the constrained run's numbers are taken.
+  auto unconstrained = [&] {
+    c.constrained = false;
+    return generate_constrained(*m.model, *m.tokenizer, parser, masks, bytes, c);
+  };
   if (o.gen.json) {
-    nlohmann::ordered_json j;
-    j["chapter"] = "08_constrained_sampling";
-    j["constraint"] = source;
-    j["tokens"] = r.tokens;
-    j["text"] = r.text;
-    j["valid"] = r.valid;
-    j["ended"] = r.ended;
-    j["mask_us_p50"] = mask_us.p50;
-    j["mask_us_p99"] = mask_us.p99;
-    j["removed_mass"] = r.removed_mass;
+    const std::optional<ConstrainedResult> u =
+        o.compare ? std::optional(unconstrained()) : std::nullopt;
     // The text may end inside a character when --steps runs out: shown as U+FFFD.
-    std::cout << j.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
+    std::cout << constrained_json(source, r, u ? &*u : nullptr)
+                     .dump(1, ' ', false, nlohmann::json::error_handler_t::replace)
+              << '\n';
     return 0;
   }
+  const Summary mask_us = summarize(r.mask_us);
   std::printf("\n%s\n\n--- constrained ---\n", r.text.c_str());
   std::printf("tokens: %zu, ended with EOS: %s, valid: %s\n", r.tokens.size(),
               r.ended ? "yes" : "no",
@@ -174,26 +103,7 @@ int run(const Options& o) {
   std::printf(
       "mask time per token: p50 %.1f us, p99 %.1f us, max %.1f us (%zu parser states built)\n",
       mask_us.p50, mask_us.p99, mask_us.max, parser.num_states());
-  if (o.compare) {
-    c.constrained = false;
-    const ConstrainedResult u =
-        generate_constrained(*m.model, *m.tokenizer, parser, masks, bytes, c);
-    std::printf("\n--- unconstrained, same seed ---\n%s\nvalid: %s\n", u.text.c_str(),
-                u.valid ? "yes" : "no");
-    std::printf(
-        "\nprobability mass the mask removed at each constrained step:\n  %4s  %8s  %9s  %s\n",
-        "step", "allowed", "removed", "token");
-    for (std::size_t i = 0; i < r.tokens.size(); ++i) {
-      const int t = r.tokens[i];
-      std::printf("  %4zu  %8d  %8.1f%%  %s\n", i, r.allowed[i], 100.0 * r.removed_mass[i],
-                  t == masks.end_token()
-                      ? "<eos>"
-                      // A byte token may be part of a character: shown as U+FFFD.
-                      : nlohmann::json(bytes[static_cast<std::size_t>(t)])
-                            .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
-                            .c_str());
-    }
-  }
+  if (o.compare) print_mask_comparison(r, unconstrained(), bytes, masks.end_token());
   return 0;
 }
 

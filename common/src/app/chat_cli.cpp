@@ -30,15 +30,12 @@ void add_chat_flags(CLI::App& app, ChatFlags& c) {
 
 void check_chat_flags(const CLI::App& app, const ChatFlags& c,
                       std::initializer_list<const char*> not_in_chat) {
-  if (!c.chat) {
-    for (const char* flag : {"--system", "--chat-template"})
-      if (app.count(flag) > 0) throw Error(fmt::format("{} applies only with --chat", flag));
-    return;
-  }
-  std::vector<const char*> refused = {"--dump-logits"};
-  refused.insert(refused.end(), not_in_chat.begin(), not_in_chat.end());
-  for (const char* flag : refused)
-    if (app.count(flag) > 0) throw Error(fmt::format("{} does not apply to --chat", flag));
+  std::vector<FlagScope> scopes;
+  for (const char* flag : {"--system", "--chat-template"})
+    scopes.push_back({flag, c.chat, "with --chat", ""});
+  scopes.push_back({"--dump-logits", !c.chat, "", "--chat"});
+  for (const char* flag : not_in_chat) scopes.push_back({flag, !c.chat, "", "--chat"});
+  refuse_inapplicable_flags(app, scopes);
 }
 
 int run_chat(const char* chapter, const char* title, const GenerationFlags& f, const ChatFlags& c,

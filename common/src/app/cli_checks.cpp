@@ -108,7 +108,13 @@ CLI::Validator unsigned_64() {
 void refuse_inapplicable_flags(const CLI::App& app, const std::vector<FlagScope>& scopes) {
   for (const FlagScope& s : scopes) {
     if (s.applies || app.count(s.flag) == 0) continue;
-    throw Error(fmt::format("{} applies only {}, not {}", s.flag, s.where, s.mode));
+    std::string line = s.flag;
+    if (!s.why.empty()) line += " " + s.why + ": it";
+    if (s.where.empty())
+      line += " does not apply to " + s.mode;
+    else
+      line += " applies only " + s.where + (s.mode.empty() ? "" : ", not " + s.mode);
+    throw Error(line);
   }
 }
 

@@ -10,6 +10,7 @@
 
 #include "inferlab/base/error.hpp"
 #include "inferlab/app/cli_checks.hpp"
+#include "inferlab/app/svg.hpp"
 #include "inferlab/analysis/kv_calc.hpp"
 #include "inferlab/serving/request.hpp"
 #include "inferlab/base/safe_files.hpp"
@@ -365,6 +366,48 @@ SimEngine make_sim_engine(const ServingFlags& f, const LoadedModel& m) {
   e.cost = cost_options_for(e.hardware);
   e.tokenizer = &*m.tokenizer;  // counts the tokens of text prompts
   return e;
+}
+
+std::vector<FlagScope> real_clock_flag_scopes(const ServingFlags& f) {
+  const bool real = !sim_clock(f);
+  std::vector<FlagScope> scopes;
+  for (const char* flag :
+       {"--device", "--threads", "--weights", "--reps", "--temperature", "--top-k", "--top-p",
+        "--min-p", "--repetition-penalty", "--frequency-penalty", "--presence-penalty", "--seed"})
+    scopes.push_back({flag, real, "to --clock real", "--clock " + f.clock});
+  return scopes;
+}
+
+ServedModel::ServedModel(const ServingFlags& s, const GenerationFlags& g, DType kv_type)
+    // The simulated clock needs no weights: a tokenizer counts the tokens of text prompts.
+    : loaded(sim_clock(s) ? load_model_or_tokenizer(g) : load_model(g)) {
+  if (sim_clock(s)) {
+    engine.sim = make_sim_engine(s, loaded);
+    engine.sim->kv_type = kv_type;
+  } else {
+    engine.real = {&*loaded.model, &*loaded.tokenizer, kv_type, parse_device(g.device)};
+  }
+}
+
+const ModelConfig& ServedModel::config() const {
+  return engine.sim ? engine.sim->config : loaded.model->config();
+}
+
+std::string ServedModel::name(const ServingFlags& s) const {
+  return engine.sim ? s.config : loaded.model->name();
+}
+
+std::string ServedModel::plot_name(const ServingFlags& s) const {
+  return engine.sim ? s.config : title_model_name(loaded.model->name());
+}
+
+void print_serving_title(const std::string& title, const ServedModel& m, const GenerationFlags& g,
+                         const ServingFlags& s) {
+  if (m.engine.sim)
+    std::printf("%s (simulated: %s on %s)\n", title.c_str(), s.config.c_str(),
+                m.engine.sim->hardware.description.c_str());
+  else
+    print_run_header((title + " (real clock)").c_str(), m.loaded, g);
 }
 
 SchedulerConfig scheduler_config(const ServingFlags& f, Policy policy) {

@@ -79,8 +79,9 @@ void check_speculative_flags(const CLI::App& app, const SpeculativeFlags& f) {
   for (const char* flag :
        {"--proposer", "--draft", "--exit-layer", "--ngram", "--tree-branch", "--tree-depth", "--kv",
         "--block-size", "--model", "--tokenizer", "--synthetic", "--prompt", "--parse-special",
-        "--no-bos", "--steps", "--device", "--threads", "--temperature", "--top-k", "--top-p",
-        "--min-p", "--repetition-penalty", "--frequency-penalty", "--presence-penalty", "--seed"})
+        "--no-bos", "--steps", "--device", "--threads", "--reps", "--temperature", "--top-k",
+        "--top-p", "--min-p", "--repetition-penalty", "--frequency-penalty", "--presence-penalty",
+        "--seed"})
     scopes.push_back({flag, !sim, "to --clock real", clock});
   const ProposerChoice& c = f.choice;
   scopes.push_back({"--draft", c.wants("draft") || c.wants("tree"),

@@ -25,7 +25,8 @@ void add_chat_flags(CLI::App& app, ChatFlags& c);
 
 /// @brief Refuses flags that do nothing in the mode @p c selects, before any work: --system
 /// and --chat-template without --chat; with --chat, --dump-logits and the flags in
-/// @p not_in_chat (a chapter's own, such as chapter 01's --reps) when given.
+/// @p not_in_chat (a chapter's own, such as chapter 01's --reps) when given
+/// (refuse_inapplicable_flags()).
 /// @throws inferlab::Error naming the flag
 void check_chat_flags(const CLI::App& app, const ChatFlags& c,
                       std::initializer_list<const char*> not_in_chat = {});

@@ -36,14 +36,21 @@ CLI::Validator unsigned_64();
 struct FlagScope {
   std::string flag;   ///< e.g. "--block-size"
   bool applies;       ///< whether it does anything in the mode the command line chose
-  std::string where;  ///< where it applies, e.g. "with --allocator paged or both"
-  std::string mode;   ///< the mode chosen, e.g. "--allocator contiguous"
+  std::string where;  ///< where it applies, e.g. "with --allocator paged or both"; empty: nowhere
+  std::string mode;   ///< the mode chosen, e.g. "--allocator contiguous"; may be empty
+  std::string why = {};  ///< optional: what the flag does, which explains where it applies
 };
 
 /// @brief The one rule every binary follows for flags that depend on a mode: the first flag of
-/// @p scopes that is on @p app's command line but does not apply is refused, naming the flag,
-/// where it applies and the mode chosen, e.g. `--block-size applies only with --allocator paged
-/// or both, not --allocator contiguous`. @throws inferlab::Error
+/// @p scopes that is on @p app's command line but does not apply is refused in one line naming
+/// the flag, where it applies and the mode chosen, e.g. `--block-size applies only with
+/// --allocator paged or both, not --allocator contiguous`. Without a mode the line ends after
+/// where it applies (`--system applies only with --chat`); without a `where`, it reads
+/// `--reps does not apply to --chat`; a `why` comes first (`--sweep measures the real model:
+/// it applies only to --clock real`).
+/// @param app the parsed command line
+/// @param scopes the mode-dependent flags, in the order they are checked
+/// @throws inferlab::Error
 void refuse_inapplicable_flags(const CLI::App& app, const std::vector<FlagScope>& scopes);
 
 /// @brief The flag that sets core parameter @p parameter: `--` and the name with `-` for `_`

@@ -9,6 +9,7 @@
 #include <CLI/CLI.hpp>
 
 #include "inferlab/app/chapter_cli.hpp"
+#include "inferlab/app/cli_checks.hpp"
 #include "inferlab/serving/engine.hpp"
 
 namespace inferlab {
@@ -79,6 +80,48 @@ inline constexpr double kMaxRealClockWaitSeconds = 3600.0;
 /// be a regular file, and each workload kind's flags (--prefixes, --turns, --docs, ...) only
 /// with that kind. @throws inferlab::Error naming the flag.
 void check_serving_flags(const CLI::App& app, const ServingFlags& f);
+
+/// @brief The flags that act only on the real clock's run, as mode rules for
+/// refuse_inapplicable_flags(): --device, --threads, --weights, --reps and the sampling flags
+/// (the simulated clock runs no model, and it is deterministic).
+/// @param f the serving flags (their --clock)
+/// @return one FlagScope per flag, applying when the clock is real
+std::vector<FlagScope> real_clock_flag_scopes(const ServingFlags& f);
+
+/// @brief The model side of a serving chapter, built before its run: on the real clock the
+/// loaded model and an engine that runs it, on the simulated clock a tokenizer (to count the
+/// tokens of text prompts; load_model_or_tokenizer()) and the simulated machine and model
+/// (make_sim_engine()). Neither copied nor moved: the engine points into the loaded model.
+struct ServedModel {
+  LoadedModel loaded;    ///< the model (real clock) and its tokenizer (both clocks)
+  ServingEngine engine;  ///< serves on the clock chosen: engine.sim is set on the simulated one
+
+  /// @param s the serving flags (--clock, --config, --hardware)
+  /// @param g the model flags (--model, --synthetic, --tokenizer, --device, ...)
+  /// @param kv_type the KV storage type of every sequence
+  /// @throws inferlab::Error as load_model() and make_sim_engine() do
+  ServedModel(const ServingFlags& s, const GenerationFlags& g, DType kv_type);
+  ServedModel(const ServedModel&) = delete;             ///< the engine points into `loaded`
+  ServedModel& operator=(const ServedModel&) = delete;  ///< the engine points into `loaded`
+
+  /// @brief The shape served: the simulated --config, or the loaded model's.
+  const ModelConfig& config() const;
+  /// @brief The name the chapters' JSON gives: the simulated --config or the model's own.
+  /// @param s the serving flags the model was built with
+  std::string name(const ServingFlags& s) const;
+  /// @brief The name a plot's title gives: the simulated --config or title_model_name().
+  /// @param s the serving flags the model was built with
+  std::string plot_name(const ServingFlags& s) const;
+};
+
+/// @brief Prints a serving chapter's first line: `TITLE (simulated: CONFIG on HARDWARE)` on
+/// the simulated clock, print_run_header() of `TITLE (real clock)` on the real one.
+/// @param title e.g. "InferLab chapter 05: PagedAttention"
+/// @param m the model served
+/// @param g the model flags
+/// @param s the serving flags
+void print_serving_title(const std::string& title, const ServedModel& m, const GenerationFlags& g,
+                         const ServingFlags& s);
 
 /// @brief Checks every request of @p w against the context and vocabulary of @p served (text
 /// prompts are tokenized with @p tokenizer), before the first step instead of when the engine
