@@ -13,7 +13,7 @@ namespace inferlab::kernels::quant_dot {
 // Numbers per block of the 32-blocks (Q8_0, Q4_0, Q4_1) and their activations.
 constexpr int kBlock = 32;
 // Tokens one call of a row dot serves (rung 3's tile; rung 2 passes one).
-constexpr int kTile = 4;
+constexpr int kTile = 8;
 
 // One block of 32 activations: x[j] ~ q[j] * d, and s = d * (q[0] + ... + q[31]) (the term a
 // weight block's minimum multiplies).
@@ -28,11 +28,12 @@ struct ActBlock {
 void quantize_activations(const float* x, int n, ActBlock* out);
 
 // out[c] = dot of the weight row (nb blocks of type) with token c's nb activation blocks
-// (act + c * nb), c < count <= kTile. Every path forms, per block, 8 integer lanes (lane l the
-// sum of the 4 products 4l .. 4l+3), adds them into 8 float lanes as
-// acc[l] = fma(d_w * d_a, float(lane[l]), acc[l]), a weight minimum m_w as
-// extra = fma(m_w, s_a, extra), and returns
-// ((acc0 + acc4) + (acc2 + acc6)) + ((acc1 + acc5) + (acc3 + acc7)) + extra: the same bits on
+// (act + c * nb), c < count <= kTile. Every path forms, per block b, 8 integer lanes (lane l the
+// sum of the 4 products 4l .. 4l+3) and adds them into one of two sets of 8 float lanes, set
+// k = b % 2 (two blocks per loop step, so two independent chains), as
+// acc[k][l] = fma(d_w * d_a, float(lane[l]), acc[k][l]), a weight minimum m_w as
+// extra[k] = fma(m_w, s_a, extra[k]), and returns, with v[l] = acc[0][l] + acc[1][l],
+// ((v0 + v4) + (v2 + v6)) + ((v1 + v5) + (v3 + v7)) + (extra[0] + extra[1]): the same bits on
 // every path, for every count.
 using RowDot = void (*)(const std::uint8_t* row, const ActBlock* act, int nb, int count,
                         float* out);

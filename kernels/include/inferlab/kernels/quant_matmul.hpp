@@ -14,10 +14,14 @@
 ///     super-blocks with 16-number sums for the K-quants), then one integer dot product per
 ///     block, scaled once per block. AVX2 (`vpmaddubsw` / `vpmaddwd`) and AVX-512 VNNI
 ///     (`vpdpbusd`) paths are chosen at run time (QuantIsa); all paths form the same integer
-///     sums in the same 8 lanes and add them in the same order, so they return the same bits.
+///     sums in the same 8 lanes and add them in the same order (even blocks into one set of
+///     float lanes, odd blocks into another: two independent chains), so they return the same
+///     bits.
 ///  3. batched: version 2 with tiles of tokens: each weight block is unpacked once and used for
-///     a tile of tokens (prefill), with the per-token arithmetic of version 2, so a token's
-///     output has the same bits whatever T and its place in the batch (batch invariant).
+///     a tile of 8 tokens (4 per register tile on AVX2), and the rows pass over the tokens 64 at
+///     a time so their activations stay in cache (prefill). The per-token arithmetic is
+///     version 2's, so a token's output has the same bits whatever T and its place in the batch
+///     (batch invariant).
 /// Versions 2 and 3 differ from version 1 by the activation rounding: per element at most half
 /// a step of its block (amax / 254), so |y2 - y1| <= sum over blocks of
 /// (sum_i |w[o, i]|) * amax_block(x[t]) / 254, plus float rounding (tests/test_quant_matmul.cpp).
