@@ -16,16 +16,24 @@ constexpr int kBlock = 32;
 constexpr int kTile = 8;
 
 // One block of 32 activations: x[j] ~ q[j] * d, and s = d * (q[0] + ... + q[31]) (the term a
-// weight block's minimum multiplies).
+// weight block's minimum multiplies). bias[l] = -offset * (q[4l] + ... + q[4l+3]), offset
+// being what the weight format adds to make its numbers unsigned (weight_offset()): the VNNI
+// path multiplies the unsigned weights w + offset and starts its lanes at bias, which gives
+// the lanes of w exactly.
 struct ActBlock {
   float d;
   float s;
   std::int8_t q[kBlock];
+  std::int32_t bias[8];
 };
 
+// 128 for Q8_0 (int8 + 128), 8 for Q4_0 (its nibbles are w + 8), 0 for the others.
+int weight_offset(TensorType type);
+
 // Quantizes n activations (n a multiple of kBlock) to n / kBlock blocks: d = amax / 127,
-// q = x / d rounded to nearest (ties to even), as llama.cpp's Q8_0 activations.
-void quantize_activations(const float* x, int n, ActBlock* out);
+// q = x / d rounded to nearest (ties to even), as llama.cpp's Q8_0 activations; bias for the
+// weights' offset.
+void quantize_activations(const float* x, int n, int offset, ActBlock* out);
 
 // out[c] = dot of the weight row (nb blocks of type) with token c's nb activation blocks
 // (act + c * nb), c < count <= kTile. Every path forms, per block b, 8 integer lanes (lane l the

@@ -94,7 +94,18 @@ void matmul_quant_ref(float* y, const float* x, const QuantMatrix& w, int T) {
 
 namespace quant_dot {
 
-void quantize_activations(const float* x, int n, ActBlock* out) {
+int weight_offset(TensorType type) {
+  switch (type) {
+    case TensorType::kQ8_0:
+      return 128;
+    case TensorType::kQ4_0:
+      return 8;
+    default:
+      return 0;
+  }
+}
+
+void quantize_activations(const float* x, int n, int offset, ActBlock* out) {
   for (int b = 0; b < n / kBlock; ++b, x += kBlock) {
     float amax = 0.0f;
     for (int j = 0; j < kBlock; ++j) amax = std::max(amax, std::fabs(x[j]));
@@ -104,6 +115,10 @@ void quantize_activations(const float* x, int n, ActBlock* out) {
       const int q = int(std::nearbyint(x[j] * id));
       out[b].q[j] = std::int8_t(q);
       sum += q;
+    }
+    for (int l = 0; l < 8; ++l) {
+      const std::int8_t* q = out[b].q + 4 * l;
+      out[b].bias[l] = -offset * (int(q[0]) + int(q[1]) + int(q[2]) + int(q[3]));
     }
     out[b].d = d;
     out[b].s = d * float(sum);
@@ -243,6 +258,7 @@ void matmul_quant_integer(float* y, const float* x, const QuantMatrix& w, int T,
                           quant_dot::RowDot dot) {
   using quant_dot::ActBlock;
   const int n = w.n(), d = w.d(), nb = n / quant_dot::kBlock;
+  const int offset = quant_dot::weight_offset(w.type());
   thread_local std::vector<ActBlock> act;
   if (act.size() < std::size_t(T) * std::size_t(nb)) act.resize(std::size_t(T) * std::size_t(nb));
   ActBlock* const a = act.data();
@@ -252,14 +268,14 @@ void matmul_quant_integer(float* y, const float* x, const QuantMatrix& w, int T,
   const bool parallel_activations = parallel && T >= quant_dot::kTile;
   if (!parallel_activations) {
     for (int t = 0; t < T; ++t)
-      quant_dot::quantize_activations(x + std::size_t(t) * n, n, a + std::size_t(t) * nb);
+      quant_dot::quantize_activations(x + std::size_t(t) * n, n, offset, a + std::size_t(t) * nb);
   }
 #pragma omp parallel if (parallel)
   {
     if (parallel_activations) {
 #pragma omp for schedule(static)
       for (int t = 0; t < T; ++t)
-        quant_dot::quantize_activations(x + std::size_t(t) * n, n, a + std::size_t(t) * nb);
+        quant_dot::quantize_activations(x + std::size_t(t) * n, n, offset, a + std::size_t(t) * nb);
     }
     // Tokens in chunks of kChunk: every row passes over one chunk's activations (kChunk * n
     // bytes and their scales, which stay in cache) before the next; a row's bytes are read
