@@ -147,3 +147,38 @@ TEST_CASE("quantized matmul: refusals", "[kernel][quant]") {
                     Contains("empty"));
   CHECK_THROWS_WITH(kernels::matmul_quant(y.data(), x.data(), q, 0), Contains("T = 0"));
 }
+
+TEST_CASE("quantized matmul: a prefill-sized batch spans several token chunks",
+          "[kernel][quant]") {
+  // 70 tokens: more than one pass of rung 3 over the rows (64 tokens each), a last tile of 6;
+  // 3 blocks per row, so the even/odd block sets end on an even block.
+  const int n = 96, d = 5, T = 70;
+  for (TensorType type : {TensorType::kQ8_0, TensorType::kQ4_0, TensorType::kQ4_1}) {
+    CAPTURE(kernels::ggml_type_name(std::uint32_t(type)));
+    const std::vector<float> wsrc = random_floats(std::size_t(n) * d, 11);
+    const QuantMatrix w = QuantMatrix::quantize(type, wsrc.data(), n, d);
+    std::vector<float> wf(std::size_t(n) * d);
+    for (int o = 0; o < d; ++o) w.dequantize_row(o, wf.data() + std::size_t(o) * n);
+    const std::vector<float> x = random_floats(std::size_t(T) * n, 12);
+    const std::vector<float> ref = run(1, QuantIsa::scalar, x, w, T);
+    const std::vector<float> first = run(2, QuantIsa::scalar, x, w, T);
+    for (int t = 0; t < T; ++t) {
+      for (int o = 0; o < d; ++o) {
+        const std::size_t i = std::size_t(t) * d + std::size_t(o);
+        CHECK(std::fabs(first[i] - ref[i]) <=
+              integer_bound(wf, x.data() + std::size_t(t) * n, n, o));
+      }
+    }
+    for (QuantIsa isa : {QuantIsa::scalar, QuantIsa::avx2, QuantIsa::avx512_vnni}) {
+      if (!kernels::quant_isa_supported(isa)) continue;
+      CAPTURE(kernels::quant_isa_name(isa));
+      const std::vector<float> y = run(3, isa, x, w, T);
+      CHECK(std::memcmp(y.data(), first.data(), y.size() * sizeof(float)) == 0);
+    }
+    // Token 66 (in the second chunk, inside its first tile) alone gives its bits in the batch.
+    const std::vector<float> one(x.begin() + 66 * n, x.begin() + 67 * n);
+    const std::vector<float> alone = run(3, kernels::quant_isa_best(), one, w, 1);
+    CHECK(std::memcmp(alone.data(), first.data() + std::size_t(66) * d,
+                      std::size_t(d) * sizeof(float)) == 0);
+  }
+}

@@ -6,8 +6,8 @@
 // this machine's roofline (--plot), and what the format costs in quality against float32 on
 // the same text: KL divergence of the next-token distributions, top-1 agreement, perplexity,
 // and the first position where greedy output departs. The core measures
-// (analysis/format_compare.hpp, analysis/quant_quality.hpp); this file loads, prints and
-// writes the JSON and the plot.
+// (analysis/format_compare.hpp, analysis/quant_quality.hpp) and prints (app/quant_report.hpp);
+// this file loads the models and draws the plot.
 #include <omp.h>
 
 #include <cstdio>
@@ -28,6 +28,7 @@
 #include "inferlab/app/chapter_cli.hpp"
 #include "inferlab/app/cli_checks.hpp"
 #include "inferlab/app/plots.hpp"
+#include "inferlab/app/quant_report.hpp"
 #include "inferlab/base/error.hpp"
 #include "inferlab/base/safe_files.hpp"
 #include "inferlab/model/gguf.hpp"
@@ -86,98 +87,6 @@ std::string read_text(const std::string& path) {
   return s.str();
 }
 
-// "same, 12, 0, same": per prompt, the first generated token that differs.
-std::string divergence_text(const std::vector<int>& d) {
-  std::string s;
-  for (std::size_t i = 0; i < d.size(); ++i)
-    s += (i ? ", " : "") + (d[i] < 0 ? std::string("same") : std::to_string(d[i]));
-  return s;
-}
-
-void print_results(const Options& o, const LoadedModel& ref,
-                   const std::vector<FormatMeasurement>& runs,
-                   const std::vector<std::string>& skipped, const std::string& text_source,
-                   const Hardware* roof) {
-  const ModelConfig& c = ref.model->config();
-  std::printf("InferLab chapter 09: weight quantization\n");
-  std::printf("model:   %s (dim %d, %d layers, vocabulary %d, %.1fM parameters)\n",
-              ref.model->name().c_str(), c.dim, c.n_layers, c.vocab_size, c.n_params() / 1e6);
-  std::printf("threads: %d; each time is the median of %d repetitions\n", omp_get_max_threads(),
-              o.quick ? 1 : o.reps);
-  std::printf("quality: against f32 on %s\n\n", text_source.c_str());
-  std::printf("%-14s %6s %10s %10s %11s %10s | %9s %9s %7s %9s\n", "format", "bits/w", "MB",
-              "decode t/s", "B=16 t/s", "prefill", "KL mean", "KL p99", "top-1", "ppl");
-  for (const FormatMeasurement& m : runs) {
-    std::printf("%-14s %6.2f %10.2f %10.1f %11.1f %10.1f | %9.5f %9.5f %6.1f%% %9.3f\n",
-                m.name.c_str(), m.bits_per_weight, m.model_bytes / 1e6,
-                m.points.batched[0].tokens_per_second(), m.points.batched[1].tokens_per_second(),
-                m.points.prefill.tokens_per_second(), m.quality.kl_mean, m.quality.kl_p99,
-                100.0 * m.quality.top1_agreement, m.quality.perplexity);
-  }
-  for (const std::string& why : skipped) std::printf("(not measured: %s)\n", why.c_str());
-  std::printf(
-      "\ngreedy divergence from f32, per prompt: the first generated token that differs (0 is "
-      "the first)\n");
-  for (const FormatMeasurement& m : runs)
-    std::printf("  %-14s %s\n", m.name.c_str(), divergence_text(m.greedy_divergence).c_str());
-
-  // The lesson: batch 1 follows the bytes, batch 16 less so.
-  const FormatMeasurement& base = runs.front();
-  std::printf("\nagainst %s: bytes read per token, and what each workload gained\n",
-              base.name.c_str());
-  std::printf("%-14s %10s %12s %12s %12s\n", "format", "bytes", "decode B=1", "decode B=16",
-              "prefill");
-  for (const FormatMeasurement& m : runs) {
-    std::printf(
-        "%-14s %9.2fx %11.2fx %11.2fx %11.2fx\n", m.name.c_str(), base.model_bytes / m.model_bytes,
-        m.points.batched[0].tokens_per_second() / base.points.batched[0].tokens_per_second(),
-        m.points.batched[1].tokens_per_second() / base.points.batched[1].tokens_per_second(),
-        m.points.prefill.tokens_per_second() / base.points.prefill.tokens_per_second());
-  }
-  std::printf(
-      "\nBatch-1 decode reads every weight once per token: its speed-up follows the bytes as long\n"
-      "as unpacking a block costs less than reading it. At batch 16 each weight read serves 16\n"
-      "tokens, the work moves toward compute, and the unpacking is paid 16 times over.\n");
-  if (roof) {
-    std::printf("\nroofline: %.1f GB/s, %.1f GFLOP/s (ridge %.1f FLOP/byte); plot written to %s\n",
-                roof->bandwidth / 1e9, roof->peak_flops / 1e9, roof->ridge_point(), o.plot.c_str());
-    for (const FormatMeasurement& m : runs)
-      std::printf("  %-14s B=1: %6.2f FLOP/byte, %7.2f GB/s   B=16: %6.2f FLOP/byte\n",
-                  m.name.c_str(), m.points.batched[0].intensity(),
-                  m.points.batched[0].bytes_per_second() / 1e9, m.points.batched[1].intensity());
-  }
-  std::printf("\nNext: the exercises (14: Q8_0 blocks) write the format and its dot product.\n");
-}
-
-nlohmann::json to_json(const Options& o, const LoadedModel& ref,
-                       const std::vector<FormatMeasurement>& runs,
-                       const std::vector<std::string>& skipped, const std::string& source) {
-  nlohmann::json out;
-  out["chapter"] = "09_weight_quantization";
-  out["model"] = ref.model->name();
-  out["threads"] = omp_get_max_threads();
-  out["reps"] = o.quick ? 1 : o.reps;
-  out["text_source"] = source;
-  out["skipped"] = skipped;
-  out["formats"] = nlohmann::json::array();
-  out["greedy_divergence"] = nlohmann::json::array();
-  for (const FormatMeasurement& m : runs) {
-    out["formats"].push_back({{"name", m.name},
-                              {"bits_per_weight", m.bits_per_weight},
-                              {"model_bytes", m.model_bytes},
-                              {"decode_tokens_per_s", m.points.batched[0].tokens_per_second()},
-                              {"batch16_tokens_per_s", m.points.batched[1].tokens_per_second()},
-                              {"prefill_tokens_per_s", m.points.prefill.tokens_per_second()},
-                              {"kl_mean", m.quality.kl_mean},
-                              {"kl_p99", m.quality.kl_p99},
-                              {"top1_agreement", m.quality.top1_agreement},
-                              {"perplexity", m.quality.perplexity}});
-    out["greedy_divergence"].push_back(
-        {{"name", m.name}, {"first_divergence", m.greedy_divergence}});
-  }
-  return out;
-}
-
 int run(Options& o) {
   if (o.reps < 1) throw Error(fmt::format("--reps {} must be >= 1", o.reps));
   if (!o.plot.empty()) require_writable_output(o.plot, "--plot");
@@ -230,8 +139,10 @@ int run(Options& o) {
     co.speed.decode_steps = 8;
   }
   co.window = std::min(co.window, ref.model->config().seq_len + 1);
-  const std::vector<FormatMeasurement> runs =
-      compare_formats(*ref.model, formats, *ref.tokenizer, text, kv_quality_prompts(), co);
+  FormatReport report{&*ref.model, omp_get_max_threads(), o.quick ? 1 : o.reps, source,
+                      compare_formats(*ref.model, formats, *ref.tokenizer, text,
+                                      kv_quality_prompts(), co),
+                      skipped};
 
   std::optional<Hardware> roof;
   if (!o.plot.empty()) {
@@ -240,15 +151,15 @@ int run(Options& o) {
     MeasureOptions mo = o.quick ? quick_measure_options() : MeasureOptions{};
     mo.thread_counts = {omp_get_max_threads()};
     roof = measure_this_machine(mo).hardware;
-    roofline_plot(*roof, format_roofline_points(runs),
+    roofline_plot(*roof, format_roofline_points(report.runs),
                   fmt::format("Weight formats of {} on this machine's roofline",
                               std::filesystem::path(ref.model->name()).filename().string()))
         .save(o.plot);
   }
   if (o.json) {
-    std::cout << to_json(o, ref, runs, skipped, source).dump(1) << '\n';
+    std::cout << format_report_json(report).dump(1) << '\n';
   } else {
-    print_results(o, ref, runs, skipped, source, roof ? &*roof : nullptr);
+    print_format_report(report, roof ? &*roof : nullptr, o.plot);
   }
   return 0;
 }

@@ -2,42 +2,18 @@
 // and integer block dots, added in increasing block order.
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <string>
 #include <vector>
 
 #include "inferlab/kernels/cuda/quant_matmul_cuda.hpp"
 #include "inferlab/kernels/error.hpp"
+#include "../src/quant_dot.hpp"
 
 namespace inferlab::kernels {
 
 namespace {
 
 constexpr int kBlock = 32;
-
-float half_bits_to_float(const std::uint8_t* p) {
-  std::uint16_t h;
-  std::memcpy(&h, p, 2);
-  const std::uint32_t sign = std::uint32_t(h & 0x8000) << 16;
-  std::uint32_t exp = (h >> 10) & 0x1F, man = h & 0x3FF, bits;
-  if (exp == 0x1F) {
-    bits = sign | 0x7F800000u | (man << 13);
-  } else if (exp != 0) {
-    bits = sign | ((exp + 112) << 23) | (man << 13);
-  } else if (man == 0) {
-    bits = sign;
-  } else {
-    exp = 113;
-    while ((man & 0x400) == 0) {
-      man <<= 1;
-      --exp;
-    }
-    bits = sign | (exp << 23) | ((man & 0x3FF) << 13);
-  }
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
-}
 
 }  // namespace
 
@@ -81,7 +57,7 @@ void matmul_quant_cuda_ref(float* y, const float* x, const std::uint8_t* w, Tens
                              : int(j < 16 ? blk[2 + j] & 0x0F : blk[2 + j - 16] >> 4) - 8;
           isum += wj * q[std::size_t(b * kBlock + j)];
         }
-        acc += half_bits_to_float(blk) * scale[std::size_t(b)] * float(isum);
+        acc += quant_dot::load_half(blk) * scale[std::size_t(b)] * float(isum);
       }
       y[std::size_t(t) * d + std::size_t(o)] = acc;
     }

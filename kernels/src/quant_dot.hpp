@@ -13,26 +13,35 @@ namespace inferlab::kernels::quant_dot {
 // Numbers per block of the 32-blocks (Q8_0, Q4_0, Q4_1) and their activations.
 constexpr int kBlock = 32;
 // Tokens one call of a row dot serves (rung 3's tile; rung 2 passes one).
-constexpr int kTile = 4;
+constexpr int kTile = 8;
 
 // One block of 32 activations: x[j] ~ q[j] * d, and s = d * (q[0] + ... + q[31]) (the term a
-// weight block's minimum multiplies).
+// weight block's minimum multiplies). bias[l] = -offset * (q[4l] + ... + q[4l+3]), offset
+// being what the weight format adds to make its numbers unsigned (weight_offset()): the VNNI
+// path multiplies the unsigned weights w + offset and starts its lanes at bias, which gives
+// the lanes of w exactly.
 struct ActBlock {
   float d;
   float s;
   std::int8_t q[kBlock];
+  std::int32_t bias[8];
 };
 
+// 128 for Q8_0 (int8 + 128), 8 for Q4_0 (its nibbles are w + 8), 0 for the others.
+int weight_offset(TensorType type);
+
 // Quantizes n activations (n a multiple of kBlock) to n / kBlock blocks: d = amax / 127,
-// q = x / d rounded to nearest (ties to even), as llama.cpp's Q8_0 activations.
-void quantize_activations(const float* x, int n, ActBlock* out);
+// q = x / d rounded to nearest (ties to even), as llama.cpp's Q8_0 activations; bias for the
+// weights' offset.
+void quantize_activations(const float* x, int n, int offset, ActBlock* out);
 
 // out[c] = dot of the weight row (nb blocks of type) with token c's nb activation blocks
-// (act + c * nb), c < count <= kTile. Every path forms, per block, 8 integer lanes (lane l the
-// sum of the 4 products 4l .. 4l+3), adds them into 8 float lanes as
-// acc[l] = fma(d_w * d_a, float(lane[l]), acc[l]), a weight minimum m_w as
-// extra = fma(m_w, s_a, extra), and returns
-// ((acc0 + acc4) + (acc2 + acc6)) + ((acc1 + acc5) + (acc3 + acc7)) + extra: the same bits on
+// (act + c * nb), c < count <= kTile. Every path forms, per block b, 8 integer lanes (lane l the
+// sum of the 4 products 4l .. 4l+3) and adds them into one of two sets of 8 float lanes, set
+// k = b % 2 (two blocks per loop step, so two independent chains), as
+// acc[k][l] = fma(d_w * d_a, float(lane[l]), acc[k][l]), a weight minimum m_w as
+// extra[k] = fma(m_w, s_a, extra[k]), and returns, with v[l] = acc[0][l] + acc[1][l],
+// ((v0 + v4) + (v2 + v6)) + ((v1 + v5) + (v3 + v7)) + (extra[0] + extra[1]): the same bits on
 // every path, for every count.
 using RowDot = void (*)(const std::uint8_t* row, const ActBlock* act, int nb, int count,
                         float* out);

@@ -1,6 +1,7 @@
 // Rungs 2 and 3 of the quantized matmul with x86 SIMD: quant_dot_x86.inc compiled for AVX2 and
 // for AVX-512 VNNI by `#pragma GCC target`, so the library builds for any -march (x86-64-v2
 // included) and matmul_quant picks the path at run time (quant_isa_supported).
+#include <algorithm>
 #include <cstring>
 
 #include "quant_dot.hpp"
@@ -37,11 +38,11 @@ namespace vnni {
 RowDot row_dot_avx2(TensorType type) {
   switch (type) {
     case TensorType::kQ8_0:
-      return avx2::row_dot_q8_0_any;
+      return avx2::row_dot_any<avx2::Q8_0>;
     case TensorType::kQ4_0:
-      return avx2::row_dot_q4_0_any;
+      return avx2::row_dot_any<avx2::Q4_0>;
     case TensorType::kQ4_1:
-      return avx2::row_dot_q4_1_any;
+      return avx2::row_dot_any<avx2::Q4_1>;
     default:
       return nullptr;
   }
@@ -50,11 +51,11 @@ RowDot row_dot_avx2(TensorType type) {
 RowDot row_dot_avx512_vnni(TensorType type) {
   switch (type) {
     case TensorType::kQ8_0:
-      return vnni::row_dot_q8_0_any;
+      return vnni::row_dot_any<vnni::Q8_0>;
     case TensorType::kQ4_0:
-      return vnni::row_dot_q4_0_any;
+      return vnni::row_dot_any<vnni::Q4_0>;
     case TensorType::kQ4_1:
-      return vnni::row_dot_q4_1_any;
+      return vnni::row_dot_any<vnni::Q4_1>;
     default:
       return nullptr;
   }

@@ -24,6 +24,9 @@ constexpr std::size_t kAlign = 64;
 // Below about this many multiply-adds a call runs on one thread: waking the team costs more.
 constexpr long kParallelWork = 1L << 17;
 
+// Tokens of rungs 2 and 3 whose activations one pass over the weight rows serves.
+constexpr int kChunk = 64;
+
 }  // namespace
 
 QuantMatrix QuantMatrix::allocate(TensorType type, int n, int d) {
@@ -91,7 +94,18 @@ void matmul_quant_ref(float* y, const float* x, const QuantMatrix& w, int T) {
 
 namespace quant_dot {
 
-void quantize_activations(const float* x, int n, ActBlock* out) {
+int weight_offset(TensorType type) {
+  switch (type) {
+    case TensorType::kQ8_0:
+      return 128;
+    case TensorType::kQ4_0:
+      return 8;
+    default:
+      return 0;
+  }
+}
+
+void quantize_activations(const float* x, int n, int offset, ActBlock* out) {
   for (int b = 0; b < n / kBlock; ++b, x += kBlock) {
     float amax = 0.0f;
     for (int j = 0; j < kBlock; ++j) amax = std::max(amax, std::fabs(x[j]));
@@ -102,6 +116,10 @@ void quantize_activations(const float* x, int n, ActBlock* out) {
       out[b].q[j] = std::int8_t(q);
       sum += q;
     }
+    for (int l = 0; l < 8; ++l) {
+      const std::int8_t* q = out[b].q + 4 * l;
+      out[b].bias[l] = -offset * (int(q[0]) + int(q[1]) + int(q[2]) + int(q[3]));
+    }
     out[b].d = d;
     out[b].s = d * float(sum);
   }
@@ -109,29 +127,30 @@ void quantize_activations(const float* x, int n, ActBlock* out) {
 
 namespace {
 
-// The scalar path: the 8 lanes of quant_dot.hpp as loops. w(j) gives weight j of the block as
-// an int, a block's scale d and minimum m (0 when none) come from scale().
-template <int C, class Block>
-void row_dot_lanes(const std::uint8_t* row, const ActBlock* act, int nb, float* out,
-                   std::size_t block_bytes, Block block) {
-  float acc[C][8] = {}, extra[C] = {};
-  for (int b = 0; b < nb; ++b, row += block_bytes) {
-    int w[kBlock];
-    float d = 0.0f, m = 0.0f;
-    block(row, w, d, m);
-    for (int c = 0; c < C; ++c) {
-      const ActBlock& a = act[std::size_t(c) * std::size_t(nb) + std::size_t(b)];
+// The scalar path: the lanes and the two sets of quant_dot.hpp as loops, one token at a time.
+// Block(p, w, d, m) gives a block's weights as ints, its scale d and minimum m (0 when none).
+template <void (*Block)(const std::uint8_t*, int*, float&, float&), std::size_t kBytes>
+void row_dot_scalar_any(const std::uint8_t* row, const ActBlock* act, int nb, int count,
+                        float* out) {
+  for (int c = 0; c < count; ++c) {
+    const ActBlock* a = act + std::size_t(c) * std::size_t(nb);
+    float acc[2][8] = {}, extra[2] = {};
+    for (int b = 0; b < nb; ++b) {
+      int w[kBlock];
+      float d = 0.0f, m = 0.0f;
+      Block(row + std::size_t(b) * kBytes, w, d, m);
+      const int k = b % 2;
       for (int l = 0; l < 8; ++l) {
         int lane = 0;
-        for (int j = 4 * l; j < 4 * l + 4; ++j) lane += w[j] * int(a.q[j]);
-        acc[c][l] = std::fma(d * a.d, float(lane), acc[c][l]);
+        for (int j = 4 * l; j < 4 * l + 4; ++j) lane += w[j] * int(a[b].q[j]);
+        acc[k][l] = std::fma(d * a[b].d, float(lane), acc[k][l]);
       }
-      extra[c] = std::fma(m, a.s, extra[c]);
+      extra[k] = std::fma(m, a[b].s, extra[k]);
     }
-  }
-  for (int c = 0; c < C; ++c) {
-    const float* v = acc[c];
-    out[c] = (((v[0] + v[4]) + (v[2] + v[6])) + ((v[1] + v[5]) + (v[3] + v[7]))) + extra[c];
+    float v[8];
+    for (int l = 0; l < 8; ++l) v[l] = acc[0][l] + acc[1][l];
+    out[c] = (((v[0] + v[4]) + (v[2] + v[6])) + ((v[1] + v[5]) + (v[3] + v[7]))) +
+             (extra[0] + extra[1]);
   }
 }
 
@@ -154,21 +173,6 @@ void block_q4_1(const std::uint8_t* p, int* w, float& d, float& m) {
   for (int j = 0; j < kBlock / 2; ++j) {
     w[j] = p[4 + j] & 0x0F;
     w[j + kBlock / 2] = p[4 + j] >> 4;
-  }
-}
-
-template <void (*Block)(const std::uint8_t*, int*, float&, float&), std::size_t kBytes>
-void row_dot_scalar_any(const std::uint8_t* row, const ActBlock* act, int nb, int count,
-                        float* out) {
-  switch (count) {
-    case 1:
-      return row_dot_lanes<1>(row, act, nb, out, kBytes, Block);
-    case 2:
-      return row_dot_lanes<2>(row, act, nb, out, kBytes, Block);
-    case 3:
-      return row_dot_lanes<3>(row, act, nb, out, kBytes, Block);
-    default:
-      return row_dot_lanes<4>(row, act, nb, out, kBytes, Block);
   }
 }
 
@@ -254,6 +258,7 @@ void matmul_quant_integer(float* y, const float* x, const QuantMatrix& w, int T,
                           quant_dot::RowDot dot) {
   using quant_dot::ActBlock;
   const int n = w.n(), d = w.d(), nb = n / quant_dot::kBlock;
+  const int offset = quant_dot::weight_offset(w.type());
   thread_local std::vector<ActBlock> act;
   if (act.size() < std::size_t(T) * std::size_t(nb)) act.resize(std::size_t(T) * std::size_t(nb));
   ActBlock* const a = act.data();
@@ -263,22 +268,28 @@ void matmul_quant_integer(float* y, const float* x, const QuantMatrix& w, int T,
   const bool parallel_activations = parallel && T >= quant_dot::kTile;
   if (!parallel_activations) {
     for (int t = 0; t < T; ++t)
-      quant_dot::quantize_activations(x + std::size_t(t) * n, n, a + std::size_t(t) * nb);
+      quant_dot::quantize_activations(x + std::size_t(t) * n, n, offset, a + std::size_t(t) * nb);
   }
 #pragma omp parallel if (parallel)
   {
     if (parallel_activations) {
 #pragma omp for schedule(static)
       for (int t = 0; t < T; ++t)
-        quant_dot::quantize_activations(x + std::size_t(t) * n, n, a + std::size_t(t) * nb);
+        quant_dot::quantize_activations(x + std::size_t(t) * n, n, offset, a + std::size_t(t) * nb);
     }
-#pragma omp for schedule(static)
-    for (int o = 0; o < d; ++o) {
-      float out[quant_dot::kTile];
-      for (int t = 0; t < T; t += tile) {
-        const int count = std::min(tile, T - t);
-        dot(w.row(o), a + std::size_t(t) * nb, nb, count, out);
-        for (int c = 0; c < count; ++c) y[std::size_t(t + c) * d + std::size_t(o)] = out[c];
+    // Tokens in chunks of kChunk: every row passes over one chunk's activations (kChunk * n
+    // bytes and their scales, which stay in cache) before the next; a row's bytes are read
+    // once per chunk. Rows split the same way in every chunk, so no barrier between chunks.
+    for (int t0 = 0; t0 < T; t0 += kChunk) {
+      const int t1 = std::min(T, t0 + kChunk);
+#pragma omp for schedule(static) nowait
+      for (int o = 0; o < d; ++o) {
+        float out[quant_dot::kTile];
+        for (int t = t0; t < t1; t += tile) {
+          const int count = std::min(tile, t1 - t);
+          dot(w.row(o), a + std::size_t(t) * nb, nb, count, out);
+          for (int c = 0; c < count; ++c) y[std::size_t(t + c) * d + std::size_t(o)] = out[c];
+        }
       }
     }
   }

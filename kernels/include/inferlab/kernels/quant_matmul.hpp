@@ -10,18 +10,24 @@
 ///  1. reference: each weight row dequantized to floats (once per call, shared by the T tokens)
 ///     and dotted in float. Exact up to float rounding: the specification.
 ///  2. integer: each token's activations quantized once to 8-bit blocks (llama.cpp's scheme:
-///     32-number blocks with a float scale for Q8_0, Q4_0 and Q4_1 weights, 256-number
-///     super-blocks with 16-number sums for the K-quants), then one integer dot product per
-///     block, scaled once per block. AVX2 (`vpmaddubsw` / `vpmaddwd`) and AVX-512 VNNI
-///     (`vpdpbusd`) paths are chosen at run time (QuantIsa); all paths form the same integer
-///     sums in the same 8 lanes and add them in the same order, so they return the same bits.
+///     32-number blocks with a float scale, for Q8_0, Q4_0 and Q4_1 weights), then one
+///     integer dot product per block, scaled once per block. AVX2 (`vpmaddubsw` /
+///     `vpmaddwd`) and AVX-512 VNNI (`vpdpbusd` on unsigned weights, Q8_0's w + 128 and Q4_0's
+///     nibbles, the lanes started at minus the offset times the activations' sums) paths are
+///     chosen at run time (QuantIsa); all paths form the same integer
+///     sums in the same 8 lanes and add them in the same order (even blocks into one set of
+///     float lanes, odd blocks into another: two independent chains), so they return the same
+///     bits.
 ///  3. batched: version 2 with tiles of tokens: each weight block is unpacked once and used for
-///     a tile of tokens (prefill), with the per-token arithmetic of version 2, so a token's
-///     output has the same bits whatever T and its place in the batch (batch invariant).
+///     a tile of 8 tokens (4 per register tile on AVX2), and the rows pass over the tokens 64 at
+///     a time so their activations stay in cache (prefill). The per-token arithmetic is
+///     version 2's, so a token's output has the same bits whatever T and its place in the batch
+///     (batch invariant).
 /// Versions 2 and 3 differ from version 1 by the activation rounding: per element at most half
 /// a step of its block (amax / 254), so |y2 - y1| <= sum over blocks of
 /// (sum_i |w[o, i]|) * amax_block(x[t]) / 254, plus float rounding (tests/test_quant_matmul.cpp).
-/// F32, F16 and BF16 rows have no integer form: versions 2 and 3 run version 1 for them.
+/// F32, F16, BF16 and the K-quants have no integer form here: versions 2 and 3 run version 1
+/// for them.
 /// @note Cost: 2*T*n*d FLOPs; reads the stored bytes of W once per call (n*d*bits/8), which is
 /// the point: batch-1 decode is bound by those bytes.
 
