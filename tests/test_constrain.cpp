@@ -620,6 +620,12 @@ TEST_CASE("JSON Schema bad input: unsupported keywords named, limits, no crash",
   CHECK_THROWS_WITH(compile(R"({"type":"string","pattern":"a(b"})"),
                     Contains("regex error at position 1"));
   CHECK_THROWS_WITH(compile("false"), Contains("unsatisfiable"));
+  // Values of the wrong JSON type (found by fuzzing): one error, not nlohmann's exception.
+  CHECK_THROWS_WITH(compile(R"({"type":"object","required":[1]})"),
+                    Contains("required must list strings, not 1"));
+  CHECK_THROWS_WITH(compile(R"({"type":"object","dependentRequired":{"a":[true]}})"),
+                    Contains("dependentRequired lists must hold strings"));
+  CHECK_THROWS_AS(compile(R"({"$ref":7})"), Error);
   CHECK_THROWS_WITH(compile(R"({"type":"integer","minimum":5,"maximum":4})"),
                     Contains("unsatisfiable"));
   // Nested thousands deep: a clear error, not a stack overflow.

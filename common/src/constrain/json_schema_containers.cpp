@@ -60,7 +60,10 @@ SpecId SchemaParser::parse_object(const Json& s, int depth) {
   std::set<std::string> required;
   if (s.contains("required")) {
     if (!s["required"].is_array()) throw Error("required must be an array");
-    for (const auto& r : s["required"]) required.insert(r.get<std::string>());
+    for (const auto& r : s["required"]) {
+      if (!r.is_string()) throw Error(fmt::format("required must list strings, not {}", r.dump()));
+      required.insert(r.get<std::string>());
+    }
   }
   const Json* additional =
       s.contains("additionalProperties") ? &s["additionalProperties"] : nullptr;

@@ -370,7 +370,13 @@ void check_json_schema_limits(const JsonSchemaLimits& limits) {
 
 JsonSchemaSpecs parse_json_schema(const Json& schema, const JsonSchemaLimits& limits) {
   check_json_schema_limits(limits);
-  return schema_parser::SchemaParser(schema, limits).parse_root();
+  try {
+    return schema_parser::SchemaParser(schema, limits).parse_root();
+  } catch (const Json::exception& e) {
+    // A keyword whose value has another JSON type than the one read (the checks above name the
+    // common ones): one line, never nlohmann's exception escaping the compiler.
+    throw Error(fmt::format("a keyword's value has the wrong JSON type ({})", e.what()));
+  }
 }
 
 }  // namespace inferlab
