@@ -77,16 +77,23 @@ Greedy greedy_continuation(const Model& model) {
   return g;
 }
 
+/// The setup every end-token test shares: a synthetic stories260K model, its greedy
+/// continuation of BOS, and a chat vocabulary whose `<|im_end|>` is the id chosen from it.
+struct ChatCase {
+  Model model = make_synthetic_model("stories260K");
+  Greedy g = greedy_continuation(model);
+  int im_end = g.tokens[g.end_at];
+  Tokenizer chat = chat_vocabulary(model.config().vocab_size, im_end);
+  /// What greedy decoding under `chat` gives: BOS, then the tokens up to `<|im_end|>`.
+  std::vector<int> want{g.tokens.begin(), g.tokens.begin() + std::ptrdiff_t(g.end_at) + 1};
+};
+
 }  // namespace
 
 TEST_CASE("the serving engine ends a request at the vocabulary's <|im_end|>, not at BOS",
           "[engine][unit]") {
-  const Model model = make_synthetic_model("stories260K");
-  const Greedy g = greedy_continuation(model);
-  const int im_end = g.tokens[g.end_at];
-  const Tokenizer chat = chat_vocabulary(model.config().vocab_size, im_end);
-  REQUIRE(chat.end_of_generation_ids() == std::vector<int>{im_end});
-  const std::vector<int> want(g.tokens.begin(), g.tokens.begin() + std::ptrdiff_t(g.end_at) + 1);
+  const ChatCase c;
+  REQUIRE(c.chat.end_of_generation_ids() == std::vector<int>{c.im_end});
 
   Request first;  // the empty prompt: BOS alone
   first.max_tokens = kMaxTokens;
@@ -97,21 +104,21 @@ TEST_CASE("the serving engine ends a request at the vocabulary's <|im_end|>, not
   turn.prompt_ids = {70};
   turn.max_tokens = 2;
   turn.ignore_eos = true;
-  const EngineRun run = run_real({first, turn}, SchedulerConfig{}, RealEngine(&model, &chat));
+  const EngineRun run = run_real({first, turn}, SchedulerConfig{}, RealEngine(&c.model, &c.chat));
   REQUIRE(run.requests.size() == 2);
   const RequestResult& r = run.requests[0];
-  CHECK(r.tokens == want);
+  CHECK(r.tokens == c.want);
   CHECK(r.stop_reason == StopReason::eos);
-  std::vector<int> resent(want.begin(), want.end() - 1);
+  std::vector<int> resent(c.want.begin(), c.want.end() - 1);
   resent.push_back(70);
   CHECK(run.requests[1].prompt_tokens == resent);
 
   // Parallel samples carry the same end tokens.
   first.n = 2;
-  const EngineRun pair = run_real({first}, SchedulerConfig{}, RealEngine(&model, &chat));
+  const EngineRun pair = run_real({first}, SchedulerConfig{}, RealEngine(&c.model, &c.chat));
   REQUIRE(pair.requests.size() == 2);
   for (const RequestResult& b : pair.requests) {
-    CHECK(b.tokens == want);
+    CHECK(b.tokens == c.want);
     CHECK(b.stop_reason == StopReason::eos);
   }
 
@@ -123,14 +130,11 @@ TEST_CASE("the serving engine ends a request at the vocabulary's <|im_end|>, not
 
 TEST_CASE("the server's engine thread ends a choice at the vocabulary's <|im_end|>",
           "[engine][server]") {
-  const Model model = make_synthetic_model("stories260K");
-  const Greedy g = greedy_continuation(model);
-  const int im_end = g.tokens[g.end_at];
-  const Tokenizer chat = chat_vocabulary(model.config().vocab_size, im_end);
+  const ChatCase c;
   LiveEngineConfig config;
   config.memory.allocator = Allocator::paged;
   config.memory.budget_bytes = std::size_t(8) << 20;
-  LiveEngine engine(model, chat, config);
+  LiveEngine engine(c.model, c.chat, config);
   LiveRequest live;
   live.prompt = {kBosToken};
   live.max_tokens = kMaxTokens;
@@ -143,8 +147,7 @@ TEST_CASE("the server's engine thread ends a choice at the vocabulary's <|im_end
   std::vector<int> tokens = {kBosToken};
   for (const TokenEvent& e : events)
     if (e.token >= 0) tokens.push_back(e.token);
-  const std::vector<int> want(g.tokens.begin(), g.tokens.begin() + std::ptrdiff_t(g.end_at) + 1);
-  CHECK(tokens == want);
+  CHECK(tokens == c.want);
   REQUIRE(!events.empty());
   CHECK(events.back().finish == FinishReason::stop);
 }
@@ -167,17 +170,16 @@ TEST_CASE("the simulator's placeholder tokens never end a request, whatever the 
 
 TEST_CASE("speculative and plain decoding end at the end tokens they are given",
           "[speculative][unit]") {
-  const Model model = make_synthetic_model("stories260K");
-  const Greedy g = greedy_continuation(model);
-  const std::vector<int> ends = {g.tokens[g.end_at]};
-  const std::vector<int> want(g.tokens.begin(), g.tokens.begin() + std::ptrdiff_t(g.end_at) + 1);
+  const ChatCase c;
+  const std::vector<int> ends = {c.im_end};
+  const std::vector<int>& want = c.want;
   SamplingParams greedy;
   greedy.temperature = 0.0f;
-  SpecModel target(model);
+  SpecModel target(c.model);
   const std::vector<int> prompt = {kBosToken};
   const int steps = kMaxTokens;
   CHECK(plain_generate(target, prompt, steps, greedy, ends).tokens == want);
-  NgramProposer ngram(2, 4, model.config().vocab_size);
+  NgramProposer ngram(2, 4, c.model.config().vocab_size);
   const SpecGeneration s = speculative_generate(target, ngram, prompt, steps, greedy, ends);
   CHECK(s.tokens == want);
   CHECK(s.generated == static_cast<int>(want.size() - prompt.size()));
@@ -185,31 +187,27 @@ TEST_CASE("speculative and plain decoding end at the end tokens they are given",
 
 TEST_CASE("constrained generation ends at the tokenizer's end token, allowed where it may end",
           "[constrain][unit]") {
-  const Model model = make_synthetic_model("stories260K");
-  const Greedy g = greedy_continuation(model);
-  const int im_end = g.tokens[g.end_at];
-  const Tokenizer chat = chat_vocabulary(model.config().vocab_size, im_end);
-  const std::vector<std::string> bytes = token_byte_strings(chat);
-  CHECK(bytes[std::size_t(im_end)].empty());  // markup is never text
+  const ChatCase c;
+  const std::vector<std::string> bytes = token_byte_strings(c.chat);
+  CHECK(bytes[std::size_t(c.im_end)].empty());  // markup is never text
   CHECK(bytes[kBosToken] == fmt::format("w{}", kBosToken));  // id 1 is text in this vocabulary
   const Grammar grammar = regex_grammar("[w0-9]*");
   PushdownParser parser(grammar);
   const TokenTrie trie(bytes);
-  MaskComputer masks(parser, trie, bytes, chat.eos_id());
-  CHECK(masks.end_token() == im_end);
+  MaskComputer masks(parser, trie, bytes, c.chat.eos_id());
+  CHECK(masks.end_token() == c.im_end);
 
   ConstrainedOptions o;
   o.prompt = "";  // BOS alone, as greedy_continuation() served it
   o.steps = kMaxTokens;
   o.sampling.temperature = 0.0f;
-  REQUIRE(chat.encode(o.prompt, o.encoding) == std::vector<int>{kBosToken});
-  const std::vector<int> want(g.tokens.begin() + 1,
-                              g.tokens.begin() + std::ptrdiff_t(g.end_at) + 1);
+  REQUIRE(c.chat.encode(o.prompt, o.encoding) == std::vector<int>{kBosToken});
+  const std::vector<int> generated(c.want.begin() + 1, c.want.end());  // BOS was the prompt
   for (const bool constrained : {true, false}) {
     o.constrained = constrained;
-    const ConstrainedResult r = generate_constrained(model, chat, parser, masks, bytes, o);
+    const ConstrainedResult r = generate_constrained(c.model, c.chat, parser, masks, bytes, o);
     INFO("constrained " << constrained);
-    CHECK(r.tokens == want);  // the mask allows every text token: the same greedy tokens
+    CHECK(r.tokens == generated);  // the mask allows every text token: the same greedy tokens
     CHECK(r.ended);
     CHECK(r.valid);  // every text token matches, and the end token came where it may end
   }
