@@ -15,12 +15,16 @@
 #include <vector>
 
 #include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include "inferlab/app/cli_checks.hpp"
 #include "inferlab/base/error.hpp"
 #include "inferlab/analysis/fma_peak.hpp"
 #include "inferlab/analysis/hardware.hpp"
 #include "inferlab/analysis/membw.hpp"
 #include "inferlab/model/model.hpp"
+#include "inferlab/model/weight_format.hpp"
 #include "inferlab/analysis/model_points.hpp"
 #include "inferlab/base/timer.hpp"
 
@@ -64,13 +68,25 @@ int main(int argc, char** argv) {
                  "write the model as a llama2.c .bin file (a GGUF F32 file when the name ends "
                  "in .gguf) and exit (to run a peer such as llama.cpp on the same weights: see "
                  "bench/compare_llamacpp.sh)");
-  CLI11_PARSE(app, argc, argv);
-  try {
+  std::string weights = "file";
+  app.add_option("--weights", weights,
+                 "weight storage: " + fmt::format("{}", fmt::join(weight_format_names(), ", ")) +
+                     " (file = the file's own types, f32 for --synthetic; a format quantizes "
+                     "the linear layers and the embedding at load)")
+      ->capture_default_str();
+  return run_main(app, argc, argv, [&] {
     if (threads < 0) throw Error("--threads must be >= 0");
+    const WeightFormat format = parse_weight_format(weights);
+    if (!save_path.empty() && format != WeightFormat::file)
+      throw Error("--weights applies to the measured runs; --save-model writes the model as "
+                  "generated or loaded (leave --weights out)");
     if (threads > 0) omp_set_num_threads(threads);
     const int nth = omp_get_max_threads();
     auto make_model = [&] {
-      return model_path.empty() ? make_synthetic_model(synthetic) : Model::load(model_path);
+      if (!model_path.empty()) return Model::load(model_path, LoadOptions{format});
+      SyntheticOptions options;
+      options.weights = format;
+      return make_synthetic_model(synthetic, options);
     };
     if (!save_path.empty()) {
       const Model model = make_model();
@@ -111,7 +127,7 @@ int main(int argc, char** argv) {
         "%.1f GFLOP/s, %.0f%% of it); ridge %.1f FLOP/byte\n",
         bw / 1e9, fma / 1e9, eigen / 1e9, 100.0 * eigen / fma, fma / bw);
     std::printf("model: %.1f MB of weights read per token, %.2f GFLOP per token\n\n",
-                c.bytes_read_per_token() / 1e6, forward_flops(c, 1, 0, 1) / 1e9);
+                model.bytes_read_per_token() / 1e6, forward_flops(c, 1, 0, 1) / 1e9);
 
     const ModelPoints m = measure_model_points(model, o);
     const ModelPoint& d1 = m.batched.front();
@@ -135,9 +151,6 @@ int main(int argc, char** argv) {
         "it the FMA units (tokens/s flattens).\n");
     std::printf("load: %.2f s (file to packed weights); resident memory after the runs: %.0f MB\n",
                 load_seconds, resident_bytes() / 1e6);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "error: %s\n", e.what());
-    return 1;
-  }
-  return 0;
+    return 0;
+  });
 }

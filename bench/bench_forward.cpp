@@ -49,7 +49,7 @@ DecodeResult bench_decode(const Model& model, Device device, int steps, int reps
   }
   std::fprintf(stderr, "\n");
   const double per_token = best / steps;
-  return {1.0 / per_token, double(model.config().bytes_read_per_token()) / per_token / 1e9};
+  return {1.0 / per_token, model.bytes_read_per_token() / per_token / 1e9};
 }
 
 }  // namespace
@@ -110,7 +110,7 @@ int main(int argc, char** argv) {
     for (const Model& m : models) {
       const DecodeResult r = bench_decode(m, dev, steps, reps);
       std::printf("%-44s %12.1f %14.2f %10.2f %11.1f%%\n", m.name().c_str(), r.tokens_per_s,
-                  m.config().bytes_read_per_token() / 1e6, r.gbs, 100.0 * r.gbs / bw.read_gbs);
+                  m.bytes_read_per_token() / 1e6, r.gbs, 100.0 * r.gbs / bw.read_gbs);
     }
     std::printf(
         "\nA model whose weights exceed the caches is bound by memory bandwidth: its "

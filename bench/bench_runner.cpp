@@ -50,7 +50,7 @@ int main(int argc, char** argv) {
       for (int b : batches) {
         const DecodeThroughput d = measure_decode_throughput(model, b, context, steps, dev);
         // One step reads every weight once for the whole batch.
-        const double gbs = double(model.config().bytes_read_per_token()) / d.step_seconds / 1e9;
+        const double gbs = model.bytes_read_per_token() / d.step_seconds / 1e9;
         std::printf("%-12s %6d %7d %12.3f %14.1f %12.1f\n", name.c_str(), model.config().n_layers,
                     b, d.step_seconds * 1e3, d.tokens_per_second, gbs);
         std::printf("SUMMARY decode %s L=%d B=%d on %s: %.1f tokens/s, %.1f GB/s of weights\n",

@@ -22,12 +22,15 @@
 #      attention when it applies; an F32 cache like InferLab's measured slower there): a prefill
 #      of 512 tokens, then 64 decode steps of 1 and of 16 sequences, each the median of 3 runs;
 #      then bench_cpu_roofline on the same .bin (F32 KV cache; medians of its repetitions);
+#      then, when llama-quantize is there, the same weights in Q8_0 and Q4_0 (llama-quantize
+#      --pure on llama.cpp's side, every tensor in the one type; --weights on InferLab's, whose
+#      quantizers write llama.cpp's blocks): prefill and batch-1 decode, and each engine's decode
+#      speed-up over its own F32;
 #   3. the same for the real stories260K (prefill of 128 tokens, 256 decode steps; 1 thread),
 #      when it and its tokenizer tok512.bin are found;
 #   4. SmolLM2-135M-Instruct, a real chat model, when SmolLM2-135M-Instruct.Q4_1.gguf is found:
-#      per thread count, a prefill of 512 and batch-1 decode, llama.cpp on the Q4_1 file (its
-#      quantized kernels) against InferLab on the same file (weights converted to float at load:
-#      about 6 times the bytes per token, so slower until it has quantized kernels), and each
+#      per thread count, a prefill of 512 and batch-1 decode, each engine's quantized kernels
+#      on the same Q4_1 blocks (InferLab keeps the file's blocks, as chapter 09 explains), and each
 #      side's load time and resident memory: InferLab's from bench_cpu_roofline (file to packed
 #      weights; VmRSS after its runs), llama.cpp's from llama-completion's "load time" line
 #      (median of 3) and the peak RSS of a batched-bench decode run (/usr/bin/time);
@@ -149,6 +152,28 @@ for t in "${threads[@]}"; do
   rows+=("| decode, 1 sequence (tok/s) | $t | $od | $l1 | $(ratio "$od" "$l1") |")
   rows+=("| decode, 16 sequences (tok/s) | $t | $o16 | $l16 | $(ratio "$o16" "$l16") |")
   rows+=("| 16 vs 1 sequence | $t | $(ratio "$o16" "$o1")x | $(ratio "$l16" "$l1")x | |")
+  if [[ -x $llama/llama-quantize ]]; then
+    for q in q8_0 q4_0; do
+      Q=${q^^}
+      [[ -f $dir/$shape.$q.gguf ]] ||
+        run "$dir/quantize_$q.txt" "$llama/llama-quantize" --pure "$dir/$shape.gguf" \
+          "$dir/$shape.$q.gguf" "$Q"
+      llama_runs "$dir/llama_${q}_t$t" -m "$dir/$shape.$q.gguf" -c 2048 -b 512 -ub 512 \
+        -t "$t" -npp 512 -ntg 64 -npl 1
+      echo "[compare] $t thread(s): bench_cpu_roofline --weights $q" >&2
+      run "$dir/inferlab_${q}_t$t.txt" \
+        "$ours" --model "$dir/$shape.bin" --weights "$q" --threads "$t" --batches 1 --steps 16
+      qp=$(our_prefill "$dir/inferlab_${q}_t$t.txt")
+      qd=$(our_decode "$dir/inferlab_${q}_t$t.txt")
+      lqp=$(llama_median "$dir/llama_${q}_t$t" 1 6)
+      lqd=$(llama_median "$dir/llama_${q}_t$t" 1 8)
+      rows+=("| $Q prefill 512 (tok/s) | $t | $qp | $lqp | $(ratio "$qp" "$lqp") |")
+      rows+=("| $Q decode, 1 sequence (tok/s) | $t | $qd | $lqd | $(ratio "$qd" "$lqd") |")
+      rows+=("| $Q decode vs own F32 | $t | $(ratio "$qd" "$od")x | $(ratio "$lqd" "$l1")x | |")
+    done
+  else
+    echo "[compare] Q8_0 and Q4_0 skipped: $llama/llama-quantize not found" >&2
+  fi
 done
 
 # The real stories260K (overhead-bound: 1 MB of weights), one thread, when it is there.
@@ -214,8 +239,8 @@ else
   echo "[compare] SmolLM2 skipped: $smol not found" >&2
 fi
 
-echo "== InferLab vs llama.cpp: F32 weights (synthetic $shape shape, stories260K); SmolLM2's" \
-  "Q4_1 file (llama.cpp's quantized kernels, InferLab's weights converted to float)"
+echo "== InferLab vs llama.cpp: synthetic $shape shape (F32, and Q8_0/Q4_0 of the same" \
+  "weights), stories260K (F32), SmolLM2's Q4_1 file (both engines on its blocks)"
 echo "| workload | threads | InferLab | llama.cpp | ratio |"
 echo "|---|---|---|---|---|"
 printf '%s\n' "${rows[@]}"

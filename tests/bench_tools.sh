@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The benchmarks' own plumbing: bench_cpu_roofline --save-model writes the model it
 # would measure as a llama2.c file that loads back to the same bytes, and refuses a path it
-# cannot write; bench/compare_llamacpp.sh refuses a missing llama.cpp build or a bad thread
-# count with a clear message (exit 2), and stops with the tool's name when one fails. Plain bash.
+# cannot write, an unknown --weights, and --weights with --save-model;
+# bench/compare_llamacpp.sh refuses a missing llama.cpp build or a bad thread count with a
+# clear message (exit 2), and stops with the tool's name when one fails. Plain bash.
 set -u
 bin=$1
 root=$2
@@ -44,6 +45,18 @@ rc=$?
 check "an unwritable path fails (exit 1)" test "$rc" -eq 1
 check "... and says which path" \
   grep -q "cannot write model '$tmp/no/such/dir/x.bin'" "$tmp/err.txt"
+"$bin/bench_cpu_roofline" --synthetic stories260K --weights q9 > /dev/null 2> "$tmp/err.txt"
+rc=$?
+check "an unknown --weights is refused (exit 1) before any measuring" test "$rc" -eq 1
+check "... in one line naming the flag and the known formats" \
+  grep -q "^error: --weights q9: unknown weight format (known: file, f32" "$tmp/err.txt"
+check "... and nothing else" test "$(wc -l < "$tmp/err.txt")" -eq 1
+"$bin/bench_cpu_roofline" --synthetic stories260K --weights q8_0 --save-model "$tmp/q.bin" \
+  > /dev/null 2> "$tmp/err.txt"
+rc=$?
+check "--weights with --save-model is refused (exit 1), no file written" \
+  test "$rc" -eq 1 -a ! -e "$tmp/q.bin"
+check "... saying why" grep -q "leave --weights out" "$tmp/err.txt"
 
 cmp_script=$root/bench/compare_llamacpp.sh
 bash "$cmp_script" > /dev/null 2> "$tmp/err.txt"

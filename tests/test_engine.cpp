@@ -379,10 +379,12 @@ TEST_CASE("decode sweep: medians at 1..64 sequences and the ridge their ends imp
   CHECK(s.max_spread == widest);
   CHECK(s.speedup_at_16 == s.rows[4].vs_batch1);
   const double params = static_cast<double>(model.config().n_params());
-  CHECK(s.weight_bytes == params * 4.0);
-  CHECK(s.bandwidth == Approx(params * 4.0 / s.rows.front().step_seconds));
+  CHECK(s.weight_bytes == model.bytes_read_per_token());  // float32: 4 bytes per weight
+  CHECK(s.bytes_per_weight == Approx(4.0).epsilon(0.01));
+  CHECK(s.bandwidth == Approx(s.weight_bytes / s.rows.front().step_seconds));
   CHECK(s.flops == Approx(2.0 * params * 64 / s.rows.back().step_seconds));
   CHECK(s.ridge() == Approx(s.flops / s.bandwidth));
+  CHECK(s.turnover_batch() == Approx(s.ridge() * s.bytes_per_weight / 2.0));
   CHECK(decode_throughput_sweep(model, 4, 2, 1, Device::cpu).too_noisy());  // one sample each
   CHECK_THROWS_AS(decode_throughput_sweep(model, model.config().seq_len, 2, 1, Device::cpu), Error);
 }

@@ -117,6 +117,32 @@ TEST_CASE("stored weights: no float copy, the file's blocks, the float model's l
   }
 }
 
+TEST_CASE("stored weights: a decode step reads the blocks as stored", "[unit][quant]") {
+  // Bytes per 32 weights: Q8_0 a half scale and 32 bytes, Q4_0 a half scale and 16 bytes of
+  // nibbles, Q4_1 a half scale and min and the nibbles; F16 two bytes per weight.
+  const std::pair<WeightFormat, double> kBytesPer32[] = {{WeightFormat::f16, 64.0},
+                                                         {WeightFormat::q8_0, 34.0},
+                                                         {WeightFormat::q4_0, 18.0},
+                                                         {WeightFormat::q4_1, 20.0}};
+  for (bool shared : {true, false}) {
+    const ModelConfig c = small_block_config(shared);
+    const Model original = make_synthetic_model(c, {}, "small");
+    CHECK(original.bytes_read_per_token() == double(c.bytes_read_per_token()));
+    // Per layer: wq, wo (D x D), wk, wv (32 x D: 4 KV heads of 8), w1, w2, w3 (H x D); then
+    // the classifier (V x D) and one embedding row; the norms stay float32.
+    const double matrices = 2.0 * (2 * 64 * 64 + 2 * 32 * 64 + 3 * 96 * 64) + 96 * 64 + 64;
+    const double norms = (2 * 2 + 1) * 64 * 4.0;
+    REQUIRE(double(c.bytes_read_per_token()) == matrices * 4 + norms);
+    for (const auto& [format, per32] : kBytesPer32) {
+      CAPTURE(shared, weight_format_name(format));
+      SyntheticOptions options;
+      options.weights = format;
+      const Model stored = make_synthetic_model(c, options, "small");
+      CHECK(stored.bytes_read_per_token() == Approx(matrices * per32 / 32 + norms));
+    }
+  }
+}
+
 TEST_CASE("stored weights: the refusals, one clear line each", "[unit][quant]") {
   // stories260K's shape: rows of the down projection hold 172 numbers.
   ModelConfig c = small_block_config(true);

@@ -22,13 +22,6 @@ double stored_weight_bytes(const Model& model) {
 
 namespace {
 
-// The point as read in this format: the weights as stored instead of 4 bytes per weight
-// (measure_model_points() counts float32); the KV and activation bytes stay.
-ModelPoint with_stored_bytes(ModelPoint p, const ModelConfig& c, double read_per_token) {
-  p.bytes += read_per_token - double(c.bytes_read_per_token());
-  return p;
-}
-
 // The greedy continuation of @p prompt: up to @p new_tokens tokens after it (fewer when the
 // context ends first or the model ends the text).
 std::vector<int> greedy_tokens(const Model& model, const Tokenizer& tokenizer,
@@ -61,16 +54,9 @@ std::vector<FormatMeasurement> compare_formats(const Model& reference,
     m.name = f.name;
     m.model_bytes = stored_weight_bytes(*f.model);
     m.bits_per_weight = 8.0 * m.model_bytes / double(c.n_params());
-    // A token reads every matrix once and one row of the embedding table: when the table is
-    // the classifier it is read whole anyway; when it is not, only its row counts.
-    const double read_per_token =
-        m.model_bytes - (c.shared_classifier ? 0.0 : double(f.model->cpu_linears().wcls.bytes()));
     ModelPointOptions speed = options.speed;
     speed.progress = [&](const std::string& line) { progress(f.name + ": " + line); };
-    ModelPoints points = measure_model_points(*f.model, speed);
-    points.prefill = with_stored_bytes(points.prefill, c, read_per_token);
-    for (ModelPoint& p : points.batched) p = with_stored_bytes(p, c, read_per_token);
-    m.points = std::move(points);
+    m.points = measure_model_points(*f.model, speed);  // bytes as stored in this format
     out.push_back(std::move(m));
     models.push_back(f.model);
   }

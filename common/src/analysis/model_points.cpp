@@ -49,7 +49,7 @@ ModelPoints measure_model_points(const Model& model, const ModelPointOptions& o)
   // these points on this machine's roofline).
   const std::unique_ptr<ModelRunner> runner = make_runner(model, Device::cpu);
   std::vector<float> logits;
-  const double weight_bytes = double(c.bytes_read_per_token());
+  const double weight_bytes = model.bytes_read_per_token();  // as stored
   ModelPoints out;
 
   // Prefill: a fresh cache per repetition; only the last row goes through the classifier.

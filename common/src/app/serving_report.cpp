@@ -75,10 +75,11 @@ void print_decode_sweep(const DecodeSweep& s) {
   }
   std::printf(
       "  Batch 1 streams the %.0f MB of weights at %.1f GB/s; batch 64 computes at %.1f "
-      "GFLOP/s. Their\n  ratio, %.1f FLOP/byte, is this machine's ridge: in float32 "
-      "decode turns compute-bound near\n  B = %.0f, and beyond it more sequences add "
+      "GFLOP/s. Their\n  ratio, %.1f FLOP/byte, is this machine's ridge: at %.2f bytes per "
+      "weight decode turns\n  compute-bound near B = %.0f, and beyond it more sequences add "
       "latency, not throughput.\n",
-      s.weight_bytes / 1e6, s.bandwidth / 1e9, s.flops / 1e9, s.ridge(), 2.0 * s.ridge());
+      s.weight_bytes / 1e6, s.bandwidth / 1e9, s.flops / 1e9, s.ridge(), s.bytes_per_weight,
+      s.turnover_batch());
   if (s.weight_bytes < 32e6)
     std::printf(
         "  (%.1f MB of weights fit in the CPU caches, so that bandwidth is the caches' and "

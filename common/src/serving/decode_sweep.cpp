@@ -10,7 +10,7 @@ namespace inferlab {
 
 DecodeSweep decode_throughput_sweep(const Model& model, int context, int steps, int reps,
                                     Device device) {
-  DecodeSweep s{context, steps, reps, {}, 0.0, 0.0, 0.0, 0.0, 0.0};
+  DecodeSweep s{context, steps, reps, {}, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
   for (int b : {1, 2, 4, 8, 16, 32, 64}) {
     std::vector<double> samples;
     for (int r = 0; r < reps; ++r)
@@ -30,7 +30,8 @@ DecodeSweep decode_throughput_sweep(const Model& model, int context, int steps, 
   }
   // Batch 1 is bound by reading the weights, batch 64 by the arithmetic (chapter 03).
   const double params = static_cast<double>(model.config().n_params());
-  s.weight_bytes = params * 4.0;
+  s.weight_bytes = model.bytes_read_per_token();
+  s.bytes_per_weight = s.weight_bytes / params;
   s.bandwidth = s.weight_bytes / s.rows.front().step_seconds;
   s.flops = 2.0 * params * 64 / s.rows.back().step_seconds;
   return s;

@@ -138,6 +138,10 @@ class Model {
   /// a synthetic (owned) model keeps both copies. A first_layers_view() shares its base's
   /// packed weights.
   const CpuLinears& cpu_linears() const;
+  /// @brief The bytes of weights one decode step reads, as stored: every linear matrix and
+  /// the classifier once, the norms, and one row of the embedding table. For a float model
+  /// this is config().bytes_read_per_token(); for a block format it counts the blocks.
+  double bytes_read_per_token() const;
   /// @brief Where the model came from: a file path or "synthetic:NAME(seed=...)".
   const std::string& name() const { return name_; }
 

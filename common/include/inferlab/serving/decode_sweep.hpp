@@ -28,12 +28,16 @@ struct DecodeSweep {
   std::vector<DecodeSweepRow> rows;  ///< batch 1, 2, 4, ..., 64
   double max_spread = 0.0;           ///< the widest step_spread of any row
   double speedup_at_16 = 0.0;        ///< tokens/s at batch 16 / at batch 1
-  double weight_bytes = 0.0;         ///< the parameters in float32 (what batch 1 streams)
+  double weight_bytes = 0.0;         ///< the weights as stored (what batch 1 streams)
+  double bytes_per_weight = 0.0;     ///< weight_bytes / the parameter count (4 in float32)
   double bandwidth = 0.0;            ///< weight_bytes / batch 1's step, bytes/s
   double flops = 0.0;                ///< 2 x params x 64 / batch 64's step, FLOP/s
-  /// @brief flops / bandwidth, FLOP/byte: in float32 a linear layer's intensity is about B / 2,
-  /// so decode turns compute-bound near B = 2 x ridge.
+  /// @brief flops / bandwidth, FLOP/byte: this machine's ridge.
   double ridge() const { return flops / bandwidth; }
+  /// @brief The batch where decode turns compute-bound: a step of B sequences does 2 x B
+  /// FLOP per weight read (intensity 2B / bytes_per_weight, B / 2 in float32), which meets the
+  /// ridge at B = ridge x bytes_per_weight / 2.
+  double turnover_batch() const { return ridge() * bytes_per_weight / 2.0; }
   /// @brief True when the ridge cannot be trusted: single samples, or a spread above 25%.
   bool too_noisy() const { return reps == 1 || max_spread > 0.25; }
 };
