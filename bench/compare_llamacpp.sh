@@ -126,6 +126,21 @@ llama_load_s() {
 }
 
 rows=()
+# Appends NAME's prefill row and batch-1 decode row: InferLab's from one bench_cpu_roofline
+# output, llama.cpp's from the batch-1 rows of two llama_runs prefixes (they may be the same);
+# leaves InferLab's decode in our_tg and llama.cpp's in llama_tg.
+# Arguments: NAME, PROMPT TOKENS, THREADS, OUR OUTPUT, LLAMA PREFILL PREFIX, LLAMA DECODE PREFIX.
+speed_rows() {
+  local pp lpp gain
+  pp=$(our_prefill "$4")
+  our_tg=$(our_decode "$4")
+  lpp=$(llama_median "$5" 1 6)
+  llama_tg=$(llama_median "$6" 1 8)
+  rows+=("| $1 prefill $2 (tok/s) | $3 | $pp | $lpp | $(ratio "$pp" "$lpp") |")
+  gain=$(ratio "$our_tg" "$llama_tg")
+  rows+=("| $1 decode, 1 sequence (tok/s) | $3 | $our_tg | $llama_tg | $gain |")
+}
+
 shape=${COMPARE_SYNTHETIC:-stories110M}
 if [[ $only != smollm2 ]]; then
 echo "[compare] writing the model ($shape)" >&2
@@ -163,13 +178,11 @@ for t in "${threads[@]}"; do
       echo "[compare] $t thread(s): bench_cpu_roofline --weights $q" >&2
       run "$dir/inferlab_${q}_t$t.txt" \
         "$ours" --model "$dir/$shape.bin" --weights "$q" --threads "$t" --batches 1 --steps 16
-      qp=$(our_prefill "$dir/inferlab_${q}_t$t.txt")
-      qd=$(our_decode "$dir/inferlab_${q}_t$t.txt")
-      lqp=$(llama_median "$dir/llama_${q}_t$t" 1 6)
-      lqd=$(llama_median "$dir/llama_${q}_t$t" 1 8)
-      rows+=("| $Q prefill 512 (tok/s) | $t | $qp | $lqp | $(ratio "$qp" "$lqp") |")
-      rows+=("| $Q decode, 1 sequence (tok/s) | $t | $qd | $lqd | $(ratio "$qd" "$lqd") |")
-      rows+=("| $Q decode vs own F32 | $t | $(ratio "$qd" "$od")x | $(ratio "$lqd" "$l1")x | |")
+      speed_rows "$Q" 512 "$t" "$dir/inferlab_${q}_t$t.txt" "$dir/llama_${q}_t$t" \
+        "$dir/llama_${q}_t$t"
+      gain_ours=$(ratio "$our_tg" "$od")
+      gain_llama=$(ratio "$llama_tg" "$l1")
+      rows+=("| $Q decode vs own F32 | $t | ${gain_ours}x | ${gain_llama}x | |")
     done
   else
     echo "[compare] Q8_0 and Q4_0 skipped: $llama/llama-quantize not found" >&2
@@ -188,12 +201,7 @@ if [[ -f $small && -f $small_vocab ]]; then
   echo "[compare] stories260K, 1 thread: bench_cpu_roofline" >&2
   run "$dir/inferlab_s260k.txt" \
     "$ours" --model "$small" --threads 1 --prompt-tokens 128 --batches 1 --steps 64
-  op=$(our_prefill "$dir/inferlab_s260k.txt")
-  od=$(our_decode "$dir/inferlab_s260k.txt")
-  lp=$(llama_median "$dir/llama_s260k" 1 6)
-  ld=$(llama_median "$dir/llama_s260k" 1 8)
-  rows+=("| stories260K prefill 128 (tok/s) | 1 | $op | $lp | $(ratio "$op" "$lp") |")
-  rows+=("| stories260K decode, 1 sequence (tok/s) | 1 | $od | $ld | $(ratio "$od" "$ld") |")
+  speed_rows stories260K 128 1 "$dir/inferlab_s260k.txt" "$dir/llama_s260k" "$dir/llama_s260k"
 else
   echo "[compare] stories260K skipped: $small or $small_vocab not found" >&2
 fi
@@ -221,12 +229,8 @@ if [[ -f $smol ]]; then
     echo "[compare] SmolLM2, $t thread(s): bench_cpu_roofline" >&2
     run "$dir/inferlab_smollm2_t$t.txt" \
       "$ours" --model "$smol" --threads "$t" --prompt-tokens 512 --batches 1 --steps 16
-    op=$(our_prefill "$dir/inferlab_smollm2_t$t.txt")
-    od=$(our_decode "$dir/inferlab_smollm2_t$t.txt")
-    lp=$(llama_median "$dir/llama_smollm2_prefill_t$t" 1 6)
-    ld=$(llama_median "$dir/llama_smollm2_decode_t$t" 1 8)
-    rows+=("| SmolLM2 Q4_1 prefill 512 (tok/s) | $t | $op | $lp | $(ratio "$op" "$lp") |")
-    rows+=("| SmolLM2 Q4_1 decode, 1 sequence (tok/s) | $t | $od | $ld | $(ratio "$od" "$ld") |")
+    speed_rows "SmolLM2 Q4_1" 512 "$t" "$dir/inferlab_smollm2_t$t.txt" \
+      "$dir/llama_smollm2_prefill_t$t" "$dir/llama_smollm2_decode_t$t"
     ol=$(our_load "$dir/inferlab_smollm2_t$t.txt")
     ll=-
     [[ ${#lload[@]} -eq 3 ]] && ll=$(median3 "${lload[@]}")
