@@ -116,8 +116,8 @@ std::vector<QualityStats> compare_quality_chunks(const Model& reference,
 int first_divergence(std::span<const int> reference, std::span<const int> test);
 
 /// @brief The fixed English text of the perplexity measurement: chapter 1 of Jane Austen's
-/// *Pride and Prejudice* (1813; public domain), about 4,400 characters, as in Project
-/// Gutenberg's eBook #1342 with straight quotes.
+/// *Pride and Prejudice* (1813; public domain), 4,475 characters, as in Project Gutenberg's
+/// eBook #1342 in its 2008 plain-ASCII edition (straight quotes), one line per paragraph.
 const std::string& quality_text();
 
 /// @brief Where quality_text() comes from, in one line, for reports.
