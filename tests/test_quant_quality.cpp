@@ -1,6 +1,7 @@
 // Tests of the quality measures of chapter 09 (analysis/quant_quality.hpp): KL divergence,
 // likelihood and top-1 on distributions small enough to work out by hand, the accumulator's
-// mean, p99, agreement and perplexity, and compare_quality()'s windows on a synthetic model.
+// mean, p99, agreement and perplexity, and on a synthetic model compare_quality()'s windows and
+// compare_quality_chunks()'s llama-perplexity chunks.
 #include <cmath>
 #include <limits>
 #include <vector>
