@@ -2,8 +2,7 @@
 # The benchmarks' own plumbing: bench_cpu_roofline --save-model writes the model it
 # would measure as a llama2.c file that loads back to the same bytes, and refuses a path it
 # cannot write; bench/compare_llamacpp.sh refuses a missing llama.cpp build or a bad thread
-# count with a clear message (exit 2), and stops with the tool's name when one fails;
-# bench/compare_kl_llamacpp.sh refuses the same and a bad chunk size. Plain bash.
+# count with a clear message (exit 2), and stops with the tool's name when one fails. Plain bash.
 set -u
 bin=$1
 root=$2
