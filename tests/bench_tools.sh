@@ -81,4 +81,15 @@ check "... naming the tool and its log" \
   grep -q "error: llama-batched-bench failed, see $tmp/cmp/llama_prefill_t1_1.log" "$tmp/err.txt"
 check "... which holds the tool's message" grep -q "fake failure" "$tmp/cmp/llama_prefill_t1_1.log"
 check "... after the model was written in the chosen shape" test -s "$tmp/cmp/stories260K.bin"
+# bench/compare_kl_llamacpp.sh (chapter 09 against llama-perplexity): its usage errors.
+kl_script=$root/bench/compare_kl_llamacpp.sh
+bash "$kl_script" > /dev/null 2> "$tmp/err.txt"
+check "compare_kl_llamacpp.sh without arguments prints its usage (exit 2)" test $? -eq 2
+check "... the usage names the arguments" grep -q "LLAMA_CPP_BIN \[CHUNK\]" "$tmp/err.txt"
+bash "$kl_script" "$tmp/none" > /dev/null 2> "$tmp/err.txt"
+check "a folder without llama.cpp's tools is refused (exit 2)" test $? -eq 2
+check "... naming the missing tool" grep -q "llama-quantize not found" "$tmp/err.txt"
+bash "$kl_script" "$tmp" 2 > /dev/null 2> "$tmp/err.txt"
+check "a chunk of 2 tokens is refused (exit 2)" test $? -eq 2
+check "... saying why" grep -q "CHUNK '2' is not an integer >= 3" "$tmp/err.txt"
 exit $fail

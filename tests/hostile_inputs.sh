@@ -561,5 +561,14 @@ check reject 1 "^error: --reps applies only with --sweep$" "${q04[@]}" --reps 2
 check reject 1 "^error: --dump-logits does not apply to this chapter$" "${q04[@]}" --dump-logits x.txt
 check reject 1 "^error: --dump-logits does not apply to this chapter$" "${q06[@]}" --dump-logits x.txt
 
+# --- chapter 09's --ppl-chunk (issue 26, the llama-perplexity comparison): refused before
+# any model is loaded ---------------------------------------------------------------------------
+ch09="$bin/ch09_weight_quantization"
+for v in -1 1 2; do
+  check reject 1 "^error: --ppl-chunk $v: must be 0 \(windows\) or >= 3 tokens$" "$ch09" --synthetic stories260K --formats f32 --ppl-chunk "$v"
+done
+check reject "1|2" "ppl-chunk" "$ch09" --synthetic stories260K --formats f32 --ppl-chunk abc
+check reject "1|2" "ppl-chunk" "$ch09" --synthetic stories260K --formats f32 --ppl-chunk 2147483648
+
 echo "hostile inputs: $pass passed, $fail failed, $skip groups skipped"
 [ "$fail" -eq 0 ]

@@ -1,6 +1,7 @@
 // Tests of the quality measures of chapter 09 (analysis/quant_quality.hpp): KL divergence,
 // likelihood and top-1 on distributions small enough to work out by hand, the accumulator's
-// mean, p99, agreement and perplexity, and compare_quality()'s windows on a synthetic model.
+// mean, p99, agreement and perplexity, and on a synthetic model compare_quality()'s windows and
+// compare_quality_chunks()'s llama-perplexity chunks.
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -121,6 +122,69 @@ TEST_CASE("quant quality: compare_quality scores every token once, window by win
   CHECK_THROWS_AS(inferlab::compare_quality(model, models, tokens, 1, 18), inferlab::Error);
   CHECK_THROWS_AS(inferlab::compare_quality(model, models, tokens, 1, 1), inferlab::Error);
   CHECK_THROWS_AS(inferlab::compare_quality(model, models, std::vector<int>{V}, 1, 8),
+                  inferlab::Error);
+}
+
+TEST_CASE("quant quality: compare_quality_chunks scores llama-perplexity's positions",
+          "[unit][quality]") {
+  inferlab::SyntheticOptions o;
+  o.seq_len = 16;
+  const inferlab::Model model = inferlab::make_synthetic_model("stories260K", o);
+  const int V = model.config().vocab_size;
+  std::vector<int> tokens;
+  for (int i = 0; i < 20; ++i) tokens.push_back((7 * i + 3) % V);
+  const inferlab::Model* models[] = {&model};
+
+  // With BOS the text is [BOS, 20 tokens]: two whole chunks of 8, the tail of 5 left out; in
+  // each, rows 4, 5, 6 (the second half, but the last token) are scored.
+  const std::vector<QualityStats> s =
+      inferlab::compare_quality_chunks(model, models, tokens, 1, 8);
+  REQUIRE(s.size() == 1);
+  CHECK(s[0].positions == 6);
+  CHECK(s[0].kl_mean == 0.0);
+  CHECK(s[0].top1_agreement == 1.0);
+
+  // The same perplexity by hand: chunk i is text[8i, 8i + 8) with its first token made BOS.
+  std::vector<int> text{1};
+  text.insert(text.end(), tokens.begin(), tokens.end());
+  std::unique_ptr<inferlab::ModelRunner> runner =
+      inferlab::make_runner(model, inferlab::Device::cpu);
+  double nll = 0.0;
+  for (std::size_t start = 0; start + 8 <= text.size(); start += 8) {
+    std::vector<int> fed(text.begin() + long(start), text.begin() + long(start + 7));
+    fed[0] = 1;
+    inferlab::KVCache cache = inferlab::make_cache(*runner, 7);
+    std::vector<float> logits;
+    inferlab::run_sequence(*runner, fed, 0, cache, inferlab::LogitsMode::all, logits);
+    for (std::size_t r = 4; r < 7; ++r) {
+      nll += inferlab::negative_log_likelihood(
+          std::span<const float>(logits.data() + r * std::size_t(V), std::size_t(V)),
+          text[start + r + 1]);
+    }
+  }
+  CHECK(s[0].perplexity == Approx(std::exp(nll / 6.0)).epsilon(1e-9));
+  // The windows of compare_quality() score other positions, so another perplexity.
+  CHECK(inferlab::compare_quality(model, models, tokens, 1, 8)[0].perplexity !=
+        Approx(s[0].perplexity).epsilon(1e-9));
+
+  // Without BOS: 20 tokens, two chunks of 8 again; odd chunks score chunk - 1 - chunk / 2.
+  CHECK(inferlab::compare_quality_chunks(model, models, tokens, -1, 8)[0].positions == 6);
+  CHECK(inferlab::compare_quality_chunks(model, models, tokens, -1, 3)[0].positions == 6);
+  CHECK(inferlab::compare_quality_chunks(model, models, tokens, 1, 17)[0].positions == 8);
+  // A chunk must score something, fit the context (+1) and the text.
+  CHECK_THROWS_AS(inferlab::compare_quality_chunks(model, models, tokens, 1, 2),
+                  inferlab::ParameterError);
+  CHECK_THROWS_AS(inferlab::compare_quality_chunks(model, models, tokens, 1, 18),
+                  inferlab::ParameterError);
+  const std::vector<int> short_text(tokens.begin(), tokens.begin() + 15);
+  try {
+    inferlab::compare_quality_chunks(model, models, short_text, -1, 16);
+    FAIL("a text shorter than one chunk was accepted");
+  } catch (const inferlab::ParameterError& e) {
+    CHECK(e.parameter() == "chunk");
+    CHECK(e.problem() == "16: the text has 15 tokens, fewer than one chunk");
+  }
+  CHECK_THROWS_AS(inferlab::compare_quality_chunks(model, models, std::vector<int>{V}, 1, 8),
                   inferlab::Error);
 }
 

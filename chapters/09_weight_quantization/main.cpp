@@ -45,6 +45,7 @@ struct Options {
   std::string text_file;
   std::string plot;
   int reps = 5;
+  int ppl_chunk = 0;  // > 0: llama-perplexity's chunks instead of windows
   bool quick = false;
   bool json = false;
 };
@@ -89,6 +90,8 @@ std::string read_text(const std::string& path) {
 
 int run(Options& o) {
   if (o.reps < 1) throw Error(fmt::format("--reps {} must be >= 1", o.reps));
+  if (o.ppl_chunk != 0 && o.ppl_chunk < 3)
+    throw Error(fmt::format("--ppl-chunk {}: must be 0 (windows) or >= 3 tokens", o.ppl_chunk));
   if (!o.plot.empty()) require_writable_output(o.plot, "--plot");
   const std::vector<std::string> names = chosen_formats(o);
   for (const std::string& n : names) parse_weight_format(n);  // a bad name fails before loading
@@ -96,7 +99,9 @@ int run(Options& o) {
   // --quick: the first paragraphs only (about 1,000 characters).
   if (o.quick && text.size() > 1000)
     text.resize(text.find(' ', 1000) == std::string::npos ? text.size() : text.find(' ', 1000));
-  const std::string source = o.text_file.empty() ? quality_text_source() : o.text_file;
+  std::string source = o.text_file.empty() ? quality_text_source() : o.text_file;
+  if (o.ppl_chunk > 0)
+    source += fmt::format(" (llama-perplexity's chunks of {} tokens)", o.ppl_chunk);
 
   // The reference, then one model per format (all held at once: the quality measure runs the
   // text through every one of them window by window).
@@ -139,6 +144,7 @@ int run(Options& o) {
     co.speed.decode_steps = 8;
   }
   co.window = std::min(co.window, ref.model->config().seq_len + 1);
+  co.ppl_chunk = o.ppl_chunk;
   FormatReport report{&*ref.model, omp_get_max_threads(), o.quick ? 1 : o.reps, source,
                       compare_formats(*ref.model, formats, *ref.tokenizer, text,
                                       kv_quality_prompts(), co),
@@ -187,9 +193,13 @@ int main(int argc, char** argv) {
   app.add_option("--text", o.text_file,
                  "text of the perplexity and KL measures (default: the built-in public-domain "
                  "text, Pride and Prejudice chapter 1)");
+  app.add_option("--ppl-chunk", o.ppl_chunk,
+                 "score the text as llama-perplexity -c N does: chunks of N tokens, the second "
+                 "half of each scored (default 0: windows of 256 tokens, every token scored)");
   app.add_option("--plot", o.plot, "write the formats' points on this machine's roofline (SVG)");
   app.add_flag("--quick", o.quick, "smaller measurements (tests, CI)");
   app.add_flag("--json", o.json, "print one JSON object");
   set_parameter_flag("weights", "--formats");  // parse_weight_format() names `weights`
+  set_parameter_flag("chunk", "--ppl-chunk");   // compare_quality_chunks() names `chunk`
   return run_chapter(app, argc, argv, [&] { return run(o); });
 }

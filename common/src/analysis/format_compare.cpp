@@ -67,7 +67,10 @@ std::vector<FormatMeasurement> compare_formats(const Model& reference,
   // Every window starts as the model's prompts do: with BOS when its tokenizer adds one (as
   // llama-perplexity does), else with the token before the window's run.
   const int bos = tokenizer.adds_bos() ? tokenizer.bos_id() : -1;
-  const std::vector<QualityStats> quality = compare_quality(reference, models, tokens, bos, window);
+  const std::vector<QualityStats> quality =
+      options.ppl_chunk > 0
+          ? compare_quality_chunks(reference, models, tokens, bos, options.ppl_chunk)
+          : compare_quality(reference, models, tokens, bos, window);
   for (std::size_t i = 0; i < out.size(); ++i) out[i].quality = quality[i];
 
   progress(fmt::format("greedy generations of {} prompts", prompts.size()));

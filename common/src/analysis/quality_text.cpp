@@ -1,8 +1,14 @@
 // The fixed English text of chapter 09's perplexity measurement: chapter 1 of Jane Austen's
 // "Pride and Prejudice" (London: T. Egerton, 1813), in the public domain, as in Project
-// Gutenberg's eBook #1342 (https://www.gutenberg.org/ebooks/1342), with straight quotes and
-// without the chapter heading. A story of everyday people in plain English, so that the small
-// TinyStories models and SmolLM2 both have something to predict.
+// Gutenberg's eBook #1342 (https://www.gutenberg.org/ebooks/1342) in its plain-ASCII edition
+// (release date August 26, 2008; produced by Anonymous Volunteers and David Widger): the
+// chapter's text without its heading, each paragraph's wrapped lines joined by one space, and
+// the underscores that mark italics (_You_ want) dropped. Checked byte for byte against a copy
+// of that edition's text. The edition Gutenberg serves today under the same number transcribes
+// the 1894 George Allen printing instead (curly quotes; a few words differ, e.g. "considered as
+// the rightful property", "Do not you want to know").
+// A story of everyday people in plain English, so that the small TinyStories models and
+// SmolLM2 both have something to predict.
 #include "inferlab/analysis/quant_quality.hpp"
 
 namespace inferlab {

@@ -80,42 +80,84 @@ QualityStats QualityAccumulator::stats() const {
   return s;
 }
 
+namespace {
+
+// The runners of a quality comparison and one accumulator per compared model. The constructor
+// checks what every scheme needs: the same model shapes, and token and BOS ids in range.
+class QualityScorer {
+ public:
+  QualityScorer(const Model& reference, std::span<const Model* const> models,
+                std::span<const int> tokens, int bos)
+      : vocab_(reference.config().vocab_size), acc_(models.size()) {
+    const ModelConfig& c = reference.config();
+    for (const Model* m : models) {
+      const ModelConfig& mc = m->config();
+      if (mc.vocab_size != c.vocab_size || mc.dim != c.dim || mc.n_layers != c.n_layers) {
+        throw Error(
+            fmt::format("compare_quality: {} is not the same model as {} (dim {} vs {}, "
+                        "layers {} vs {}, vocabulary {} vs {})",
+                        m->name(), reference.name(), mc.dim, c.dim, mc.n_layers, c.n_layers,
+                        mc.vocab_size, c.vocab_size));
+      }
+    }
+    if (tokens.empty()) throw Error("compare_quality: no tokens to score");
+    for (int t : tokens) {
+      if (t < 0 || t >= vocab_)
+        throw Error(fmt::format("compare_quality: token {} outside [0, {})", t, vocab_));
+    }
+    if (bos >= vocab_)
+      throw Error(fmt::format("compare_quality: BOS {} outside [0, {})", bos, vocab_));
+    ref_runner_ = make_runner(reference, Device::cpu);
+    for (const Model* m : models) runners_.push_back(make_runner(*m, Device::cpu));
+  }
+
+  // Forwards @p fed from a fresh cache through the reference and every model; logits row
+  // first_row + j is scored against targets[j] (rows before first_row are context only).
+  void score(std::span<const int> fed, std::size_t first_row, std::span<const int> targets) {
+    const std::size_t V = std::size_t(vocab_);
+    KVCache ref_cache = make_cache(*ref_runner_, int(fed.size()));
+    run_sequence(*ref_runner_, fed, 0, ref_cache, LogitsMode::all, ref_logits_);
+    for (std::size_t k = 0; k < runners_.size(); ++k) {
+      KVCache cache = make_cache(*runners_[k], int(fed.size()));
+      run_sequence(*runners_[k], fed, 0, cache, LogitsMode::all, logits_);
+      for (std::size_t j = 0; j < targets.size(); ++j) {
+        const std::size_t r = first_row + j;
+        acc_[k].add(std::span<const float>(ref_logits_.data() + r * V, V),
+                    std::span<const float>(logits_.data() + r * V, V), targets[j]);
+      }
+    }
+  }
+
+  std::vector<QualityStats> stats() const {
+    std::vector<QualityStats> out;
+    for (const QualityAccumulator& a : acc_) out.push_back(a.stats());
+    return out;
+  }
+
+ private:
+  int vocab_;
+  std::unique_ptr<ModelRunner> ref_runner_;
+  std::vector<std::unique_ptr<ModelRunner>> runners_;
+  std::vector<QualityAccumulator> acc_;
+  std::vector<float> ref_logits_, logits_;  // one window's rows, (rows, V)
+};
+
+}  // namespace
+
 std::vector<QualityStats> compare_quality(const Model& reference,
                                           std::span<const Model* const> models,
                                           std::span<const int> tokens, int bos, int window) {
   const ModelConfig& c = reference.config();
-  for (const Model* m : models) {
-    const ModelConfig& mc = m->config();
-    if (mc.vocab_size != c.vocab_size || mc.dim != c.dim || mc.n_layers != c.n_layers) {
-      throw Error(
-          fmt::format("compare_quality: {} is not the same model as {} (dim {} vs {}, "
-                      "layers {} vs {}, vocabulary {} vs {})",
-                      m->name(), reference.name(), mc.dim, c.dim, mc.n_layers, c.n_layers,
-                      mc.vocab_size, c.vocab_size));
-    }
-  }
   if (window < 2 || window > c.seq_len + 1) {
     throw Error(fmt::format("compare_quality: window {} outside [2, {}] (the context + 1)", window,
                             c.seq_len + 1));
   }
-  if (tokens.empty()) throw Error("compare_quality: no tokens to score");
-  const int V = c.vocab_size;
-  for (int t : tokens) {
-    if (t < 0 || t >= V)
-      throw Error(fmt::format("compare_quality: token {} outside [0, {})", t, V));
-  }
-  if (bos >= V) throw Error(fmt::format("compare_quality: BOS {} outside [0, {})", bos, V));
-
-  std::unique_ptr<ModelRunner> ref_runner = make_runner(reference, Device::cpu);
-  std::vector<std::unique_ptr<ModelRunner>> runners;
-  for (const Model* m : models) runners.push_back(make_runner(*m, Device::cpu));
-  std::vector<QualityAccumulator> acc(models.size());
+  QualityScorer scorer(reference, models, tokens, bos);
 
   // Without BOS a window starts with the token before its run (context only), so every token
   // but the text's first is scored.
   const std::size_t per_window = std::size_t(window) - 1;
   std::vector<int> input;
-  std::vector<float> ref_logits, logits;
   std::size_t start = bos >= 0 ? 0 : 1;  // first scored token
   while (start < tokens.size()) {
     const std::size_t count = std::min(per_window, tokens.size() - start);
@@ -123,23 +165,41 @@ std::vector<QualityStats> compare_quality(const Model& reference,
     input.push_back(bos >= 0 ? bos : tokens[start - 1]);
     input.insert(input.end(), tokens.begin() + long(start), tokens.begin() + long(start + count));
     // Row r predicts input[r + 1] = tokens[start + r]; the last row's prediction is not scored.
-    const std::span<const int> fed(input.data(), count);
-    KVCache ref_cache = make_cache(*ref_runner, int(count));
-    run_sequence(*ref_runner, fed, 0, ref_cache, LogitsMode::all, ref_logits);
-    for (std::size_t k = 0; k < models.size(); ++k) {
-      KVCache cache = make_cache(*runners[k], int(count));
-      run_sequence(*runners[k], fed, 0, cache, LogitsMode::all, logits);
-      for (std::size_t r = 0; r < count; ++r) {
-        acc[k].add(std::span<const float>(ref_logits.data() + r * V, std::size_t(V)),
-                   std::span<const float>(logits.data() + r * V, std::size_t(V)),
-                   tokens[start + r]);
-      }
-    }
+    scorer.score(std::span<const int>(input.data(), count), 0, tokens.subspan(start, count));
     start += count;
   }
-  std::vector<QualityStats> out;
-  for (const QualityAccumulator& a : acc) out.push_back(a.stats());
-  return out;
+  return scorer.stats();
+}
+
+std::vector<QualityStats> compare_quality_chunks(const Model& reference,
+                                                 std::span<const Model* const> models,
+                                                 std::span<const int> tokens, int bos,
+                                                 int chunk) {
+  const int context = reference.config().seq_len;
+  if (chunk < 3 || chunk > context + 1) {
+    throw ParameterError("chunk", fmt::format("{}: outside [3, {}] (a chunk's second half is "
+                                              "scored; the model's context + 1)",
+                                              chunk, context + 1));
+  }
+  QualityScorer scorer(reference, models, tokens, bos);
+  std::vector<int> text;  // llama-perplexity tokenizes with BOS when the tokenizer adds one
+  if (bos >= 0) text.push_back(bos);
+  text.insert(text.end(), tokens.begin(), tokens.end());
+  const std::size_t n = std::size_t(chunk), chunks = text.size() / n;
+  if (chunks == 0) {
+    throw ParameterError("chunk", fmt::format("{}: the text has {} tokens, fewer than one chunk",
+                                              chunk, text.size()));
+  }
+  const std::size_t first = n / 2;  // rows [first, n - 1) are scored
+  std::vector<int> input;
+  for (std::size_t i = 0; i < chunks; ++i) {
+    input.assign(text.begin() + long(i * n), text.begin() + long((i + 1) * n));
+    if (bos >= 0) input[0] = bos;  // every chunk starts as the first: BOS replaces its token
+    // Row r predicts input[r + 1]; the last token is only predicted, so it is not forwarded.
+    scorer.score(std::span<const int>(input.data(), n - 1), first,
+                 std::span<const int>(input.data() + first + 1, n - 1 - first));
+  }
+  return scorer.stats();
 }
 
 int first_divergence(std::span<const int> reference, std::span<const int> test) {

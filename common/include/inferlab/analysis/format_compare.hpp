@@ -51,6 +51,9 @@ struct FormatMeasurement {
 struct FormatCompareOptions {
   ModelPointOptions speed;  ///< the timed workloads (batches {1, 16} by default)
   int window = 256;       ///< quality windows in tokens (compare_quality()), clipped to the context
+  /// When positive: score the text in llama-perplexity's chunks of this many tokens instead of
+  /// windows (compare_quality_chunks()), to compare with `llama-perplexity -c` on the same text
+  int ppl_chunk = 0;
   int greedy_steps = 64;  ///< tokens each greedy generation may add to its prompt
   /// Called with one line before each measurement (the chapter prints it to stderr).
   std::function<void(const std::string&)> progress;

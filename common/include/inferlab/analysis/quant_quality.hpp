@@ -87,13 +87,37 @@ std::vector<QualityStats> compare_quality(const Model& reference,
                                           std::span<const Model* const> models,
                                           std::span<const int> tokens, int bos, int window);
 
+/// @brief compare_quality() in the chunks of llama.cpp's `llama-perplexity -c N` (also with
+/// `--kl-divergence`), so that both engines score the same positions of the same tokens.
+///
+/// The text, with @p bos first when there is one (llama-perplexity tokenizes with BOS when
+/// the tokenizer adds it), is cut into consecutive chunks of @p chunk tokens; a tail shorter
+/// than a chunk is left out. Each chunk is forwarded from a fresh cache with its first token
+/// replaced by @p bos (when there is one), and only its second half is scored: the rows
+/// r in [chunk / 2, chunk - 1) predict its tokens r + 1, each with at least half a chunk of
+/// context.
+/// @param reference the model the others are compared with (float32 weights)
+/// @param models the models to measure
+/// @param tokens (N) the text's ids without BOS
+/// @param bos the tokenizer's BOS id, or -1 when it adds none
+/// @param chunk tokens per chunk (llama-perplexity's -c), in [3, the models' context + 1]
+/// @return one QualityStats per model, in order: (N (+1 with BOS)) / chunk chunks of
+///         chunk - 1 - chunk / 2 positions
+/// @throws inferlab::ParameterError on parameter `chunk` when @p chunk is out of range or
+/// longer than the text; inferlab::Error as compare_quality() otherwise.
+/// @note Cost: as compare_quality(), though only about half the forwarded rows are scored.
+std::vector<QualityStats> compare_quality_chunks(const Model& reference,
+                                                 std::span<const Model* const> models,
+                                                 std::span<const int> tokens, int bos,
+                                                 int chunk);
+
 /// @brief The first index where two greedy sequences differ: `min(size)` when one is a prefix
 /// of the other and the sizes differ, -1 when they are equal.
 int first_divergence(std::span<const int> reference, std::span<const int> test);
 
 /// @brief The fixed English text of the perplexity measurement: chapter 1 of Jane Austen's
-/// *Pride and Prejudice* (1813; public domain), about 4,400 characters, as in Project
-/// Gutenberg's eBook #1342 with straight quotes.
+/// *Pride and Prejudice* (1813; public domain), 4,475 characters, as in Project Gutenberg's
+/// eBook #1342 in its 2008 plain-ASCII edition (straight quotes), one line per paragraph.
 const std::string& quality_text();
 
 /// @brief Where quality_text() comes from, in one line, for reports.
