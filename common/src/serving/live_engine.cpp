@@ -42,15 +42,21 @@ RequestStream::~RequestStream() { ::close(doorbell_); }
 
 bool RequestStream::wait(std::vector<TokenEvent>& out, std::chrono::milliseconds timeout,
                          int client_socket) {
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point deadline = Clock::now() + timeout;
   std::unique_lock lock(mu_);
-  if (events_.empty() && finished_ < n_) {
+  while (events_.empty() && finished_ < n_) {
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    if (left.count() <= 0) break;
     lock.unlock();
     // A post() between the check and the poll() has rung the doorbell already: not missed.
     pollfd fds[2] = {{doorbell_, POLLIN, 0}, {client_socket, POLLRDHUP, 0}};
-    ::poll(fds, client_socket >= 0 ? 2 : 1, static_cast<int>(timeout.count()));
+    ::poll(fds, client_socket >= 0 ? 2 : 1, static_cast<int>(left.count()));
     eventfd_t rings = 0;
     ::eventfd_read(doorbell_, &rings);  // reset it (non-blocking: nothing to read is fine)
     lock.lock();
+    if (fds[1].revents != 0) break;  // the client hung up
   }
   for (TokenEvent& e : events_) out.push_back(std::move(e));
   events_.clear();
