@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <ctime>
 #include <random>
@@ -15,6 +16,7 @@
 
 #include "inferlab/base/json_input.hpp"
 #include "inferlab/constrain/constraint.hpp"
+#include "inferlab/http/client_socket.hpp"
 #include "inferlab/serving/text_stream.hpp"
 
 namespace inferlab {
@@ -57,6 +59,10 @@ class ConstraintFilter : public TokenFilter {
   int state_;
 };
 
+// The longest a worker waits in one call of its content provider: httplib checks between two
+// calls whether the server is stopping (a hang-up or an event ends the wait at once).
+constexpr std::chrono::milliseconds kWaitSlice{100};
+
 // One request being answered: the engine's events turned into text, chunks and the final body.
 struct Completion {
   LiveEngine* engine = nullptr;
@@ -64,6 +70,7 @@ struct Completion {
   CompletionRequest request;
   ResponseHeader header;
   std::shared_ptr<RequestStream> stream;
+  int client_socket = -1;  // the connection's socket (-1: not found, a hang-up shows at a write)
   std::vector<TextStream> texts;
   std::vector<ChoiceOutput> out;
   std::vector<int> prev;  // each choice's last token (a piece's text depends on it)
@@ -129,7 +136,9 @@ struct Completion {
   }
 
   // httplib's content provider: called until the response is done, false ends it (and the
-  // connection) early. Waits at most 50 ms per call, so a closed connection is noticed.
+  // connection) early, and the releaser then cancels the request. Each call waits for the
+  // engine's next events or for the client to hang up, whichever comes first: a client that
+  // leaves is noticed at once, queued or running, streamed or not, not at the next write.
   bool provide(httplib::DataSink& sink) {
     if (request.stream && !started) {
       started = true;
@@ -140,10 +149,11 @@ struct Completion {
     }
     if (open > 0) {
       std::vector<TokenEvent> events;
-      stream->wait(events, std::chrono::milliseconds(50));
+      stream->wait(events, kWaitSlice, client_socket);
       for (const TokenEvent& ev : events) handle(ev);
     }
     if (aborted) return false;
+    if (open > 0 && client_socket >= 0 && peer_hung_up(client_socket)) return false;
     if (open == 0 && !finished) finish();
     if (!pending.empty()) {
       if (!sink.write(pending.data(), pending.size())) return false;
@@ -281,6 +291,8 @@ struct OpenAIServer::Impl {
     }
     c->out.resize(std::size_t(r.n));
     c->open = r.n;
+    c->client_socket =
+        find_client_socket(req.local_addr, req.local_port, req.remote_addr, req.remote_port);
     try {
       c->stream = e.submit(std::move(live));
     } catch (const QueueFull& full) {

@@ -2,9 +2,14 @@
 #include "inferlab/serving/live_engine.hpp"
 
 #include <omp.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include <fmt/format.h>
@@ -28,9 +33,31 @@ const char* finish_reason_name(FinishReason reason) {
   return "?";
 }
 
-bool RequestStream::wait(std::vector<TokenEvent>& out, std::chrono::milliseconds timeout) {
+RequestStream::RequestStream(int n, int prompt_tokens) : n_(n), prompt_tokens_(prompt_tokens) {
+  doorbell_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (doorbell_ < 0) throw Error(fmt::format("eventfd: {}", std::strerror(errno)));
+}
+
+RequestStream::~RequestStream() { ::close(doorbell_); }
+
+bool RequestStream::wait(std::vector<TokenEvent>& out, std::chrono::milliseconds timeout,
+                         int client_socket) {
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point deadline = Clock::now() + timeout;
   std::unique_lock lock(mu_);
-  cv_.wait_for(lock, timeout, [&] { return !events_.empty() || finished_ == n_; });
+  while (events_.empty() && finished_ < n_) {
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    if (left.count() <= 0) break;
+    lock.unlock();
+    // A post() between the check and the poll() has rung the doorbell already: not missed.
+    pollfd fds[2] = {{doorbell_, POLLIN, 0}, {client_socket, POLLRDHUP, 0}};
+    ::poll(fds, client_socket >= 0 ? 2 : 1, static_cast<int>(left.count()));
+    eventfd_t rings = 0;
+    ::eventfd_read(doorbell_, &rings);  // reset it (non-blocking: nothing to read is fine)
+    lock.lock();
+    if (fds[1].revents != 0) break;  // the client hung up
+  }
   for (TokenEvent& e : events_) out.push_back(std::move(e));
   events_.clear();
   return finished_ == n_;
@@ -42,7 +69,7 @@ void RequestStream::post(TokenEvent event) {
     if (event.finish != FinishReason::none) ++finished_;
     events_.push_back(std::move(event));
   }
-  cv_.notify_all();
+  ::eventfd_write(doorbell_, 1);
 }
 
 // One request on the engine thread: its sequences (choice b is seqs[b]), their filters, and

@@ -5,12 +5,14 @@
 /// live request, with the paged KV memory of chapter 05 and the prefix cache of chapter 06,
 /// and hands each generated token back to the request's thread.
 ///
-/// Threads meet at two places, both guarded by a mutex and a condition variable:
-///  - the inbox (LiveEngine): submit() adds a request, cancel() and stop_choice() ask for a
-///    request or one of its choices to end; the engine thread takes them between two steps, so
-///    a cancelled sequence frees its KV blocks before the next step is planned;
-///  - the outbox of each request (RequestStream): the engine thread posts one TokenEvent per
-///    generated token, the request's thread waits for them.
+/// Threads meet at two places, each guarded by a mutex:
+///  - the inbox (LiveEngine, with a condition variable): submit() adds a request, cancel() and
+///    stop_choice() ask for a request or one of its choices to end; the engine thread takes
+///    them between two steps, so a cancelled sequence frees its KV blocks before the next step
+///    is planned;
+///  - the outbox of each request (RequestStream, with an eventfd): the engine thread posts one
+///    TokenEvent per generated token, the request's thread waits for them and, in the same
+///    poll(), for its client to hang up.
 /// Everything else (scheduler, sequences, KV memory, the model) belongs to the engine thread.
 
 #include <chrono>
@@ -78,13 +80,26 @@ struct LiveRequest {
 };
 
 /// @brief The events of one request: the engine thread posts, the request's thread waits.
+///
+/// The doorbell is an eventfd, not a condition variable, so that the waiting thread can wait
+/// for the engine and for its client's socket in one poll(): a client that hangs up wakes it as
+/// a new token does.
 class RequestStream {
  public:
   /// @brief A stream for a request of @p n choices with @p prompt_tokens prompt tokens.
-  RequestStream(int n, int prompt_tokens) : n_(n), prompt_tokens_(prompt_tokens) {}
+  /// @throws inferlab::Error if no eventfd can be created (the process is out of descriptors).
+  RequestStream(int n, int prompt_tokens);
+  ~RequestStream();  ///< closes the eventfd
+  RequestStream(const RequestStream&) = delete;             ///< owns a descriptor
+  RequestStream& operator=(const RequestStream&) = delete;  ///< owns a descriptor
   /// @brief Waits up to @p timeout for events and moves every one posted into @p out (appended).
+  /// @param out where the events are appended
+  /// @param timeout the longest wait
+  /// @param client_socket a connected socket whose peer's hang-up ends the wait early (the
+  ///        caller then asks the socket), or -1
   /// @return true when every choice has finished and all its events were taken.
-  bool wait(std::vector<TokenEvent>& out, std::chrono::milliseconds timeout);
+  bool wait(std::vector<TokenEvent>& out, std::chrono::milliseconds timeout,
+            int client_socket = -1);
   /// @brief Posts @p event (engine thread).
   void post(TokenEvent event);
   int choices() const { return n_; }                   ///< n
@@ -92,8 +107,8 @@ class RequestStream {
 
  private:
   std::mutex mu_;
-  std::condition_variable cv_;
   std::deque<TokenEvent> events_;
+  int doorbell_ = -1;  // eventfd: readable after a post()
   int n_;
   int prompt_tokens_;
   int finished_ = 0;  // choices whose last event was posted
