@@ -349,28 +349,37 @@ const TokenTrie::LoopTables* MaskComputer::loop_tables_for(int state, std::uint3
 }
 
 // True when every string of up to max_token_bytes_ W characters (the bytes of `loop`, and the
-// multi-byte characters when `utf8` stays set) leads `state` to a live state: level by level,
-// the states k characters away, where every loop byte of a state must lead to one successor
-// (a chain, as a count of characters is). A multi-byte character that dies clears `utf8`, as
-// in the closed case. Only levels of a few states are followed, else the walk is cheaper.
+// multi-byte characters while `utf8` stays set) leads `state` to a live state. Only chains are
+// followed (every W character of a state leads to one successor, as a count of characters
+// does); a multi-byte character that leads elsewhere clears `utf8`, as in the closed case.
+// Each state's step along the chain is memoized, so the next count costs one new step.
 bool MaskComputer::chain_stays_live(int state, const ByteSet& loop, bool& utf8) {
-  std::vector<int> level{state}, next;
+  int x = state;
   for (int k = 0; k < max_token_bytes_; ++k) {
-    next.clear();
-    for (const int x : level) {
-      int successor = PushdownParser::kDead;
+    const auto at = static_cast<std::size_t>(x);
+    if (at >= chain_.size()) chain_.resize(at + 1);
+    ChainStep& c = chain_[at];
+    if (!c.known || !(c.loop == loop)) {
+      c = ChainStep{true, loop, PushdownParser::kDead, false};
       for (unsigned b = 0; b < 0x80; ++b) {
         if (!loop.has(b)) continue;
         const int y = parser_->step(x, static_cast<unsigned char>(b));
-        if (y == PushdownParser::kDead || (successor != PushdownParser::kDead && y != successor))
-          return false;
-        successor = y;
+        const bool apart = c.successor != PushdownParser::kDead && y != c.successor;
+        if (y == PushdownParser::kDead || apart) {
+          c.successor = PushdownParser::kDead;
+          break;
+        }
+        c.successor = y;
       }
-      if (std::find(next.begin(), next.end(), successor) == next.end()) next.push_back(successor);
-      if (utf8 && !utf8_chars_close(x, next)) utf8 = false;
+      if (c.successor != PushdownParser::kDead) {
+        ends_.clear();
+        c.utf8 = utf8_chars_close(x, ends_) &&
+                 std::all_of(ends_.begin(), ends_.end(), [&](int e) { return e == c.successor; });
+      }
     }
-    if (next.size() > kMaxChainWidth) return false;
-    level.swap(next);
+    if (c.successor == PushdownParser::kDead) return false;
+    utf8 = utf8 && c.utf8;
+    x = c.successor;
   }
   return true;
 }
@@ -379,7 +388,28 @@ bool MaskComputer::chain_stays_live(int state, const ByteSet& loop, bool& utf8) 
 // the parse; else the states they end in are added to `closed`. Per lead byte, the set of
 // states after each further byte (a few distinct states per step, thanks to the transition
 // cache and the byte classes, so this is cheap).
+// The answer depends on the state alone and is asked again at every character of a counted
+// string (each count is a new state that looks ahead along the chain): memoized per state.
 bool MaskComputer::utf8_chars_close(int state, std::vector<int>& closed) {
+  const auto at = static_cast<std::size_t>(state);
+  if (at >= utf8_ends_.size()) utf8_ends_.resize(at + 1);
+  if (!utf8_ends_[at].known) {
+    Utf8Ends found;
+    found.known = true;
+    found.live = utf8_chars_live(state, found.ends);
+    utf8_ends_[at] = std::move(found);
+  }
+  const Utf8Ends& e = utf8_ends_[at];
+  if (!e.live) return false;
+  for (const int s : e.ends) {
+    if (std::find(closed.begin(), closed.end(), s) == closed.end()) closed.push_back(s);
+  }
+  return true;
+}
+
+// utf8_chars_close's computation: false when a multi-byte character kills the parse from
+// `state`, else true with the states they end in (each once) in `ends`.
+bool MaskComputer::utf8_chars_live(int state, std::vector<int>& ends) {
   struct Lead {
     unsigned lo, hi;            // lead bytes
     unsigned next_lo, next_hi;  // the first continuation byte's range
@@ -410,7 +440,7 @@ bool MaskComputer::utf8_chars_close(int state, std::vector<int>& closed) {
       cur.swap(next);
     }
     for (const int s : cur) {
-      if (std::find(closed.begin(), closed.end(), s) == closed.end()) closed.push_back(s);
+      if (std::find(ends.begin(), ends.end(), s) == ends.end()) ends.push_back(s);
     }
   }
   return true;

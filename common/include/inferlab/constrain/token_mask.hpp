@@ -115,10 +115,9 @@ class MaskComputer {
   /// @brief At most this many states may share one set of loop tables (a string with a
   /// minimum length counts its characters up to it in states).
   static constexpr std::size_t kMaxLoopStates = 16;
-  /// @brief A longer chain of states (a string with a large maxLength) gets the tables of
-  /// its first state alone when every string of W characters as long as the longest token
-  /// stays live from it, following at most this many states per character count.
-  static constexpr std::size_t kMaxChainWidth = 4;
+  // A longer chain of states (a string with a large maxLength) gets the tables of its first
+  // state alone when every string of W characters as long as the longest token stays live
+  // from it (chain_stays_live).
   /// @brief ... and only below trie nodes with at least this many tokens in their subtree.
   static constexpr std::uint32_t kMinLoopSubtree = 64;
   /// @brief A state with at most this many stacks, one of them called by a rule below it,
@@ -188,7 +187,24 @@ class MaskComputer {
   std::vector<std::uint8_t> loop_known_;                     // by state: loop_of_state_ set
   const TokenTrie::LoopTables* loop_tables_for(int state, std::uint32_t node);
   bool utf8_chars_close(int state, std::vector<int>& closed);
+  bool utf8_chars_live(int state, std::vector<int>& ends);
+  struct Utf8Ends {  // utf8_chars_close's answer for one state
+    bool known = false;
+    bool live = false;
+    std::vector<int> ends;
+  };
+  std::vector<Utf8Ends> utf8_ends_;  // by state
   bool chain_stays_live(int state, const ByteSet& loop, bool& utf8);
+  // One state's step along a chain of W characters, for `loop`: the one successor every loop
+  // byte leads to (kDead: none, or not one), and whether every multi-byte character leads there.
+  struct ChainStep {
+    bool known = false;
+    ByteSet loop;
+    int successor = PushdownParser::kDead;
+    bool utf8 = false;
+  };
+  std::vector<ChainStep> chain_;  // by state
+  std::vector<int> ends_;         // chain_stays_live's buffer, reused
   int max_token_bytes_ = 0;  // the longest token's bytes (the trie's depth)
   void walk(std::uint32_t node, int state, TokenMask& out);
   void walk_loop(std::uint32_t node, int state, const TokenTrie::LoopTables& t, TokenMask& out);
