@@ -617,10 +617,23 @@ bool MaskComputer::combine_frames(int state, TokenMask& out) {
   if (stacks.size() > kMaxFrames ||
       std::none_of(stacks.begin(), stacks.end(), [&](int s) { return parser_->has_caller(s); }))
     return false;
+  // A frame mask costs a walk: it pays when its frame recurs. A state with a frame seen for
+  // the first time is walked whole (and the frame remembered); its next sighting, in another
+  // context, computes the frame's mask.
+  frames_.clear();
+  bool first_sighting = false;
+  for (const int s : stacks) {
+    const auto f = static_cast<std::size_t>(parser_->top_frame_state(s));
+    if (f >= frame_seen_.size()) frame_seen_.resize(f + 1, 0);
+    if (!frame_seen_[f]) first_sighting = true;
+    frame_seen_[f] = 1;
+    frames_.push_back(static_cast<int>(f));
+  }
+  if (first_sighting) return false;
   std::vector<const FrameMask*> parts;
   std::size_t dependent = 0;
-  for (const int s : stacks) {
-    const FrameMask& part = frame_mask(parser_->top_frame_state(s));
+  for (const int f : frames_) {
+    const FrameMask& part = frame_mask(f);
     dependent += part.context_dependent.size();
     if (dependent > kMaxContextDependent) return false;
     parts.push_back(&part);
