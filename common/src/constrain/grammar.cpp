@@ -180,6 +180,19 @@ int Grammar::members_in_any_order(std::string name, MemberSet set) {
     throw Error(fmt::format("more than {} members in any order ({})", MemberSet::kMaxMembers,
                             set.members.size()));
   }
+  // Each member (and the additional member) is a rule of its own, called from the set: inside
+  // a member the top stack frame is the member's, which carries no mask, so its parser states
+  // and their masks (token_mask.hpp's frame masks) are the same whichever members were
+  // written before it.
+  const auto own_rule = [&](int expr, const std::string& suffix) {
+    if (expr < 0 || exprs[static_cast<std::size_t>(expr)].kind == ExprKind::ref) return expr;
+    const int rule = add_rule(name + suffix);
+    define(rule, expr);
+    return ref(rule);
+  };
+  for (std::size_t i = 0; i < set.members.size(); ++i)
+    set.members[i] = own_rule(set.members[i], fmt::format("_member{}", i));
+  set.extra = own_rule(set.extra, "_extra");
   member_sets.push_back(std::move(set));
   Expr e;
   e.kind = ExprKind::members;

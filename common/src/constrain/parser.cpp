@@ -7,6 +7,8 @@
 #include <bit>
 #include <cstring>
 #include <map>
+#include <tuple>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -94,6 +96,55 @@ struct MemberGuard {
   }
 };
 
+// The index of the frames without a mask, (node, parent) packed in 64 bits -> stack id: open
+// addressing with linear probing in a power-of-two table, Fibonacci hashing. Interning is the
+// engine's hottest lookup (every edge a new state follows), and a node-based hash map spent
+// its time in allocation, pointer chasing and rehashing.
+class StackIndex {
+ public:
+  // Room for n keys without growing.
+  void reserve(std::size_t n) {
+    if (2 * n > keys_.size()) rehash(std::bit_ceil(2 * n));
+  }
+  // The value of `key`, inserting `value` when absent; second = inserted.
+  std::pair<int, bool> try_emplace(std::uint64_t key, int value) {
+    if (2 * (size_ + 1) > keys_.size()) rehash(std::max<std::size_t>(64, 2 * keys_.size()));
+    for (std::size_t i = slot(key);; i = (i + 1) & (keys_.size() - 1)) {
+      if (keys_[i] == key) return {values_[i], false};
+      if (keys_[i] == kEmpty) {
+        keys_[i] = key;
+        values_[i] = value;
+        ++size_;
+        return {value, true};
+      }
+    }
+  }
+
+ private:
+  static constexpr std::uint64_t kEmpty = ~std::uint64_t{0};  // no (node, parent + 1) packs to it
+  std::vector<std::uint64_t> keys_;
+  std::vector<int> values_;
+  std::size_t size_ = 0;
+  int shift_ = 64;
+  std::size_t slot(std::uint64_t key) const {
+    return static_cast<std::size_t>((key * 0x9E3779B97F4A7C15ull) >> shift_);
+  }
+  void rehash(std::size_t capacity) {
+    std::vector<std::uint64_t> keys(capacity, kEmpty);
+    std::vector<int> values(capacity);
+    keys_.swap(keys);
+    values_.swap(values);
+    shift_ = 64 - std::countr_zero(capacity);
+    for (std::size_t j = 0; j < keys.size(); ++j) {
+      if (keys[j] == kEmpty) continue;
+      std::size_t i = slot(keys[j]);
+      while (keys_[i] != kEmpty) i = (i + 1) & (capacity - 1);
+      keys_[i] = keys[j];
+      values_[i] = values[j];
+    }
+  }
+};
+
 }  // namespace
 
 struct PushdownParser::Impl {
@@ -114,7 +165,7 @@ struct PushdownParser::Impl {
   // Hash-consed stacks: id -> frame. Frames without a mask (all but member sets') are found
   // by (node, parent) in stack_index, the others in masked_index.
   std::vector<Frame> stacks;
-  std::unordered_map<std::uint64_t, int> stack_index;
+  StackIndex stack_index;
   struct FrameHash {
     std::size_t operator()(const Frame& f) const {
       return std::hash<std::uint64_t>()(f.mask * 0x9E3779B97F4A7C15ull ^
@@ -265,9 +316,7 @@ struct PushdownParser::Impl {
       const std::uint64_t key =
           (static_cast<std::uint64_t>(static_cast<std::uint32_t>(node)) << 32) |
           static_cast<std::uint32_t>(parent + 1);
-      const auto it = stack_index.try_emplace(key, id);
-      inserted = it.second;
-      found = it.first->second;
+      std::tie(found, inserted) = stack_index.try_emplace(key, id);
     } else {
       const auto it = masked_index.try_emplace(Frame{node, parent, mask}, id);
       inserted = it.second;
@@ -634,6 +683,7 @@ PushdownParser::PushdownParser(const Grammar& g, const ParserLimits& limits)
   // The stack and state tables grow while the first masks are computed: sized up front, they
   // do not rehash in the middle of a mask (a rehash moves every entry at once).
   m.stack_index.reserve(kReservedStacks);
+  m.masked_index.reserve(kReservedStacks);
   m.stacks.reserve(kReservedStacks);
   m.stamp.reserve(kReservedStacks);
   m.closure_memo.reserve(kReservedStacks);
@@ -691,6 +741,18 @@ int PushdownParser::advance(int state, std::string_view bytes) {
     state = step(state, static_cast<unsigned char>(c));
   }
   return state;
+}
+
+bool PushdownParser::has_caller(int stack) const {
+  return impl_->stacks[static_cast<std::size_t>(stack)].parent >= 0;
+}
+
+int PushdownParser::top_frame_state(int stack) {
+  const Frame top = impl_->stacks[static_cast<std::size_t>(stack)];
+  // The top reads a byte, so the lone frame is its own closure: no closure to compute.
+  RawState lone;
+  lone.stacks.push_back(impl_->intern_stack(top.node, -1, top.mask));
+  return intern_state(lone);
 }
 
 PushdownParser::RawState PushdownParser::raw(int state) const {

@@ -93,6 +93,7 @@ MaskComputer::MaskComputer(PushdownParser& parser, const TokenTrie& trie,
   if (static_cast<int>(token_bytes_->size()) != trie.vocab_size()) {
     throw Error("MaskComputer: token byte strings and trie disagree on the vocabulary size");
   }
+  for (const auto d : trie.depth_) max_token_bytes_ = std::max<int>(max_token_bytes_, d);
 }
 
 namespace {
@@ -295,8 +296,16 @@ const TokenTrie::LoopTables* MaskComputer::loop_tables_for(int state, std::uint3
     return nullptr;
   };
   bool utf8 = true;
+  bool bounded = false;  // C is not closed, but W-strings of a token's length stay live
   for (std::size_t i = 0; i < closed.size(); ++i) {
-    if (closed.size() > kMaxLoopStates) return give_up();
+    if (closed.size() > kMaxLoopStates) {
+      // A long chain (a string with a large maxLength counts every character in states): no
+      // closed C, but a token has at most max_token_bytes_ characters, so the tables hold
+      // for `state` alone when every W-string that long stays live from it.
+      if (!chain_stays_live(state, loop, utf8)) return give_up();
+      bounded = true;
+      break;
+    }
     const int x = closed[i];
     int successor = PushdownParser::kDead;
     for (unsigned b = 0; b < 0x80; ++b) {
@@ -323,6 +332,10 @@ const TokenTrie::LoopTables* MaskComputer::loop_tables_for(int state, std::uint3
   const TokenTrie::LoopTables* t =
       self_loop ? &trie_->loop_tables(loop, utf8) : trie_->find_loop_tables(loop, utf8);
   if (!t) return nullptr;
+  if (bounded) {
+    loop_of_state_[static_cast<std::size_t>(state)] = t;
+    return t;
+  }
   // Every state of C has its W-closure inside C: the same tables hold for it.
   for (const int x : closed) {
     grow(x);
@@ -335,11 +348,68 @@ const TokenTrie::LoopTables* MaskComputer::loop_tables_for(int state, std::uint3
   return t;
 }
 
+// True when every string of up to max_token_bytes_ W characters (the bytes of `loop`, and the
+// multi-byte characters while `utf8` stays set) leads `state` to a live state. Only chains are
+// followed (every W character of a state leads to one successor, as a count of characters
+// does); a multi-byte character that leads elsewhere clears `utf8`, as in the closed case.
+// Each state's step along the chain is memoized, so the next count costs one new step.
+bool MaskComputer::chain_stays_live(int state, const ByteSet& loop, bool& utf8) {
+  int x = state;
+  for (int k = 0; k < max_token_bytes_; ++k) {
+    const auto at = static_cast<std::size_t>(x);
+    if (at >= chain_.size()) chain_.resize(at + 1);
+    ChainStep& c = chain_[at];
+    if (!c.known || !(c.loop == loop)) {
+      c = ChainStep{true, loop, PushdownParser::kDead, false};
+      for (unsigned b = 0; b < 0x80; ++b) {
+        if (!loop.has(b)) continue;
+        const int y = parser_->step(x, static_cast<unsigned char>(b));
+        const bool apart = c.successor != PushdownParser::kDead && y != c.successor;
+        if (y == PushdownParser::kDead || apart) {
+          c.successor = PushdownParser::kDead;
+          break;
+        }
+        c.successor = y;
+      }
+      if (c.successor != PushdownParser::kDead) {
+        ends_.clear();
+        c.utf8 = utf8_chars_close(x, ends_) &&
+                 std::all_of(ends_.begin(), ends_.end(), [&](int e) { return e == c.successor; });
+      }
+    }
+    if (c.successor == PushdownParser::kDead) return false;
+    utf8 = utf8 && c.utf8;
+    x = c.successor;
+  }
+  return true;
+}
+
 // Every well-formed multi-byte UTF-8 character read from `state`: false when one of them kills
 // the parse; else the states they end in are added to `closed`. Per lead byte, the set of
 // states after each further byte (a few distinct states per step, thanks to the transition
 // cache and the byte classes, so this is cheap).
+// The answer depends on the state alone and is asked again at every character of a counted
+// string (each count is a new state that looks ahead along the chain): memoized per state.
 bool MaskComputer::utf8_chars_close(int state, std::vector<int>& closed) {
+  const auto at = static_cast<std::size_t>(state);
+  if (at >= utf8_ends_.size()) utf8_ends_.resize(at + 1);
+  if (!utf8_ends_[at].known) {
+    Utf8Ends found;
+    found.known = true;
+    found.live = utf8_chars_live(state, found.ends);
+    utf8_ends_[at] = std::move(found);
+  }
+  const Utf8Ends& e = utf8_ends_[at];
+  if (!e.live) return false;
+  for (const int s : e.ends) {
+    if (std::find(closed.begin(), closed.end(), s) == closed.end()) closed.push_back(s);
+  }
+  return true;
+}
+
+// utf8_chars_close's computation: false when a multi-byte character kills the parse from
+// `state`, else true with the states they end in (each once) in `ends`.
+bool MaskComputer::utf8_chars_live(int state, std::vector<int>& ends) {
   struct Lead {
     unsigned lo, hi;            // lead bytes
     unsigned next_lo, next_hi;  // the first continuation byte's range
@@ -370,7 +440,7 @@ bool MaskComputer::utf8_chars_close(int state, std::vector<int>& closed) {
       cur.swap(next);
     }
     for (const int s : cur) {
-      if (std::find(closed.begin(), closed.end(), s) == closed.end()) closed.push_back(s);
+      if (std::find(ends.begin(), ends.end(), s) == ends.end()) ends.push_back(s);
     }
   }
   return true;
@@ -414,11 +484,26 @@ void MaskComputer::walk(std::uint32_t node, int state, TokenMask& out) {
     const int next = parser_->step(state, trie_->child_byte_[c]);
     if (next == PushdownParser::kDead) continue;  // prune: no token below extends this prefix
     const std::uint32_t child = trie_->child_node_[c];
-    for (std::uint32_t k = trie_->first_token_[child]; k < trie_->first_token_[child + 1]; ++k) {
-      out.allow(trie_->token_ids_[k]);
-    }
-    if (parser_->can_continue(next)) walk(child, next, out);
+    if (enter(child, next, out)) walk(child, next, out);
   }
+}
+
+// A child whose prefix leads to the live state `next`: the tokens that end there are allowed,
+// and the walk goes on below it when `next` can read more. In a frame walk (ends_frame_ set),
+// a prefix that ends the frame's rule (`next` accepts) makes every token below it depend on
+// the frames below: all are marked, and only the tokens still alive inside the frame are
+// allowed.
+bool MaskComputer::enter(std::uint32_t child, int next, TokenMask& out) {
+  const bool goes_on = parser_->can_continue(next);
+  if (ends_frame_ && parser_->accepts(next)) {
+    for (std::uint32_t i = trie_->lo_[child]; i < trie_->hi_[child]; ++i)
+      ends_frame_->allow(trie_->sorted_[i]);
+  }
+  if (!ends_frame_ || goes_on) {
+    for (std::uint32_t k = trie_->first_token_[child]; k < trie_->first_token_[child + 1]; ++k)
+      out.allow(trie_->token_ids_[k]);
+  }
+  return goes_on;
 }
 
 // The root of a state that does not loop but whose ASCII bytes mostly lead into one state F
@@ -479,11 +564,7 @@ bool MaskComputer::walk_root_into_loop(int state, TokenMask& out) {
   for (std::uint32_t c = first; c < end; ++c) {
     const std::uint32_t child = trie_->child_node_[c];
     const int next = parser_->step(state, trie_->child_byte_[c]);
-    if (next == PushdownParser::kDead) continue;
-    for (std::uint32_t k = trie_->first_token_[child]; k < trie_->first_token_[child + 1]; ++k) {
-      out.allow(trie_->token_ids_[k]);
-    }
-    if (!parser_->can_continue(next)) continue;
+    if (next == PushdownParser::kDead || !enter(child, next, out)) continue;
     if (c < ascii_end ? next == into : multibyte)
       walk_loop(child, next, *t, out);
     else
@@ -503,11 +584,7 @@ void MaskComputer::walk_loop(std::uint32_t node, int state, const TokenTrie::Loo
     const bool continues = t.phase[child] & TokenTrie::LoopTables::kContinues;
     if (continues && !t.must_walk[child]) continue;  // every token below was allowed by the scan
     const int next = parser_->step(state, trie_->child_byte_[c]);
-    if (next == PushdownParser::kDead) continue;
-    for (std::uint32_t k = trie_->first_token_[child]; k < trie_->first_token_[child + 1]; ++k) {
-      out.allow(trie_->token_ids_[k]);
-    }
-    if (!parser_->can_continue(next)) continue;
+    if (next == PushdownParser::kDead || !enter(child, next, out)) continue;
     if (continues)
       walk_loop(child, next, t, out);
     else
@@ -522,12 +599,92 @@ const TokenMask& MaskComputer::mask(int state) {
   if (!cache_[static_cast<std::size_t>(state)]) {
     auto m = std::make_unique<TokenMask>();
     m->words.assign((static_cast<std::size_t>(trie_->vocab_size()) + 63) / 64, 0);
-    if (parser_->can_continue(state)) walk(0, state, *m);
+    if (parser_->can_continue(state) && !combine_frames(state, *m)) walk(0, state, *m);
     if (parser_->accepts(state) && eos_ >= 0 && eos_ < trie_->vocab_size()) m->allow(eos_);
     // walk() may have grown the parser's states, never this cache: the slot is still valid.
     cache_[static_cast<std::size_t>(state)] = std::move(m);
   }
   return *cache_[static_cast<std::size_t>(state)];
+}
+
+// The mask of a state as the OR of its stacks' frame masks (see mask() in the header), when
+// that is cheaper than a walk: the state has few stacks, one of them called by a rule below
+// (else its frames are the state itself), and few context-dependent tokens to check. Returns
+// false, having written nothing to `out`, when the walk should be used.
+bool MaskComputer::combine_frames(int state, TokenMask& out) {
+  // A copy: computing frame masks adds parser states, which may move the state's stacks.
+  const std::vector<int> stacks = parser_->stacks(state);
+  if (stacks.size() > kMaxFrames ||
+      std::none_of(stacks.begin(), stacks.end(), [&](int s) { return parser_->has_caller(s); }))
+    return false;
+  // A frame mask costs a walk: it pays when its frame recurs. A state with a frame seen for
+  // the first time is walked whole (and the frame remembered); its next sighting, in another
+  // context, computes the frame's mask.
+  frames_.clear();
+  bool first_sighting = false;
+  for (const int s : stacks) {
+    const auto f = static_cast<std::size_t>(parser_->top_frame_state(s));
+    if (f >= frame_seen_.size()) frame_seen_.resize(f + 1, 0);
+    if (!frame_seen_[f]) first_sighting = true;
+    frame_seen_[f] = 1;
+    frames_.push_back(static_cast<int>(f));
+  }
+  if (first_sighting) return false;
+  std::vector<const FrameMask*> parts;
+  std::size_t dependent = 0;
+  for (const int f : frames_) {
+    const FrameMask& part = frame_mask(f);
+    dependent += part.context_dependent.size();
+    if (dependent > kMaxContextDependent) return false;
+    parts.push_back(&part);
+  }
+  for (const FrameMask* part : parts) {
+    for (std::size_t w = 0; w < out.words.size(); ++w) out.words[w] |= part->allowed.words[w];
+  }
+  // The context-dependent tokens that no frame allows outright, each checked once from the
+  // whole state.
+  unsure_.assign(out.words.size(), 0);
+  for (const FrameMask* part : parts) {
+    for (const int t : part->context_dependent)
+      unsure_[static_cast<std::size_t>(t) >> 6] |= std::uint64_t{1} << (t & 63);
+  }
+  for (std::size_t w = 0; w < unsure_.size(); ++w) {
+    for (std::uint64_t bits = unsure_[w] & ~out.words[w]; bits != 0; bits &= bits - 1) {
+      const int t = static_cast<int>(w * 64) + std::countr_zero(bits);
+      if (parser_->advance(state, (*token_bytes_)[static_cast<std::size_t>(t)]) !=
+          PushdownParser::kDead)
+        out.allow(t);
+    }
+  }
+  return true;
+}
+
+// The parts of the mask of one top frame: a walk from its lone-frame state, in which reaching
+// the end of the input means leaving the frame's rule, so that enter() sorts those tokens out.
+const MaskComputer::FrameMask& MaskComputer::frame_mask(int frame_state) {
+  const auto f = static_cast<std::size_t>(frame_state);
+  if (f >= frame_cache_.size()) frame_cache_.resize(f + 1);
+  if (!frame_cache_[f]) {
+    const std::size_t words = (static_cast<std::size_t>(trie_->vocab_size()) + 63) / 64;
+    auto part = std::make_unique<FrameMask>();
+    part->allowed.words.assign(words, 0);
+    TokenMask ends;
+    ends.words.assign(words, 0);
+    struct Marking {  // ends_frame_ points at `ends` only during this walk, even if it throws
+      TokenMask*& slot;
+      ~Marking() { slot = nullptr; }
+    } marking{ends_frame_};
+    ends_frame_ = &ends;
+    walk(0, frame_state, part->allowed);
+    for (std::size_t w = 0; w < words; ++w) {
+      for (std::uint64_t bits = ends.words[w] & ~part->allowed.words[w]; bits != 0;
+           bits &= bits - 1)
+        part->context_dependent.push_back(static_cast<int>(w * 64) + std::countr_zero(bits));
+    }
+    ++num_frame_masks_;
+    frame_cache_[f] = std::move(part);
+  }
+  return *frame_cache_[f];
 }
 
 bool MaskComputer::cached(int state) const {

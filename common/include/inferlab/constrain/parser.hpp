@@ -84,6 +84,20 @@ class PushdownParser {
   /// interning): the definition that step() caches. Empty stacks and !accept = dead.
   RawState step_uncached(const RawState& from, unsigned char byte);
 
+  /// @brief The sorted ids of the stacks of @p state (a live state, not kDead) that can read
+  /// a byte: the parts whose masks token_mask.hpp combines.
+  const std::vector<int>& stacks(int state) const {
+    return states_[static_cast<std::size_t>(state)].stacks;
+  }
+  /// @brief True when stack @p stack has frames below its top (its top rule was called).
+  bool has_caller(int stack) const;
+  /// @brief The state whose only stack is the top frame of stack @p stack (its node and
+  /// member mask) with nothing below it: there the end of the top rule is the end of the
+  /// input. What a byte string does from @p stack before its top rule ends, it does from this
+  /// state, which is the same for every stack with that top frame, whatever lies below.
+  /// @note @p stack must be one of a state's stacks (its top reads a byte).
+  int top_frame_state(int stack);
+
   /// @brief Number of parser states built so far (grows as the DFA is explored).
   std::size_t num_states() const { return states_.size(); }
   /// @brief Number of NFA nodes of the compiled grammar.

@@ -2,8 +2,9 @@
 /// @file token_mask.hpp
 /// @brief Which tokens may come next: the tokenizer's pieces as byte strings in a trie, walked
 /// together with the parser so that a rejected prefix prunes its whole subtree; masks are
-/// cached per parser state. A brute-force oracle (every token, byte by byte, no cache) is the
-/// specification the fast path is tested against.
+/// cached per parser state, and per grammar position (a stack's top frame, whatever lies below
+/// it), so that a state seen in a new context costs a few bitset ORs. A brute-force oracle
+/// (every token, byte by byte, no cache) is the specification the fast path is tested against.
 
 #include <array>
 #include <cstdint>
@@ -114,18 +115,44 @@ class MaskComputer {
   /// @brief At most this many states may share one set of loop tables (a string with a
   /// minimum length counts its characters up to it in states).
   static constexpr std::size_t kMaxLoopStates = 16;
+  // A longer chain of states (a string with a large maxLength) gets the tables of its first
+  // state alone when every string of W characters as long as the longest token stays live
+  // from it (chain_stays_live).
   /// @brief ... and only below trie nodes with at least this many tokens in their subtree.
   static constexpr std::uint32_t kMinLoopSubtree = 64;
-  /// @brief @p parser, @p trie and @p token_bytes must outlive this object. @p eos_token is allowed exactly
-  /// where the parser accepts; @p token_bytes is the trie's input (kept for the oracle).
+  /// @brief A state with at most this many stacks, one of them called by a rule below it,
+  /// gets its mask from its stacks' frame masks (see mask()).
+  static constexpr std::size_t kMaxFrames = 64;
+  /// @brief ... and whose frames have at most this many context-dependent tokens in all (each
+  /// is checked by stepping the parser through its bytes).
+  static constexpr std::size_t kMaxContextDependent = 512;
+  /// @brief @p parser, @p trie and @p token_bytes must outlive this object. @p eos_token is
+  /// allowed exactly where the parser accepts; @p token_bytes is the trie's input (kept for the
+  /// oracle).
   MaskComputer(PushdownParser& parser, const TokenTrie& trie,
                const std::vector<std::string>& token_bytes, int eos_token);
 
   /// @brief The allowed tokens after the text that led to @p state: walks the trie, stepping
   /// the parser one byte per edge and skipping every subtree whose prefix is dead. Cached per
   /// state, so a state seen before costs a lookup.
-  /// @note Cost: one cached transition per trie node visited (at most the trie's size).
+  ///
+  /// A state inside a called rule (a string value, a member of an object) recurs under ever
+  /// new stacks below it: the same position in an object with other members written before
+  /// it is a new parser state. Its mask is then built from per-position parts, XGrammar's
+  /// context-independent tokens: a token is allowed from a set of stacks exactly when it is
+  /// allowed from one of them, and from one stack, a token that is still alive inside the top
+  /// frame's rule when its bytes end is allowed whatever lies below (the same path exists), one
+  /// that dies before that rule ends is rejected whatever lies below; only a token that ends
+  /// the top rule on the way depends on the frames below. The first two sets depend on the top
+  /// frame alone and are computed once per top frame (a walk from
+  /// PushdownParser::top_frame_state, cached); the state's mask is the OR of its stacks'
+  /// allowed sets plus those of the few context-dependent tokens that the full state accepts,
+  /// each checked byte by byte. The result is the walk's mask, bit for bit.
+  /// @note Cost: one cached transition per trie node visited (at most the trie's size); with
+  /// frame masks, one OR of V bits per stack plus one advance per context-dependent token.
   const TokenMask& mask(int state);
+  /// @brief Number of top-frame masks computed so far (each is one trie walk).
+  std::size_t num_frame_masks() const { return num_frame_masks_; }
   /// @brief The specification: for every token, feed its bytes to the parser one by one with
   /// no cache at all (PushdownParser::step_uncached); allowed when the result is not dead.
   /// @note Cost: V x token length closures; for tests and the bench only.
@@ -141,10 +168,46 @@ class MaskComputer {
   const std::vector<std::string>* token_bytes_;
   int eos_;
   std::vector<std::unique_ptr<TokenMask>> cache_;            // by state id
+  // The mask parts of one top frame: the tokens allowed whatever lies below it, and (sorted)
+  // the ones that end its rule on the way, which depend on what lies below.
+  struct FrameMask {
+    TokenMask allowed;
+    std::vector<int> context_dependent;
+  };
+  std::vector<std::unique_ptr<FrameMask>> frame_cache_;  // by PushdownParser::top_frame_state
+  std::size_t num_frame_masks_ = 0;
+  std::vector<std::uint8_t> frame_seen_;  // by top_frame_state: seen in a state before
+  std::vector<int> frames_;               // combine_frames' buffer, reused
+  // While a frame mask is walked: the tokens below a prefix that ends the frame's rule (set:
+  // a walk from a top_frame_state; nullptr: an ordinary walk).
+  TokenMask* ends_frame_ = nullptr;
+  std::vector<std::uint64_t> unsure_;  // combine_frames' buffer, reused
+  const FrameMask& frame_mask(int frame_state);
+  bool combine_frames(int state, TokenMask& out);
+  bool enter(std::uint32_t child, int next, TokenMask& out);
   std::vector<const TokenTrie::LoopTables*> loop_of_state_;  // by state; nullptr: no loop
   std::vector<std::uint8_t> loop_known_;                     // by state: loop_of_state_ set
   const TokenTrie::LoopTables* loop_tables_for(int state, std::uint32_t node);
   bool utf8_chars_close(int state, std::vector<int>& closed);
+  bool utf8_chars_live(int state, std::vector<int>& ends);
+  struct Utf8Ends {  // utf8_chars_close's answer for one state
+    bool known = false;
+    bool live = false;
+    std::vector<int> ends;
+  };
+  std::vector<Utf8Ends> utf8_ends_;  // by state
+  bool chain_stays_live(int state, const ByteSet& loop, bool& utf8);
+  // One state's step along a chain of W characters, for `loop`: the one successor every loop
+  // byte leads to (kDead: none, or not one), and whether every multi-byte character leads there.
+  struct ChainStep {
+    bool known = false;
+    ByteSet loop;
+    int successor = PushdownParser::kDead;
+    bool utf8 = false;
+  };
+  std::vector<ChainStep> chain_;  // by state
+  std::vector<int> ends_;         // chain_stays_live's buffer, reused
+  int max_token_bytes_ = 0;  // the longest token's bytes (the trie's depth)
   void walk(std::uint32_t node, int state, TokenMask& out);
   void walk_loop(std::uint32_t node, int state, const TokenTrie::LoopTables& t, TokenMask& out);
   bool walk_root_into_loop(int state, TokenMask& out);
