@@ -217,9 +217,10 @@ bool cpu_has_f16c() {
   unsigned a = 0, b = 0, c = 0, d = 0;
   return __get_cpuid(1, &a, &b, &c, &d) != 0 && (c & bit_F16C) != 0;
 }
-}  // namespace
 
-bool quant_isa_supported(QuantIsa isa) {
+// What quant_isa_supported answers, asked of the CPU once: CPUID is slow (a virtual machine
+// traps it to its hypervisor), and matmul_quant_version checks its isa on every call.
+bool cpu_runs(QuantIsa isa) {
   switch (isa) {
     case QuantIsa::scalar:
       return true;
@@ -228,8 +229,22 @@ bool quant_isa_supported(QuantIsa isa) {
              __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && cpu_has_f16c();
     case QuantIsa::avx512_vnni:
       return quant_dot::row_dot_avx512_vnni(TensorType::kQ8_0) != nullptr &&
-             quant_isa_supported(QuantIsa::avx2) && __builtin_cpu_supports("avx512f") &&
+             cpu_runs(QuantIsa::avx2) && __builtin_cpu_supports("avx512f") &&
              __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");
+  }
+  return false;
+}
+}  // namespace
+
+bool quant_isa_supported(QuantIsa isa) {
+  static const bool avx2 = cpu_runs(QuantIsa::avx2), vnni = cpu_runs(QuantIsa::avx512_vnni);
+  switch (isa) {
+    case QuantIsa::scalar:
+      return true;
+    case QuantIsa::avx2:
+      return avx2;
+    case QuantIsa::avx512_vnni:
+      return vnni;
   }
   return false;
 }
