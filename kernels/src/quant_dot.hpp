@@ -14,6 +14,8 @@ namespace inferlab::kernels::quant_dot {
 constexpr int kBlock = 32;
 // Tokens one call of a row dot serves (rung 3's tile; rung 2 passes one).
 constexpr int kTile = 8;
+// Weight rows one call of a row dot serves.
+constexpr int kRows = 4;
 
 // One block of 32 activations: x[j] ~ q[j] * d, and s = d * (q[0] + ... + q[31]) (the term a
 // weight block's minimum multiplies). bias[l] = -offset * (q[4l] + ... + q[4l+3]), offset
@@ -35,16 +37,18 @@ int weight_offset(TensorType type);
 // weights' offset.
 void quantize_activations(const float* x, int n, int offset, ActBlock* out);
 
-// out[c] = dot of the weight row (nb blocks of type) with token c's nb activation blocks
-// (act + c * nb), c < count <= kTile. Every path forms, per block b, 8 integer lanes (lane l the
-// sum of the 4 products 4l .. 4l+3) and adds them into one of two sets of 8 float lanes, set
-// k = b % 2 (two blocks per loop step, so two independent chains), as
-// acc[k][l] = fma(d_w * d_a, float(lane[l]), acc[k][l]), a weight minimum m_w as
-// extra[k] = fma(m_w, s_a, extra[k]), and returns, with v[l] = acc[0][l] + acc[1][l],
+// out[r * kTile + c] = dot of weight row r (nb blocks of type at row + r * row_bytes) with
+// token c's nb activation blocks (act + c * nb), r < rows <= kRows, c < count <= kTile. Every
+// path forms, per block b, 8 integer lanes (lane l the sum of the 4 products 4l .. 4l+3) and
+// adds them into one of two sets of 8 float lanes, set k = b % 2 (two blocks per loop step, so
+// two independent chains), as acc[k][l] = fma(d_w * d_a, float(lane[l]), acc[k][l]), a weight
+// minimum m_w as extra[k] = fma(m_w, s_a, extra[k]), and returns, with
+// v[l] = acc[0][l] + acc[1][l],
 // ((v0 + v4) + (v2 + v6)) + ((v1 + v5) + (v3 + v7)) + (extra[0] + extra[1]): the same bits on
-// every path, for every count.
-using RowDot = void (*)(const std::uint8_t* row, const ActBlock* act, int nb, int count,
-                        float* out);
+// every path, for every rows and count (the SIMD paths keep several rows and tokens in
+// registers at once, each pair with its own chains).
+using RowDot = void (*)(const std::uint8_t* row, std::size_t row_bytes, int rows,
+                        const ActBlock* act, int nb, int count, float* out);
 
 // The row dot of type on isa; nullptr for a type without an integer form.
 RowDot row_dot(TensorType type, QuantIsa isa);

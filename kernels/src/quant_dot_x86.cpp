@@ -26,6 +26,11 @@ namespace avx2 {
 }  // namespace avx2
 #pragma GCC pop_options
 
+// GCC 12's AVX-512 intrinsics pass an undefined register (`__m512i __Y = __Y;`) that its own
+// -Wuninitialized and -Wmaybe-uninitialized report once inlined (gcc.gnu.org bug 105593).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC push_options
 #pragma GCC target("avx2,fma,f16c,avx512f,avx512vl,avx512vnni")
 namespace vnni {
@@ -34,6 +39,7 @@ namespace vnni {
 #undef INFERLAB_QDOT_VNNI
 }  // namespace vnni
 #pragma GCC pop_options
+#pragma GCC diagnostic pop
 
 RowDot row_dot_avx2(TensorType type) {
   switch (type) {

@@ -127,30 +127,35 @@ void quantize_activations(const float* x, int n, int offset, ActBlock* out) {
 
 namespace {
 
-// The scalar path: the lanes and the two sets of quant_dot.hpp as loops, one token at a time.
+// The scalar path: the lanes and the two sets of quant_dot.hpp as loops, one row and token at
+// a time.
 // Block(p, w, d, m) gives a block's weights as ints, its scale d and minimum m (0 when none).
 template <void (*Block)(const std::uint8_t*, int*, float&, float&), std::size_t kBytes>
-void row_dot_scalar_any(const std::uint8_t* row, const ActBlock* act, int nb, int count,
-                        float* out) {
-  for (int c = 0; c < count; ++c) {
-    const ActBlock* a = act + std::size_t(c) * std::size_t(nb);
-    float acc[2][8] = {}, extra[2] = {};
-    for (int b = 0; b < nb; ++b) {
-      int w[kBlock];
-      float d = 0.0f, m = 0.0f;
-      Block(row + std::size_t(b) * kBytes, w, d, m);
-      const int k = b % 2;
-      for (int l = 0; l < 8; ++l) {
-        int lane = 0;
-        for (int j = 4 * l; j < 4 * l + 4; ++j) lane += w[j] * int(a[b].q[j]);
-        acc[k][l] = std::fma(d * a[b].d, float(lane), acc[k][l]);
+void row_dot_scalar_any(const std::uint8_t* rows_start, std::size_t row_bytes, int rows,
+                        const ActBlock* act, int nb, int count, float* out) {
+  for (int r = 0; r < rows; ++r) {
+    const std::uint8_t* row = rows_start + std::size_t(r) * row_bytes;
+    for (int c = 0; c < count; ++c) {
+      const ActBlock* a = act + std::size_t(c) * std::size_t(nb);
+      float acc[2][8] = {}, extra[2] = {};
+      for (int b = 0; b < nb; ++b) {
+        int w[kBlock];
+        float d = 0.0f, m = 0.0f;
+        Block(row + std::size_t(b) * kBytes, w, d, m);
+        const int k = b % 2;
+        for (int l = 0; l < 8; ++l) {
+          int lane = 0;
+          for (int j = 4 * l; j < 4 * l + 4; ++j) lane += w[j] * int(a[b].q[j]);
+          acc[k][l] = std::fma(d * a[b].d, float(lane), acc[k][l]);
+        }
+        extra[k] = std::fma(m, a[b].s, extra[k]);
       }
-      extra[k] = std::fma(m, a[b].s, extra[k]);
+      float v[8];
+      for (int l = 0; l < 8; ++l) v[l] = acc[0][l] + acc[1][l];
+      out[r * kTile + c] =
+          (((v[0] + v[4]) + (v[2] + v[6])) + ((v[1] + v[5]) + (v[3] + v[7]))) +
+          (extra[0] + extra[1]);
     }
-    float v[8];
-    for (int l = 0; l < 8; ++l) v[l] = acc[0][l] + acc[1][l];
-    out[c] = (((v[0] + v[4]) + (v[2] + v[6])) + ((v[1] + v[5]) + (v[3] + v[7]))) +
-             (extra[0] + extra[1]);
   }
 }
 
@@ -212,9 +217,10 @@ bool cpu_has_f16c() {
   unsigned a = 0, b = 0, c = 0, d = 0;
   return __get_cpuid(1, &a, &b, &c, &d) != 0 && (c & bit_F16C) != 0;
 }
-}  // namespace
 
-bool quant_isa_supported(QuantIsa isa) {
+// What quant_isa_supported answers, asked of the CPU once: CPUID is slow (a virtual machine
+// traps it to its hypervisor), and matmul_quant_version checks its isa on every call.
+bool cpu_runs(QuantIsa isa) {
   switch (isa) {
     case QuantIsa::scalar:
       return true;
@@ -223,8 +229,22 @@ bool quant_isa_supported(QuantIsa isa) {
              __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && cpu_has_f16c();
     case QuantIsa::avx512_vnni:
       return quant_dot::row_dot_avx512_vnni(TensorType::kQ8_0) != nullptr &&
-             quant_isa_supported(QuantIsa::avx2) && __builtin_cpu_supports("avx512f") &&
+             cpu_runs(QuantIsa::avx2) && __builtin_cpu_supports("avx512f") &&
              __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");
+  }
+  return false;
+}
+}  // namespace
+
+bool quant_isa_supported(QuantIsa isa) {
+  static const bool avx2 = cpu_runs(QuantIsa::avx2), vnni = cpu_runs(QuantIsa::avx512_vnni);
+  switch (isa) {
+    case QuantIsa::scalar:
+      return true;
+    case QuantIsa::avx2:
+      return avx2;
+    case QuantIsa::avx512_vnni:
+      return vnni;
   }
   return false;
 }
@@ -263,6 +283,7 @@ void matmul_quant_integer(float* y, const float* x, const QuantMatrix& w, int T,
   if (act.size() < std::size_t(T) * std::size_t(nb)) act.resize(std::size_t(T) * std::size_t(nb));
   ActBlock* const a = act.data();
   const bool parallel = long(T) * n * d >= kParallelWork;
+  const int groups = (d + quant_dot::kRows - 1) / quant_dot::kRows;  // of kRows weight rows
   // A few tokens' activations are quantized before the team starts: one barrier fewer per
   // call, which is what a decode step on a busy machine waits for.
   const bool parallel_activations = parallel && T >= quant_dot::kTile;
@@ -279,16 +300,22 @@ void matmul_quant_integer(float* y, const float* x, const QuantMatrix& w, int T,
     }
     // Tokens in chunks of kChunk: every row passes over one chunk's activations (kChunk * n
     // bytes and their scales, which stay in cache) before the next; a row's bytes are read
-    // once per chunk. Rows split the same way in every chunk, so no barrier between chunks.
+    // once per chunk. Rows go in groups of kRows (one row dot call: more rows in flight) and
+    // split the same way in every chunk, so no barrier between chunks.
     for (int t0 = 0; t0 < T; t0 += kChunk) {
       const int t1 = std::min(T, t0 + kChunk);
 #pragma omp for schedule(static) nowait
-      for (int o = 0; o < d; ++o) {
-        float out[quant_dot::kTile];
+      for (int g = 0; g < groups; ++g) {
+        const int o0 = g * quant_dot::kRows, rows = std::min(quant_dot::kRows, d - o0);
+        float out[quant_dot::kRows * quant_dot::kTile];
         for (int t = t0; t < t1; t += tile) {
           const int count = std::min(tile, t1 - t);
-          dot(w.row(o), a + std::size_t(t) * nb, nb, count, out);
-          for (int c = 0; c < count; ++c) y[std::size_t(t + c) * d + std::size_t(o)] = out[c];
+          dot(w.row(o0), w.row_bytes(), rows, a + std::size_t(t) * nb, nb, count, out);
+          for (int r = 0; r < rows; ++r) {
+            for (int c = 0; c < count; ++c) {
+              y[std::size_t(t + c) * d + std::size_t(o0 + r)] = out[r * quant_dot::kTile + c];
+            }
+          }
         }
       }
     }

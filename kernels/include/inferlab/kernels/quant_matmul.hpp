@@ -17,12 +17,14 @@
 ///     chosen at run time (QuantIsa); all paths form the same integer
 ///     sums in the same 8 lanes and add them in the same order (even blocks into one set of
 ///     float lanes, odd blocks into another: two independent chains), so they return the same
-///     bits.
+///     bits. Each call of a row dot serves 4 weight rows at once (more loads in flight, the
+///     activations loaded once for the 4); on AVX-512 a pair of blocks fills one 512-bit
+///     register (the even block's lanes in the low half, the odd one's in the high half).
 ///  3. batched: version 2 with tiles of tokens: each weight block is unpacked once and used for
-///     a tile of 8 tokens (4 per register tile on AVX2), and the rows pass over the tokens 64 at
-///     a time so their activations stay in cache (prefill). The per-token arithmetic is
-///     version 2's, so a token's output has the same bits whatever T and its place in the batch
-///     (batch invariant).
+///     a tile of 8 tokens, held in registers 2 rows by 4 tokens (2 by 2 on AVX2), and the rows
+///     pass over the tokens 64 at a time so their activations stay in cache (prefill). The
+///     per-token arithmetic is version 2's, so a token's output has the same bits whatever T
+///     and its place in the batch (batch invariant).
 /// Versions 2 and 3 differ from version 1 by the activation rounding: per element at most half
 /// a step of its block (amax / 254), so |y2 - y1| <= sum over blocks of
 /// (sum_i |w[o, i]|) * amax_block(x[t]) / 254, plus float rounding (tests/test_quant_matmul.cpp).
@@ -82,7 +84,7 @@ class QuantMatrix {
 enum class QuantIsa {
   scalar,      ///< plain C++ (the 8 lanes written as loops)
   avx2,        ///< AVX2 + FMA + F16C: `vpmaddubsw` then `vpmaddwd`
-  avx512_vnni  ///< AVX-512 VL + VNNI: `vpdpbusd` on 256-bit registers
+  avx512_vnni  ///< AVX-512 VL + VNNI: `vpdpbusd` (512-bit registers for one token, 256 for tiles)
 };
 /// @brief Whether this CPU (and this build: x86-64 with GCC) runs @p isa; scalar always.
 bool quant_isa_supported(QuantIsa isa);
