@@ -380,7 +380,7 @@ TEST_CASE("decode sweep: medians at 1..64 sequences and the ridge their ends imp
   CHECK(s.speedup_at_16 == s.rows[4].vs_batch1);
   const double params = static_cast<double>(model.config().n_params());
   CHECK(s.weight_bytes == model.bytes_read_per_token());  // float32: 4 bytes per weight
-  CHECK(s.bytes_per_weight == Approx(4.0).epsilon(0.01));
+  CHECK(s.bytes_per_weight == Approx(4.0).epsilon(0.03));  // and the packing's padding
   CHECK(s.bandwidth == Approx(s.weight_bytes / s.rows.front().step_seconds));
   CHECK(s.flops == Approx(2.0 * params * 64 / s.rows.back().step_seconds));
   CHECK(s.ridge() == Approx(s.flops / s.bandwidth));

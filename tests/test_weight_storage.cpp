@@ -127,6 +127,7 @@ TEST_CASE("stored weights: a decode step reads the blocks as stored", "[unit][qu
   for (bool shared : {true, false}) {
     const ModelConfig c = small_block_config(shared);
     const Model original = make_synthetic_model(c, {}, "small");
+    // These shapes pack without padding: the float model reads its float32 numbers.
     CHECK(original.bytes_read_per_token() == double(c.bytes_read_per_token()));
     // Per layer: wq, wo (D x D), wk, wv (32 x D: 4 KV heads of 8), w1, w2, w3 (H x D); then
     // the classifier (V x D) and one embedding row; the norms stay float32.

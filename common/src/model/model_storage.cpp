@@ -49,14 +49,16 @@ bool Model::float_weights() const { return packed_->embedding.empty(); }
 
 double Model::bytes_read_per_token() const {
   const ModelConfig& c = config_;
-  if (float_weights()) return double(c.bytes_read_per_token());
-  const CpuLinears& l = packed_->linears;
+  const CpuLinears& l = cpu_linears();  // a float model's packed matrices: what a step reads
   // This model's own layers: a first_layers_view() shares its base's longer lists.
   double bytes = double(l.wcls.bytes());
   for (const auto* list : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w1, &l.w2, &l.w3})
-    for (int layer = 0; layer < c.n_layers; ++layer) bytes += double((*list)[std::size_t(layer)].bytes());
+    for (int layer = 0; layer < c.n_layers; ++layer)
+      bytes += double((*list)[std::size_t(layer)].bytes());
   const double norms = (2.0 * c.n_layers + 1.0) * c.dim * sizeof(float);
-  return bytes + norms + double(packed_->embedding.bytes()) / c.vocab_size;
+  const double row = float_weights() ? double(c.dim) * sizeof(float)
+                                     : double(packed_->embedding.bytes()) / c.vocab_size;
+  return bytes + norms + row;
 }
 
 void Model::embedding_row(int token, float* row) const {

@@ -139,8 +139,9 @@ class Model {
   /// packed weights.
   const CpuLinears& cpu_linears() const;
   /// @brief The bytes of weights one decode step reads, as stored: every linear matrix and
-  /// the classifier once, the norms, and one row of the embedding table. For a float model
-  /// this is config().bytes_read_per_token(); for a block format it counts the blocks.
+  /// the classifier once (blocks for a block format; a float model's packed matrices, their
+  /// padding included, so at least config().bytes_read_per_token()), the norms, and one row
+  /// of the embedding table. Packs a float model's matrices if cpu_linears() has not yet.
   double bytes_read_per_token() const;
   /// @brief Where the model came from: a file path or "synthetic:NAME(seed=...)".
   const std::string& name() const { return name_; }
