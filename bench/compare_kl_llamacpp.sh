@@ -72,15 +72,9 @@ smol=$models/SmolLM2-135M-Instruct.Q4_1.gguf
 [[ -f $smol ]] || { echo "error: $smol not found: set INFERLAB_MODELS (README)" >&2; exit 2; }
 dir=${COMPARE_DIR:-/tmp/inferlab-kl-vs-llamacpp}
 mkdir -p "$dir"
-llama_extra=()
-if grep -qw amx_tile /proc/cpuinfo 2> /dev/null; then llama_extra=(--no-repack); fi
-# Runs a command with its output in FILE and its messages in FILE's .log; stops on a failure.
-run() {  # FILE, command...
-  local out=$1
-  shift
-  "$@" > "$out" 2> "${out%.*}.log" ||
-    { echo "error: $(basename "$1") failed, see ${out%.*}.log" >&2; exit 1; }
-}
+# llama_extra (the flags llama.cpp needs on this CPU) and run FILE COMMAND...
+# shellcheck source=bench/llamacpp_common.sh
+source "$(dirname "$0")/llamacpp_common.sh"
 
 # 1. The text, as the core holds it (the C++ string literals of quality_text()).
 text=$dir/pride_and_prejudice_ch1.txt

@@ -84,17 +84,9 @@ batched_ts() {  # file, B, column (6 or 8)
     v = $(c + 1); gsub(/ /, "", v); printf "%.1f", v }' "$1"
 }
 median3() { printf '%s\n' "$@" | sort -g | sed -n 2p; }
-# llama.cpp's AMX matmul (compiled in by GGML_NATIVE on an AMX CPU) raises SIGILL on the first
-# quantized matmul here: with --no-repack quantized weights never go to it.
-llama_extra=()
-if grep -qw amx_tile /proc/cpuinfo 2> /dev/null; then llama_extra=(--no-repack); fi
-# Runs a command with its output in FILE and its messages in FILE's .log; stops on a failure.
-run() {  # FILE, command...
-  local out=$1
-  shift
-  "$@" > "$out" 2> "${out%.*}.log" ||
-    { echo "error: $(basename "$1") failed, see ${out%.*}.log" >&2; exit 1; }
-}
+# llama_extra (the flags llama.cpp needs on this CPU) and run FILE COMMAND...
+# shellcheck source=bench/llamacpp_common.sh
+source "$(dirname "$0")/llamacpp_common.sh"
 # llama-batched-bench three times, into PREFIX_1.md .. PREFIX_3.md (a single run of it is
 # as noisy as any other on a shared machine).
 llama_runs() {  # PREFIX, llama-batched-bench arguments...

@@ -79,18 +79,32 @@ TEST_CASE("quant quality: first divergence of greedy sequences", "[unit][quality
   CHECK(inferlab::first_divergence(V{}, V{}) == -1);
 }
 
+namespace {
+
+/// A synthetic stories260K model with a 16-token context and a made-up text of 20 tokens.
+struct QualityCase {
+  inferlab::Model model = [] {
+    inferlab::SyntheticOptions o;
+    o.seq_len = 16;
+    return inferlab::make_synthetic_model("stories260K", o);
+  }();
+  std::vector<int> tokens = [this] {
+    std::vector<int> t;
+    for (int i = 0; i < 20; ++i) t.push_back((7 * i + 3) % model.config().vocab_size);
+    return t;
+  }();
+};
+
+}  // namespace
+
 TEST_CASE("quant quality: compare_quality scores every token once, window by window",
           "[unit][quality]") {
-  inferlab::SyntheticOptions o;
-  o.seq_len = 16;
-  const inferlab::Model model = inferlab::make_synthetic_model("stories260K", o);
-  const int V = model.config().vocab_size;
-  std::vector<int> tokens;
-  for (int i = 0; i < 20; ++i) tokens.push_back((7 * i + 3) % V);
-  const inferlab::Model* models[] = {&model};
+  const QualityCase q;
+  const int V = q.model.config().vocab_size;
+  const inferlab::Model* models[] = {&q.model};
 
   // The model against itself: nothing changes; the perplexity is the windows' own.
-  const std::vector<QualityStats> s = inferlab::compare_quality(model, models, tokens, 1, 8);
+  const std::vector<QualityStats> s = inferlab::compare_quality(q.model, models, q.tokens, 1, 8);
   REQUIRE(s.size() == 1);
   CHECK(s[0].positions == 20);
   CHECK(s[0].kl_mean == 0.0);
@@ -98,47 +112,43 @@ TEST_CASE("quant quality: compare_quality scores every token once, window by win
 
   // The same perplexity by hand: windows [BOS, 7 tokens] x 2 and [BOS, 6 tokens].
   std::unique_ptr<inferlab::ModelRunner> runner =
-      inferlab::make_runner(model, inferlab::Device::cpu);
+      inferlab::make_runner(q.model, inferlab::Device::cpu);
   double nll = 0.0;
-  for (std::size_t start = 0; start < tokens.size(); start += 7) {
-    const std::size_t n = std::min<std::size_t>(7, tokens.size() - start);
+  for (std::size_t start = 0; start < q.tokens.size(); start += 7) {
+    const std::size_t n = std::min<std::size_t>(7, q.tokens.size() - start);
     std::vector<int> fed{1};
-    fed.insert(fed.end(), tokens.begin() + long(start), tokens.begin() + long(start + n - 1));
+    fed.insert(fed.end(), q.tokens.begin() + long(start), q.tokens.begin() + long(start + n - 1));
     inferlab::KVCache cache = inferlab::make_cache(*runner, int(n));
     std::vector<float> logits;
     inferlab::run_sequence(*runner, fed, 0, cache, inferlab::LogitsMode::all, logits);
     for (std::size_t r = 0; r < n; ++r) {
       nll += inferlab::negative_log_likelihood(
           std::span<const float>(logits.data() + r * std::size_t(V), std::size_t(V)),
-          tokens[start + r]);
+          q.tokens[start + r]);
     }
   }
   CHECK(s[0].perplexity == Approx(std::exp(nll / 20.0)).epsilon(1e-9));
 
   // Without BOS the first token is context only.
-  CHECK(inferlab::compare_quality(model, models, tokens, -1, 8)[0].positions == 19);
+  CHECK(inferlab::compare_quality(q.model, models, q.tokens, -1, 8)[0].positions == 19);
   // The window must fit the context (+1: the last token is predicted, not forwarded).
-  CHECK_NOTHROW(inferlab::compare_quality(model, models, tokens, 1, 17));
-  CHECK_THROWS_AS(inferlab::compare_quality(model, models, tokens, 1, 18), inferlab::Error);
-  CHECK_THROWS_AS(inferlab::compare_quality(model, models, tokens, 1, 1), inferlab::Error);
-  CHECK_THROWS_AS(inferlab::compare_quality(model, models, std::vector<int>{V}, 1, 8),
+  CHECK_NOTHROW(inferlab::compare_quality(q.model, models, q.tokens, 1, 17));
+  CHECK_THROWS_AS(inferlab::compare_quality(q.model, models, q.tokens, 1, 18), inferlab::Error);
+  CHECK_THROWS_AS(inferlab::compare_quality(q.model, models, q.tokens, 1, 1), inferlab::Error);
+  CHECK_THROWS_AS(inferlab::compare_quality(q.model, models, std::vector<int>{V}, 1, 8),
                   inferlab::Error);
 }
 
 TEST_CASE("quant quality: compare_quality_chunks scores llama-perplexity's positions",
           "[unit][quality]") {
-  inferlab::SyntheticOptions o;
-  o.seq_len = 16;
-  const inferlab::Model model = inferlab::make_synthetic_model("stories260K", o);
-  const int V = model.config().vocab_size;
-  std::vector<int> tokens;
-  for (int i = 0; i < 20; ++i) tokens.push_back((7 * i + 3) % V);
-  const inferlab::Model* models[] = {&model};
+  const QualityCase q;
+  const int V = q.model.config().vocab_size;
+  const inferlab::Model* models[] = {&q.model};
 
   // With BOS the text is [BOS, 20 tokens]: two whole chunks of 8, the tail of 5 left out; in
   // each, rows 4, 5, 6 (the second half, but the last token) are scored.
   const std::vector<QualityStats> s =
-      inferlab::compare_quality_chunks(model, models, tokens, 1, 8);
+      inferlab::compare_quality_chunks(q.model, models, q.tokens, 1, 8);
   REQUIRE(s.size() == 1);
   CHECK(s[0].positions == 6);
   CHECK(s[0].kl_mean == 0.0);
@@ -146,9 +156,9 @@ TEST_CASE("quant quality: compare_quality_chunks scores llama-perplexity's posit
 
   // The same perplexity by hand: chunk i is text[8i, 8i + 8) with its first token made BOS.
   std::vector<int> text{1};
-  text.insert(text.end(), tokens.begin(), tokens.end());
+  text.insert(text.end(), q.tokens.begin(), q.tokens.end());
   std::unique_ptr<inferlab::ModelRunner> runner =
-      inferlab::make_runner(model, inferlab::Device::cpu);
+      inferlab::make_runner(q.model, inferlab::Device::cpu);
   double nll = 0.0;
   for (std::size_t start = 0; start + 8 <= text.size(); start += 8) {
     std::vector<int> fed(text.begin() + long(start), text.begin() + long(start + 7));
@@ -164,27 +174,27 @@ TEST_CASE("quant quality: compare_quality_chunks scores llama-perplexity's posit
   }
   CHECK(s[0].perplexity == Approx(std::exp(nll / 6.0)).epsilon(1e-9));
   // The windows of compare_quality() score other positions, so another perplexity.
-  CHECK(inferlab::compare_quality(model, models, tokens, 1, 8)[0].perplexity !=
+  CHECK(inferlab::compare_quality(q.model, models, q.tokens, 1, 8)[0].perplexity !=
         Approx(s[0].perplexity).epsilon(1e-9));
 
-  // Without BOS: 20 tokens, two chunks of 8 again; odd chunks score chunk - 1 - chunk / 2.
-  CHECK(inferlab::compare_quality_chunks(model, models, tokens, -1, 8)[0].positions == 6);
-  CHECK(inferlab::compare_quality_chunks(model, models, tokens, -1, 3)[0].positions == 6);
-  CHECK(inferlab::compare_quality_chunks(model, models, tokens, 1, 17)[0].positions == 8);
+  // Without BOS: 20 q.tokens, two chunks of 8 again; odd chunks score chunk - 1 - chunk / 2.
+  CHECK(inferlab::compare_quality_chunks(q.model, models, q.tokens, -1, 8)[0].positions == 6);
+  CHECK(inferlab::compare_quality_chunks(q.model, models, q.tokens, -1, 3)[0].positions == 6);
+  CHECK(inferlab::compare_quality_chunks(q.model, models, q.tokens, 1, 17)[0].positions == 8);
   // A chunk must score something, fit the context (+1) and the text.
-  CHECK_THROWS_AS(inferlab::compare_quality_chunks(model, models, tokens, 1, 2),
+  CHECK_THROWS_AS(inferlab::compare_quality_chunks(q.model, models, q.tokens, 1, 2),
                   inferlab::ParameterError);
-  CHECK_THROWS_AS(inferlab::compare_quality_chunks(model, models, tokens, 1, 18),
+  CHECK_THROWS_AS(inferlab::compare_quality_chunks(q.model, models, q.tokens, 1, 18),
                   inferlab::ParameterError);
-  const std::vector<int> short_text(tokens.begin(), tokens.begin() + 15);
+  const std::vector<int> short_text(q.tokens.begin(), q.tokens.begin() + 15);
   try {
-    inferlab::compare_quality_chunks(model, models, short_text, -1, 16);
+    inferlab::compare_quality_chunks(q.model, models, short_text, -1, 16);
     FAIL("a text shorter than one chunk was accepted");
   } catch (const inferlab::ParameterError& e) {
     CHECK(e.parameter() == "chunk");
-    CHECK(e.problem() == "16: the text has 15 tokens, fewer than one chunk");
+    CHECK(e.problem() == "16: the text has 15 q.tokens, fewer than one chunk");
   }
-  CHECK_THROWS_AS(inferlab::compare_quality_chunks(model, models, std::vector<int>{V}, 1, 8),
+  CHECK_THROWS_AS(inferlab::compare_quality_chunks(q.model, models, std::vector<int>{V}, 1, 8),
                   inferlab::Error);
 }
 
