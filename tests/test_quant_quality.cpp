@@ -192,7 +192,7 @@ TEST_CASE("quant quality: compare_quality_chunks scores llama-perplexity's posit
     FAIL("a text shorter than one chunk was accepted");
   } catch (const inferlab::ParameterError& e) {
     CHECK(e.parameter() == "chunk");
-    CHECK(e.problem() == "16: the text has 15 q.tokens, fewer than one chunk");
+    CHECK(e.problem() == "16: the text has 15 tokens, fewer than one chunk");
   }
   CHECK_THROWS_AS(inferlab::compare_quality_chunks(q.model, models, std::vector<int>{V}, 1, 8),
                   inferlab::Error);
