@@ -24,6 +24,7 @@ cd "$work" || exit 1
 # --- fixtures ---------------------------------------------------------------------------------
 mkfifo fifo
 mkdir dir
+: > empty_text.txt
 ln -s loop_a loop_b && ln -s loop_b loop_a
 int32() { printf "$(printf '\\x%02x\\x%02x\\x%02x\\x%02x' $(($1 & 255)) $(($1 >> 8 & 255)) $(($1 >> 16 & 255)) $(($1 >> 24 & 255)))"; }
 { for v in 64 172 5 8 4 -2147483648 512; do int32 "$v"; done; } > vocab_int_min.bin
@@ -569,6 +570,10 @@ for v in -1 1 2; do
 done
 check reject "1|2" "ppl-chunk" "$ch09" --synthetic stories260K --formats f32 --ppl-chunk abc
 check reject "1|2" "ppl-chunk" "$ch09" --synthetic stories260K --formats f32 --ppl-chunk 2147483648
+# Its --text: a regular, non-empty file, refused before any model is loaded (a FIFO blocked it).
+q09=("$ch09" --synthetic stories260K --formats f32 --quick)
+files q09 --text
+check reject 1 "^error: --text empty_text.txt: the file is empty$" "${q09[@]}" --text empty_text.txt
 
 echo "hostile inputs: $pass passed, $fail failed, $skip groups skipped"
 [ "$fail" -eq 0 ]

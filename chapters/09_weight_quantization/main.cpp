@@ -12,9 +12,7 @@
 
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -79,15 +77,6 @@ std::string format_misfit(const ModelConfig& c, WeightFormat format) {
   return "";
 }
 
-std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(fmt::format("--text {}: cannot read the file", path));
-  std::ostringstream s;
-  s << in.rdbuf();
-  if (s.str().empty()) throw Error(fmt::format("--text {}: the file is empty", path));
-  return s.str();
-}
-
 int run(Options& o) {
   if (o.reps < 1) throw Error(fmt::format("--reps {} must be >= 1", o.reps));
   if (o.ppl_chunk != 0 && o.ppl_chunk < 3)
@@ -95,13 +84,7 @@ int run(Options& o) {
   if (!o.plot.empty()) require_writable_output(o.plot, "--plot");
   const std::vector<std::string> names = chosen_formats(o);
   for (const std::string& n : names) parse_weight_format(n);  // a bad name fails before loading
-  std::string text = o.text_file.empty() ? quality_text() : read_text(o.text_file);
-  // --quick: the first paragraphs only (about 1,000 characters).
-  if (o.quick && text.size() > 1000)
-    text.resize(text.find(' ', 1000) == std::string::npos ? text.size() : text.find(' ', 1000));
-  std::string source = o.text_file.empty() ? quality_text_source() : o.text_file;
-  if (o.ppl_chunk > 0)
-    source += fmt::format(" (llama-perplexity's chunks of {} tokens)", o.ppl_chunk);
+  const QualityInput quality = quality_input(o.text_file, o.quick, o.ppl_chunk);
 
   // The reference, then one model per format (all held at once: the quality measure runs the
   // text through every one of them window by window).
@@ -145,8 +128,8 @@ int run(Options& o) {
   }
   co.window = std::min(co.window, ref.model->config().seq_len + 1);
   co.ppl_chunk = o.ppl_chunk;
-  FormatReport report{&*ref.model, omp_get_max_threads(), o.quick ? 1 : o.reps, source,
-                      compare_formats(*ref.model, formats, *ref.tokenizer, text,
+  FormatReport report{&*ref.model, omp_get_max_threads(), o.quick ? 1 : o.reps, quality.source,
+                      compare_formats(*ref.model, formats, *ref.tokenizer, quality.text,
                                       kv_quality_prompts(), co),
                       skipped};
 

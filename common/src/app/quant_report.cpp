@@ -5,6 +5,12 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
+
+#include "inferlab/analysis/quant_quality.hpp"
+#include "inferlab/base/error.hpp"
+#include "inferlab/base/safe_files.hpp"
+
 namespace inferlab {
 
 namespace {
@@ -18,6 +24,25 @@ std::string divergence_text(const std::vector<int>& d) {
 }
 
 }  // namespace
+
+QualityInput quality_input(const std::string& text_file, bool quick, int ppl_chunk) {
+  QualityInput in;
+  if (text_file.empty()) {
+    in.text = quality_text();
+    in.source = quality_text_source();
+  } else {
+    in.text = read_regular_file(text_file, "--text", std::size_t{64} << 20);
+    if (in.text.empty()) throw Error(fmt::format("--text {}: the file is empty", text_file));
+    in.source = text_file;
+  }
+  if (quick && in.text.size() > 1000) {  // the first paragraphs only
+    const std::size_t cut = in.text.find(' ', 1000);
+    if (cut != std::string::npos) in.text.resize(cut);
+  }
+  if (ppl_chunk > 0)
+    in.source += fmt::format(" (llama-perplexity's chunks of {} tokens)", ppl_chunk);
+  return in;
+}
 
 void print_format_report(const FormatReport& report, const Hardware* roof,
                          const std::string& plot) {

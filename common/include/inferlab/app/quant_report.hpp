@@ -25,6 +25,19 @@ struct FormatReport {
   std::vector<std::string> skipped;     ///< "format: why" for each format left out
 };
 
+/// @brief The text chapter 09 measures quality on, and how its report names it.
+struct QualityInput {
+  std::string text;    ///< the characters to tokenize
+  std::string source;  ///< the report's text_source
+};
+
+/// @brief The built-in public-domain text (quality_text()), or the regular file @p text_file;
+/// with @p quick only its first paragraphs (about 1,000 characters). The source names the file
+/// or the built-in text's edition, and llama-perplexity's chunks when @p ppl_chunk > 0.
+/// @throws inferlab::Error naming `--text` for a file that cannot be read, is larger than
+/// 64 MiB or is empty.
+QualityInput quality_input(const std::string& text_file, bool quick, int ppl_chunk);
+
 /// @brief Prints the report: per format bytes, speeds and quality, the greedy divergence, the
 /// speed-ups against the first format, and, when @p roof is given, each format's roofline point.
 /// @param report the measurements (at least one run)
