@@ -196,8 +196,9 @@ class SchemaEmitter {
   }
 
   int emit(const StringSpec& s) {
-    if (s.regex) {
-      const int body = compile_regex(g_, *s.regex, RegexEncoding::json_string, s.search);
+    if (!s.regexes.empty()) {
+      const int body = compile_string_language(g_, s.regexes, s.min_length, s.max_length,
+                                               RegexEncoding::json_string);
       return g_.seq({lit("\""), body, lit("\"")});
     }
     if (s.min_length == 0 && s.max_length < 0) return ref(string_);

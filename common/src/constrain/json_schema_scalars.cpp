@@ -109,28 +109,23 @@ DecimalDigits bound_digits(double v, const char* kw) {
 SpecId SchemaParser::parse_string(const Json& s) {
   const auto min_len = count_kw(s, "minLength");
   const auto max_len = count_kw(s, "maxLength");
-  const bool has_pattern = s.contains("pattern");
-  const std::optional<std::string> format =
-      s.contains("format") && limits_.format_assertion ? format_regex(s["format"]) : std::nullopt;
-  const bool has_format = format.has_value();
-  if (has_pattern || has_format) {
-    if (has_pattern && has_format) unsupported("format", "together with pattern");
-    if ((min_len && *min_len > 0) || max_len)
-      unsupported(min_len ? "minLength" : "maxLength", "together with pattern or format");
-    if (has_pattern && !s["pattern"].is_string()) throw Error("pattern must be a string");
-    StringSpec spec;
-    spec.regex = has_pattern ? s["pattern"].get<std::string>() : *format;
-    spec.search = has_pattern;
-    Grammar check;  // the regex's errors are the schema's: found here, not while emitting
-    compile_regex(check, *spec.regex, RegexEncoding::json_string, spec.search);
-    return add(std::move(spec));
-  }
   const long lo = min_len.value_or(0);
   const long hi = max_len ? *max_len : -1;
   if (!count_range_nonempty(lo, hi, "minLength", "maxLength")) return add(NothingSpec{});
   StringSpec spec;
   spec.min_length = static_cast<int>(lo);
   spec.max_length = static_cast<int>(hi);
+  if (s.contains("pattern")) {
+    if (!s["pattern"].is_string()) throw Error("pattern must be a string");
+    spec.regexes.push_back({s["pattern"].get<std::string>(), true});
+  }
+  if (s.contains("format") && limits_.format_assertion) {
+    if (auto format = format_regex(s["format"])) spec.regexes.push_back({*format, false});
+  }
+  for (const RegexTerm& r : spec.regexes) {
+    Grammar check;  // the regex's errors are the schema's: found here, not while emitting
+    compile_regex(check, r.pattern, RegexEncoding::json_string, r.search);
+  }
   return add(std::move(spec));
 }
 

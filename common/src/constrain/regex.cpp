@@ -11,13 +11,13 @@
 
 #include "inferlab/base/error.hpp"
 #include "inferlab/base/utf8.hpp"
+#include "regex_tree.hpp"
 
-namespace inferlab {
+namespace inferlab::regex_tree {
 
 namespace {
 
-using Ranges = std::vector<std::pair<std::uint32_t, std::uint32_t>>;
-constexpr std::uint32_t kMaxCp = 0x10FFFF;
+constexpr std::uint32_t kMaxCp = kMaxCodePoint;
 constexpr int kMaxRepeat = 1000000;
 
 Ranges normalize(Ranges r) {
@@ -55,9 +55,9 @@ Ranges space_ranges() {
 
 class RegexParser {
  public:
-  RegexParser(Grammar& g, std::string_view p, RegexEncoding enc) : g_(g), p_(p), enc_(enc) {}
+  explicit RegexParser(std::string_view p) : p_(p) {}
 
-  int parse(bool search) {
+  RegexTree parse(bool search) {
     bool anchored_start = false, anchored_end = false;
     if (pos_ < p_.size() && p_[pos_] == '^') {
       anchored_start = true;
@@ -74,21 +74,21 @@ class RegexParser {
     }
     const int body = parse_alt(0);
     if (!at_end()) fail(p_[pos_] == ')' ? "unmatched ')'" : "unexpected character");
-    if (!search) {
-      return body;
+    tree_.root = body;
+    if (search) {
+      std::vector<int> items;
+      const int any = chars({{0, kMaxCp}});
+      if (!anchored_start) items.push_back(repeat(any, 0, -1));
+      items.push_back(body);
+      if (!anchored_end) items.push_back(repeat(any, 0, -1));
+      tree_.root = list(NodeKind::seq, std::move(items));
     }
-    std::vector<int> items;
-    const int any = class_expr({{0, kMaxCp}});
-    if (!anchored_start) items.push_back(g_.repeat(any, 0, -1));
-    items.push_back(body);
-    if (!anchored_end) items.push_back(g_.repeat(any, 0, -1));
-    return g_.seq(std::move(items));
+    return std::move(tree_);
   }
 
  private:
-  Grammar& g_;
+  RegexTree tree_;
   std::string_view p_;
-  RegexEncoding enc_;
   std::size_t pos_ = 0;
   std::size_t end_ = std::string_view::npos;
 
@@ -105,14 +105,14 @@ class RegexParser {
       ++pos_;
       branches.push_back(parse_seq(depth));
     }
-    return g_.alt(std::move(branches));
+    return list(NodeKind::alt, std::move(branches));
   }
 
   int parse_seq(int depth) {
     std::vector<int> items;
     while (!at_end() && peek() != '|' && peek() != ')') items.push_back(parse_repeat(depth));
-    if (items.empty()) return g_.empty();
-    return g_.seq(std::move(items));
+    if (items.empty()) return add(Node{});
+    return list(NodeKind::seq, std::move(items));
   }
 
   int read_int() {
@@ -159,7 +159,7 @@ class RegexParser {
         return atom;
       }
       if (!at_end() && peek() == '?') ++pos_;  // lazy: same language
-      atom = g_.repeat(atom, lo, hi);
+      atom = repeat(atom, lo, hi);
     }
     return atom;
   }
@@ -303,7 +303,7 @@ class RegexParser {
       }
       r.emplace_back(lo, hi);
     }
-    return class_expr(negate ? complement(r) : normalize(r));
+    return chars(negate ? complement(r) : normalize(r));
   }
 
   int parse_atom(int depth) {
@@ -339,7 +339,7 @@ class RegexParser {
         return parse_class();
       case '.':
         ++pos_;
-        return class_expr(complement({{'\n', '\n'}, {'\r', '\r'}}));
+        return chars(complement({{'\n', '\n'}, {'\r', '\r'}}));
       case '*':
       case '+':
       case '?':
@@ -352,23 +352,77 @@ class RegexParser {
         ++pos_;
         Ranges cls;
         const std::uint32_t cp = parse_escape(cls, false);
-        return cls.empty() ? class_expr({{cp, cp}}) : class_expr(normalize(cls));
+        return cls.empty() ? chars({{cp, cp}}) : chars(normalize(cls));
       }
       default: {
         const std::uint32_t cp = read_cp();
-        return class_expr({{cp, cp}});
+        return chars({{cp, cp}});
       }
     }
   }
 
-  // One code point from `r`, spelled as the encoding requires.
-  int class_expr(const Ranges& r) {
-    if (enc_ == RegexEncoding::json_string) return json_string_chars(g_, r, false);
-    std::vector<int> alts;
-    for (const auto& [lo, hi] : r) alts.push_back(utf8_range(g_, lo, hi));
-    return g_.alt(std::move(alts));
+  int add(Node n) {
+    tree_.nodes.push_back(std::move(n));
+    return static_cast<int>(tree_.nodes.size()) - 1;
+  }
+  int chars(Ranges r) {
+    Node n;
+    n.kind = NodeKind::chars;
+    n.chars = std::move(r);
+    return add(std::move(n));
+  }
+  int list(NodeKind kind, std::vector<int> children) {
+    Node n;
+    n.kind = kind;
+    n.children = std::move(children);
+    return add(std::move(n));
+  }
+  int repeat(int item, int min, int max) {
+    Node n;
+    n.kind = NodeKind::repeat;
+    n.children = {item};
+    n.min = min;
+    n.max = max;
+    return add(std::move(n));
   }
 };
+
+}  // namespace
+
+RegexTree parse_regex(std::string_view pattern, bool search) {
+  return RegexParser(pattern).parse(search);
+}
+
+}  // namespace inferlab::regex_tree
+
+namespace inferlab {
+
+namespace {
+
+using regex_tree::NodeKind;
+using regex_tree::RegexTree;
+
+// The grammar expression of node `n`: one code point of a class spelled as the encoding
+// requires, the other kinds as the grammar's own seq / alt / repeat.
+int lower(Grammar& g, const RegexTree& t, int n, RegexEncoding enc) {
+  const regex_tree::Node& x = t.nodes[static_cast<std::size_t>(n)];
+  std::vector<int> items;
+  switch (x.kind) {
+    case NodeKind::empty:
+      return g.empty();
+    case NodeKind::chars:
+      if (enc == RegexEncoding::json_string) return json_string_chars(g, x.chars, false);
+      for (const auto& [lo, hi] : x.chars) items.push_back(utf8_range(g, lo, hi));
+      return g.alt(std::move(items));
+    case NodeKind::repeat:
+      return g.repeat(lower(g, t, x.children[0], enc), x.min, x.max);
+    case NodeKind::seq:
+    case NodeKind::alt:
+      for (const int c : x.children) items.push_back(lower(g, t, c, enc));
+      return x.kind == NodeKind::seq ? g.seq(std::move(items)) : g.alt(std::move(items));
+  }
+  return g.empty();
+}
 
 }  // namespace
 
@@ -449,8 +503,8 @@ int json_string_chars(Grammar& g_, const CodePointRanges& r, bool canonical_only
 }
 
 int compile_regex(Grammar& g, std::string_view pattern, RegexEncoding encoding, bool search) {
-  RegexParser p(g, pattern, encoding);
-  return p.parse(search);
+  const RegexTree tree = regex_tree::parse_regex(pattern, search);
+  return lower(g, tree, tree.root, encoding);
 }
 
 Grammar regex_grammar(std::string_view pattern) {

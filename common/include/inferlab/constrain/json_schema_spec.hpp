@@ -27,6 +27,7 @@
 
 #include "inferlab/constrain/json_schema.hpp"
 #include "inferlab/constrain/number_range.hpp"
+#include "inferlab/constrain/regex.hpp"
 
 namespace inferlab {
 
@@ -45,16 +46,15 @@ struct NullSpec {};
 /// @brief true or false.
 struct BooleanSpec {};
 
-/// @brief A string: a regular language of its characters, or any characters counted.
+/// @brief A string: its characters in the regular languages of some regexes, or any
+/// characters; counted by min_length / max_length in both cases.
 struct StringSpec {
-  /// The characters as a regex (a `pattern`, or the regex of a `format`); none: any
-  /// characters, counted by min_length / max_length.
-  std::optional<std::string> regex;
-  /// true: JSON Schema's pattern semantics, the regex may match anywhere in the string unless
-  /// anchored by `^` / `$`; false (a format): the regex matches the whole string.
-  bool search = true;
-  int min_length = 0;   ///< fewest characters (without a regex)
-  int max_length = -1;  ///< most characters (without a regex); -1: unbounded
+  /// The regexes the characters match, every one of them: a `pattern` (search semantics: it
+  /// may match anywhere unless anchored), the regex of a `format` (the whole string). None:
+  /// any characters.
+  std::vector<RegexTerm> regexes;
+  int min_length = 0;   ///< fewest characters (code points)
+  int max_length = -1;  ///< most characters (code points); -1: unbounded
 };
 
 /// @brief An integer: any, within a range, or a multiple of a divisor.

@@ -11,6 +11,7 @@
 /// JSON spellings (`"` as `\"`, control characters escaped as json.dumps writes them).
 
 #include <cstdint>
+#include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -34,6 +35,33 @@ enum class RegexEncoding {
 /// @return the index of the new expression in g.exprs
 /// @throws inferlab::Error "regex error at position N: ..." (N counts bytes from 0).
 int compile_regex(Grammar& g, std::string_view pattern, RegexEncoding encoding, bool search);
+
+/// @brief One regex a string must match.
+struct RegexTerm {
+  std::string pattern;  ///< the regular expression (UTF-8)
+  bool search = true;   ///< as compile_regex()'s @p search
+};
+
+/// @brief Appends an expression for the strings that match every regex of @p regexes and
+/// have @p min_length to @p max_length code points (JSON Schema's `pattern` and `format`
+/// with `minLength` / `maxLength`), and returns its index. One regex without bounds is
+/// compile_regex(). Otherwise the regexes become code point automata (subset construction),
+/// and the expression is their product with a counter of the code points read: one rule per
+/// product state. A counter state is kept only while the bounds still decide something: once
+/// every completion of the regexes fits the bounds, the state is the regexes' own.
+/// @param g the grammar the expression is added to
+/// @param regexes the regexes (at least one)
+/// @param min_length fewest code points
+/// @param max_length most code points, -1 for no bound
+/// @param encoding how the characters are spelled in the constrained bytes
+/// @return the index of the new expression in g.exprs (it matches nothing when no string
+///         satisfies all of them)
+/// @throws inferlab::Error as compile_regex(), and "grammar too large: ..." when an automaton
+///         or the product passes its state limit.
+/// @note Cost: states of the regexes' product times the counts the bounds distinguish (at
+/// most max_length + 1), a few automaton nodes each.
+int compile_string_language(Grammar& g, const std::vector<RegexTerm>& regexes, int min_length,
+                            int max_length, RegexEncoding encoding);
 
 /// @brief A whole grammar whose language is the UTF-8 strings fully matching @p pattern.
 /// @throws inferlab::Error as compile_regex().
