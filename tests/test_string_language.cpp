@@ -76,6 +76,7 @@ TEST_CASE("string language: regexes and length bounds equal std::wregex and a co
       {{U"[é€]+"}, 2, 4},         {{U"^(ab|é)*$"}, 3, 5},    {{U"^(aa)*$"}, 3, 3},
       {{U"^.{2,}$"}, 0, 4},       {{U"^a{5}$"}, 0, 3},       {{U"€"}, 0, -1},
       {{U"a", U"[a-z]*b"}, 0, 4}, {{U"é", U".{3}"}, 0, -1},  {{U"^b", U"(b|é)+"}, 2, 3},
+      {{U"^(a|bé?){2,9}$"}, 0, 4}, {{U"^(a?€){3,7}$"}, 2, 3}, {{U"(ab?){5,}"}, 0, 4},
   };
   const auto words = all_words(U"abé€", 5);
   for (const Case& c : cases) {
@@ -154,6 +155,14 @@ TEST_CASE("JSON Schema: format with pattern or length bounds is their intersecti
 
 TEST_CASE("JSON Schema: a length product past the state limit is refused, not built",
           "[unit][constrain][bad-input]") {
+  // A count above maxLength is cut to maxLength + 1 copies: the same strings fit.
+  const Json long_count = {{"type", "string"}, {"pattern", "^(a?b?){1,900000}$"},
+                           {"maxLength", 4}};
+  CHECK(schema_accepts(long_count, "\"abba\""));
+  CHECK(schema_accepts(long_count, "\"\""));
+  CHECK_FALSE(schema_accepts(long_count, "\"aaaaa\""));
+  const Json too_many = {{"type", "string"}, {"pattern", "^a{5,900000}$"}, {"maxLength", 4}};
+  CHECK_FALSE(schema_accepts(too_many, "\"aaaa\""));
   const Json words = {{"type", "string"},
                       {"pattern", "^(?:\\S+\\s+){0,99}\\S+$"},
                       {"maxLength", 5000}};

@@ -59,7 +59,11 @@ struct Dfa {
 // Thompson's construction over code point classes: empty edges and class edges.
 class Nfa {
  public:
-  explicit Nfa(const RegexTree& t) : t_(t) {
+  // `max_copies`: counted repeats are built with at most that many copies (-1: as written).
+  // With max_copies = max_length + 1 the strings of at most max_length code points stay the
+  // same: such a string fills at most max_length copies with a code point or more, the others
+  // match the empty string (or, when the item cannot, more copies than that cannot fit).
+  Nfa(const RegexTree& t, int max_copies) : t_(t), max_copies_(max_copies) {
     start_ = new_node();
     accept_ = new_node();
     build(t.root, start_, accept_);
@@ -122,6 +126,7 @@ class Nfa {
     std::vector<std::pair<int, int>> reads;    // (chars node of the tree, target)
   };
   const RegexTree& t_;
+  int max_copies_;
   std::vector<Edges> edges_;
   int start_ = -1, accept_ = -1;
 
@@ -168,13 +173,15 @@ class Nfa {
         }
         return;
       case NodeKind::repeat: {
+        const int min = max_copies_ < 0 ? x.min : std::min(x.min, max_copies_);
+        const int max = max_copies_ < 0 || x.max < 0 ? x.max : std::min(x.max, max_copies_);
         int cur = from;
-        for (int i = 0; i < x.min; ++i) {
+        for (int i = 0; i < min; ++i) {
           const int next = new_node();
           build(x.children[0], cur, next);
           cur = next;
         }
-        if (x.max < 0) {
+        if (max < 0) {
           const int loop = new_node(), back = new_node();
           link(cur, loop);
           build(x.children[0], loop, back);
@@ -182,7 +189,7 @@ class Nfa {
           link(loop, to);
           return;
         }
-        for (int i = x.min; i < x.max; ++i) {
+        for (int i = min; i < max; ++i) {
           link(cur, to);
           const int next = new_node();
           build(x.children[0], cur, next);
@@ -445,7 +452,8 @@ int compile_string_language(Grammar& g, const std::vector<RegexTerm>& regexes, i
   Dfa d;
   for (std::size_t i = 0; i < regexes.size(); ++i) {
     const RegexTree tree = regex_tree::parse_regex(regexes[i].pattern, regexes[i].search);
-    Dfa one = Nfa(tree).determinize();
+    const int max_copies = max_length >= 0 && max_length < kUnbounded ? max_length + 1 : -1;
+    Dfa one = Nfa(tree, max_copies).determinize();
     d = i == 0 ? std::move(one) : intersect(d, one);
   }
   d = trim(d);
