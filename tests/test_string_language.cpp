@@ -77,6 +77,7 @@ TEST_CASE("string language: regexes and length bounds equal std::wregex and a co
       {{U"^.{2,}$"}, 0, 4},       {{U"^a{5}$"}, 0, 3},       {{U"€"}, 0, -1},
       {{U"a", U"[a-z]*b"}, 0, 4}, {{U"é", U".{3}"}, 0, -1},  {{U"^b", U"(b|é)+"}, 2, 3},
       {{U"^(a|bé?){2,9}$"}, 0, 4}, {{U"^(a?€){3,7}$"}, 2, 3}, {{U"(ab?){5,}"}, 0, 4},
+      {{U"^((a+)+b?)+$"}, 1, 4},   {{U"^(a*|b)+é$"}, 2, -1},  {{U"^(a?){2,}b$"}, 0, 3},
   };
   const auto words = all_words(U"abé€", 5);
   for (const Case& c : cases) {
@@ -163,6 +164,12 @@ TEST_CASE("JSON Schema: a length product past the state limit is refused, not bu
   CHECK_FALSE(schema_accepts(long_count, "\"aaaaa\""));
   const Json too_many = {{"type", "string"}, {"pattern", "^a{5,900000}$"}, {"maxLength", 4}};
   CHECK_FALSE(schema_accepts(too_many, "\"aaaa\""));
+  // 40 nested + quantifiers: one copy per level, not two.
+  std::string nested = "a";
+  for (int i = 0; i < 40; ++i) nested = "(" + nested + ")+";
+  const Json deep = {{"type", "string"}, {"pattern", "^" + nested + "b$"}, {"maxLength", 3}};
+  CHECK(schema_accepts(deep, "\"aab\""));
+  CHECK_FALSE(schema_accepts(deep, "\"aaab\""));
   const Json words = {{"type", "string"},
                       {"pattern", "^(?:\\S+\\s+){0,99}\\S+$"},
                       {"maxLength", 5000}};

@@ -1,4 +1,5 @@
-// Recursive-descent regex parser emitting grammar expressions directly.
+// Recursive-descent regex parser building a tree of code point classes (regex_tree.hpp), and
+// the tree lowered to grammar expressions (compile_regex).
 #include "inferlab/constrain/regex.hpp"
 
 #include <algorithm>

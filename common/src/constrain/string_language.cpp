@@ -176,7 +176,9 @@ class Nfa {
         const int min = max_copies_ < 0 ? x.min : std::min(x.min, max_copies_);
         const int max = max_copies_ < 0 || x.max < 0 ? x.max : std::min(x.max, max_copies_);
         int cur = from;
-        for (int i = 0; i < min; ++i) {
+        // X{m,} is X{m-1} then one copy that loops (X+ is one copy, not two: nested
+        // quantifiers stay linear).
+        for (int i = 0; i < (max < 0 ? min - 1 : min); ++i) {
           const int next = new_node();
           build(x.children[0], cur, next);
           cur = next;
@@ -186,7 +188,7 @@ class Nfa {
           link(cur, loop);
           build(x.children[0], loop, back);
           link(back, loop);
-          link(loop, to);
+          link(min > 0 ? back : loop, to);
           return;
         }
         for (int i = min; i < max; ++i) {
