@@ -365,14 +365,19 @@ Dfa count_lengths(const Dfa& d, int min_length, int max_length) {
   Dfa out;
   std::map<std::pair<int, int>, int> index;
   std::vector<std::pair<int, int>> states;
+  // The product state of DFA state s after `count` code points (kFree: a free state's
+  // successor, free too), or -1 when no completion fits max_length.
   auto intern = [&](int s, int count) {
     const std::size_t u = static_cast<std::size_t>(s);
-    const long lo = static_cast<long>(count) + c.shortest[u];
-    if (max_length >= 0 && lo > max_length) return -1;
-    const bool fits_max = max_length < 0 || (c.longest[u] != kUnbounded &&
-                                             static_cast<long>(count) + c.longest[u] <= max_length);
-    if (lo >= min_length && fits_max) count = kFree;
-    if (max_length < 0 && count != kFree) count = std::min(count, min_length);
+    if (count != kFree) {
+      const long shortest = static_cast<long>(count) + c.shortest[u];
+      if (max_length >= 0 && shortest > max_length) return -1;
+      const bool fits_max =
+          max_length < 0 ||
+          (c.longest[u] != kUnbounded && static_cast<long>(count) + c.longest[u] <= max_length);
+      // Without a maximum this frees every state by count min_length: counts stay small.
+      if (shortest >= min_length && fits_max) count = kFree;
+    }
     const auto [it, inserted] = index.try_emplace({s, count}, static_cast<int>(states.size()));
     if (inserted) {
       if (static_cast<int>(states.size()) >= kMaxProductStates)
