@@ -3,8 +3,9 @@
 # benchmark and a chapter run on Q8_0 weights, and prints a compact summary. Meant for one H100/H200-class GPU, where it finishes
 # in a few minutes (well inside 8).
 #
-# Needs INFERLAB_MODELS: the folder holding stories260K.bin and tok512.bin (the golden files
-# are read from $INFERLAB_MODELS/../golden, or from INFERLAB_GOLDEN). Models and the GPU are
+# Needs INFERLAB_MODELS: the folder holding stories260K.bin, tok512.bin and
+# SmolLM2-135M-Instruct.Q4_1.gguf (the Q8_0 / Q4_0 forward test; the golden files are read from
+# $INFERLAB_MODELS/../golden, or from INFERLAB_GOLDEN). Models and the GPU are
 # then required: a missing one FAILS the check instead of being skipped.
 #
 # Usage: INFERLAB_MODELS=/path/to/models scripts/gpu_check.sh   [BUILD_DIR=build-cuda]
@@ -14,8 +15,8 @@ BUILD=${BUILD_DIR:-build-cuda}
 START=$SECONDS
 
 if [[ -z "${INFERLAB_MODELS:-}" ]]; then
-  echo "gpu_check: set INFERLAB_MODELS to the folder holding stories260K.bin and tok512.bin" >&2
-  echo "           (scripts/download_models.sh fetches them)" >&2
+  echo "gpu_check: set INFERLAB_MODELS to the folder holding stories260K.bin, tok512.bin and" >&2
+  echo "           SmolLM2-135M-Instruct.Q4_1.gguf (scripts/download_models.sh --smollm2)" >&2
   exit 2
 fi
 export INFERLAB_REQUIRE_MODELS=1 INFERLAB_REQUIRE_GPU=1

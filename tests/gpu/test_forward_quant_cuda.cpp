@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <span>
+#include <string>
 #include <vector>
 
 #include "gpu_test_support.hpp"
@@ -14,6 +14,7 @@
 #include "inferlab/kernels/cuda/quant_matmul_cuda.hpp"
 #include "inferlab/kernels/quant_formats.hpp"
 #include "inferlab/model/model.hpp"
+#include "inferlab/model/tokenizer.hpp"
 #include "inferlab/runtime/runner.hpp"
 
 using namespace inferlab;
@@ -21,20 +22,12 @@ namespace k = inferlab::kernels;
 
 namespace {
 
-// Logits bound (absolute plus relative to the CPU's value), the same for both formats. The two
+// Logits bound (absolute; SmolLM2's logits are O(20)), the same for both formats. The two
 // devices quantize the same activations to int8 blocks and take the same integer block dots;
 // they differ by float rounding (the order the block terms are added, the float ops between
 // the matmuls), which can move an activation across a rounding boundary of its block: one step
-// (amax / 127) on one input, a change far below this bound on a logit.
-constexpr double kLogitAtol = 1e-2, kLogitRtol = 1e-2;
-
-// The model of the test: stories15M's shape (dim 288 and hidden 768, whole blocks of 32; the
-// real stories260K's hidden 172 is not), synthetic weights, stored as @p format at build.
-Model quantized_model(WeightFormat format) {
-  SyntheticOptions opt;
-  opt.weights = format;
-  return make_synthetic_model("stories15M", opt);
-}
+// (amax / 127) on one input of one layer, far below this bound on a logit.
+constexpr double kLogitTol = 2.5e-2;
 
 // Largest minus second largest.
 float top2_margin(std::vector<float> x) {
@@ -72,41 +65,47 @@ TEST_CASE("dequantize rows: the CUDA kernel equals its CPU twin bit for bit", "[
 TEST_CASE("CUDA forward on Q8_0 and Q4_0 weights matches the CPU forward on the same blocks",
           "[gpu][quant][transformer]") {
   test::require_gpu();
+  // SmolLM2 quantized at load (--weights q8_0 / q4_0): a trained model, whose greedy choices
+  // are rarely near-ties (the stories260K file cannot be stored in blocks of 32: its FFN rows
+  // hold 172 numbers; random synthetic weights give near-flat logits).
+  const std::string path = test::model_file("SmolLM2-135M-Instruct.Q4_1.gguf");
+  const std::vector<int> prompt = Tokenizer::load(path).encode(
+      "Once upon a time, there was a little girl named Lily.", false);
   for (WeightFormat format : {WeightFormat::q8_0, WeightFormat::q4_0}) {
     INFO("--weights " << weight_format_name(format));
-    const Model model = quantized_model(format);
+    const Model model = Model::load(path, LoadOptions{format});
     REQUIRE_FALSE(model.float_weights());
     const auto cpu = make_runner(model, Device::cpu);
     const auto gpu = make_runner(model, Device::cuda);
 
-    // 1. A prefill of 8 tokens with every row of logits (the T > 1 path of every matmul).
-    const std::vector<int> prompt = {1, 403, 4083, 263, 931, 29892, 727, 471};
+    // 1. The prompt in one prefill with every row of logits (the T > 1 path of every matmul).
     KVCache cpu_cache = make_cache(*cpu), gpu_cache = make_cache(*gpu);
     std::vector<float> want, got;
     run_sequence(*cpu, prompt, 0, cpu_cache, LogitsMode::all, want);
     run_sequence(*gpu, prompt, 0, gpu_cache, LogitsMode::all, got);
-    CHECK(test::check_close("prefill logits", got, want, kLogitAtol, kLogitRtol));
+    CHECK(test::check_close("prefill logits", got, want, kLogitTol, 0.0));
 
-    // 2. 16 greedy tokens, the GPU's argmax taken on the device, both devices fed the same
-    //    token. The CPU's top-2 margin must exceed twice the bound at every step (logits within
-    //    the bound cannot then reorder the top two): equal tokens are required, not likely.
+    // 2. 16 greedy steps, both devices fed the CPU's choice. Each step's logits within the
+    //    bound, and the same argmax wherever the CPU's top-2 margin exceeds twice the bound
+    //    (logits within it cannot then reorder the top two). This prompt has no such near-tie
+    //    in Q8_0 and one in Q4_0 (measured on the CPU); more would make the check too weak.
     const int V = model.config().vocab_size;
-    std::vector<float> cpu_last(want.end() - V, want.end());
-    int gpu_next = argmax_of(std::vector<float>(got.end() - V, got.end()));
-    std::vector<int> next;
+    std::vector<float> cpu_last(want.end() - V, want.end()), gpu_last(got.end() - V, got.end());
+    int near_ties = 0;
     for (int step = 0; step < 16; ++step) {
       INFO("greedy step " << step);
-      const int cpu_next = argmax_of(cpu_last);
-      const double bound = kLogitAtol + kLogitRtol * std::fabs(cpu_last[std::size_t(cpu_next)]);
-      REQUIRE(top2_margin(cpu_last) > 2 * bound);
-      REQUIRE(gpu_next == cpu_next);
+      const int token = argmax_of(cpu_last);
+      if (top2_margin(cpu_last) > 2 * kLogitTol) {
+        CHECK(argmax_of(gpu_last) == token);
+      } else {
+        ++near_ties;
+      }
       const int pos = int(prompt.size()) + step;
-      const std::vector<int> token = {cpu_next};
-      run_sequence(*cpu, token, pos, cpu_cache, LogitsMode::last, cpu_last);
-      const BatchEntry entry{token, pos, &gpu_cache};
-      gpu->step_greedy(std::span<const BatchEntry>(&entry, 1), next);
-      gpu_next = next[0];
+      run_sequence(*cpu, std::vector<int>{token}, pos, cpu_cache, LogitsMode::last, cpu_last);
+      run_sequence(*gpu, std::vector<int>{token}, pos, gpu_cache, LogitsMode::last, gpu_last);
+      CHECK(test::check_close("decode logits", gpu_last, cpu_last, kLogitTol, 0.0));
     }
+    CHECK(near_ties <= 1);
   }
 }
 
