@@ -67,8 +67,8 @@ void save_mixed(const Model& model, TensorType classifier, const std::string& pa
 
 TEST_CASE("CUDA weights: the formats the CUDA pass runs, and one line for the others",
           "[unit][cuda_weights]") {
-  for (WeightFormat ok : {WeightFormat::file, WeightFormat::f32, WeightFormat::q8_0,
-                          WeightFormat::q4_0})
+  for (WeightFormat ok :
+       {WeightFormat::file, WeightFormat::f32, WeightFormat::q8_0, WeightFormat::q4_0})
     CHECK(refusal(ok).empty());
   CHECK(refusal(WeightFormat::q4_1) ==
         "q4_1: no CUDA kernel for Q4_1 weights (the CUDA backend runs f32, q8_0 and q4_0 "

@@ -108,8 +108,8 @@ __global__ void dequantize_rows_kernel(float* x, const std::uint8_t* w, const in
 
 }  // namespace
 
-void dequantize_rows_cuda(float* x, const std::uint8_t* w, TensorType type, const int* rows,
-                          int T, int n, int d, CUstream_st* stream) {
+void dequantize_rows_cuda(float* x, const std::uint8_t* w, TensorType type, const int* rows, int T,
+                          int n, int d, CUstream_st* stream) {
   cuda::detail::require(quant_cuda_supports(type), "dequantize_rows_cuda",
                         "weights must be stored as Q8_0 or Q4_0");
   cuda::detail::require(T > 0 && n > 0 && d > 0 && n % kBlock == 0, "dequantize_rows_cuda",

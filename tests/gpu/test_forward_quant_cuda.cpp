@@ -43,7 +43,8 @@ int argmax_of(const std::vector<float>& x) {
 
 }  // namespace
 
-TEST_CASE("dequantize rows: the CUDA kernel equals its CPU twin bit for bit", "[gpu][kernel][quant]") {
+TEST_CASE("dequantize rows: the CUDA kernel equals its CPU twin bit for bit",
+          "[gpu][kernel][quant]") {
   test::require_gpu();
   const int n = 96, d = 33;
   const std::vector<int> rows = {0, 32, 7, 7, 1};
@@ -69,8 +70,8 @@ TEST_CASE("CUDA forward on Q8_0 and Q4_0 weights matches the CPU forward on the 
   // are rarely near-ties (the stories260K file cannot be stored in blocks of 32: its FFN rows
   // hold 172 numbers; random synthetic weights give near-flat logits).
   const std::string path = test::model_file("SmolLM2-135M-Instruct.Q4_1.gguf");
-  const std::vector<int> prompt = Tokenizer::load(path).encode(
-      "Once upon a time, there was a little girl named Lily.", false);
+  const std::vector<int> prompt =
+      Tokenizer::load(path).encode("Once upon a time, there was a little girl named Lily.", false);
   for (WeightFormat format : {WeightFormat::q8_0, WeightFormat::q4_0}) {
     INFO("--weights " << weight_format_name(format));
     const Model model = Model::load(path, LoadOptions{format});

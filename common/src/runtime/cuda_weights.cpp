@@ -23,10 +23,9 @@ std::string cuda_weight_formats() { return "the CUDA backend runs f32, q8_0 and 
 void require_cuda_weight_format(WeightFormat format) {
   const std::optional<k::TensorType> type = weight_format_type(format);
   if (!type || *type == k::TensorType::kF32 || cuda_runs_tensor_type(*type)) return;
-  throw ParameterError("weights", fmt::format("{}: no CUDA kernel for {} weights ({})",
-                                              weight_format_name(format),
-                                              k::ggml_type_name(std::uint32_t(*type)),
-                                              cuda_weight_formats()));
+  throw ParameterError(
+      "weights", fmt::format("{}: no CUDA kernel for {} weights ({})", weight_format_name(format),
+                             k::ggml_type_name(std::uint32_t(*type)), cuda_weight_formats()));
 }
 
 std::string cuda_weights_problem(const Model& model) {
@@ -50,7 +49,8 @@ std::string cuda_weights_problem(const Model& model) {
       {"w1", &l.w1}, {"w2", &l.w2}, {"w3", &l.w3}};
   for (int layer = 0; why.empty() && layer < model.config().n_layers; ++layer) {
     for (const auto& [name, list] : lists) {
-      why = problem(fmt::format("{} (layer {})", name, layer), type_of((*list)[std::size_t(layer)]));
+      const LinearWeight& w = (*list)[std::size_t(layer)];
+      why = problem(fmt::format("{} (layer {})", name, layer), type_of(w));
       if (!why.empty()) break;
     }
   }

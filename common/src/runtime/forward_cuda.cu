@@ -76,8 +76,7 @@ struct DeviceMatrix {
 
 // y (T, d) = x (T, n) W^T: the one place that picks the kernel for a matrix's storage, as
 // linear() does on the CPU (forward.cpp).
-void linear(float* y, const float* x, const DeviceMatrix& w, int T, int n, int d,
-            cudaStream_t s) {
+void linear(float* y, const float* x, const DeviceMatrix& w, int T, int n, int d, cudaStream_t s) {
   if (w.type == k::TensorType::kF32) {
     k::matmul_cuda(k::kMatmulBestVersion, y, x, static_cast<const float*>(w.data), T, n, d, s);
   } else {
@@ -274,7 +273,7 @@ void CudaForwardPass::Impl::upload(const Weights& w) {
   layers.resize(L);
   for (std::size_t l = 0; l < L; ++l) {
     auto f32 = [](const float* p) { return DeviceMatrix{k::TensorType::kF32, p}; };
-    layers[l] = {f32(wq.data() + l * Q * D), f32(wk.data() + l * KV * D),
+    layers[l] = {f32(wq.data() + l * Q * D),  f32(wk.data() + l * KV * D),
                  f32(wv.data() + l * KV * D), f32(wo.data() + l * D * Q),
                  f32(w1.data() + l * H * D),  f32(w2.data() + l * D * H),
                  f32(w3.data() + l * H * D)};
@@ -298,7 +297,8 @@ void CudaForwardPass::Impl::upload(const BlockWeights& w) {
   std::vector<Part> parts;
   std::size_t total = 0;
   auto add = [&](const HostBlocks& h, int n, int rows, DeviceMatrix& view, const char* name) {
-    if (h.rows == nullptr) throw Error(std::string("CUDA forward pass: weight ") + name + " missing");
+    if (h.rows == nullptr)
+      throw Error(std::string("CUDA forward pass: weight ") + name + " missing");
     if (!k::quant_cuda_supports(h.type)) {
       throw Error(std::string("CUDA forward pass: weight ") + name + " is stored as " +
                   k::ggml_type_name(std::uint32_t(h.type)) + ", which has no CUDA kernel");

@@ -31,15 +31,15 @@ struct HostBlocks {
 /// as its blocks, the norms as float32. Host memory, read only by the CudaForwardPass
 /// constructor. Shapes as in inferlab::Weights, one matrix per layer.
 struct BlockWeights {
-  HostBlocks token_embedding;    ///< (V, D) embedding table, rows dequantized on lookup
-  std::vector<HostBlocks> wq;    ///< (L) of (Q, D) query projections
-  std::vector<HostBlocks> wk;    ///< (L) of (KV, D) key projections
-  std::vector<HostBlocks> wv;    ///< (L) of (KV, D) value projections
-  std::vector<HostBlocks> wo;    ///< (L) of (D, Q) attention output projections
-  std::vector<HostBlocks> w1;    ///< (L) of (H, D) gate projections
-  std::vector<HostBlocks> w2;    ///< (L) of (D, H) down projections
-  std::vector<HostBlocks> w3;    ///< (L) of (H, D) up projections
-  HostBlocks wcls;               ///< (V, D) classifier; null rows, or token_embedding's: tied
+  HostBlocks token_embedding;        ///< (V, D) embedding table, rows dequantized on lookup
+  std::vector<HostBlocks> wq;        ///< (L) of (Q, D) query projections
+  std::vector<HostBlocks> wk;        ///< (L) of (KV, D) key projections
+  std::vector<HostBlocks> wv;        ///< (L) of (KV, D) value projections
+  std::vector<HostBlocks> wo;        ///< (L) of (D, Q) attention output projections
+  std::vector<HostBlocks> w1;        ///< (L) of (H, D) gate projections
+  std::vector<HostBlocks> w2;        ///< (L) of (D, H) down projections
+  std::vector<HostBlocks> w3;        ///< (L) of (H, D) up projections
+  HostBlocks wcls;                   ///< (V, D) classifier; null rows, or token_embedding's: tied
   const float* rms_att = nullptr;    ///< (L, D) attention RMSNorm weights
   const float* rms_ffn = nullptr;    ///< (L, D) feed-forward RMSNorm weights
   const float* rms_final = nullptr;  ///< (D) final RMSNorm weights

@@ -1,7 +1,8 @@
 // The CUDA model runner: weights resident on the GPU (float32, or Q8_0 / Q4_0 blocks as the
 // CPU core stores them), KV pools in device memory, one batched step per call
-// (CudaForwardPass::forward_batch, forward_cuda.cu), logits copied back for host sampling. Built into the CUDA backend module (libinferlab_cuda_backend.so), which exports
-// only the C functions of runtime/cuda_backend.hpp at the end of this file.
+// (CudaForwardPass::forward_batch, forward_cuda.cu), logits copied back for host sampling.
+// Built into the CUDA backend module (libinferlab_cuda_backend.so), which exports only the C
+// functions of runtime/cuda_backend.hpp at the end of this file.
 #include <cstdio>
 
 #include <fmt/format.h>
@@ -79,8 +80,7 @@ std::unique_ptr<cuda::CudaForwardPass> upload(const Model& model) {
 
 class CudaRunner final : public ModelRunner {
  public:
-  explicit CudaRunner(const Model& model)
-      : ModelRunner(model), gpu_(upload(model)) {}
+  explicit CudaRunner(const Model& model) : ModelRunner(model), gpu_(upload(model)) {}
   Device device() const override { return Device::cuda; }
   std::unique_ptr<KVPool> make_pool(int num_blocks, int block_size, DType type) const override {
     if (type != DType::f32) {
@@ -95,7 +95,7 @@ class CudaRunner final : public ModelRunner {
     DeviceKVPool& pool = check_batch(batch, mode);
     logits.resize(rows_ * std::size_t(config().vocab_size));
     gpu_->forward_batch(entries_.data(), static_cast<int>(entries_.size()), pool.device_pool(),
-                       mode == LogitsMode::all, logits.data());
+                        mode == LogitsMode::all, logits.data());
     logits_bytes_copied_ += logits.size() * sizeof(float);
     advance(batch);
   }
@@ -105,7 +105,7 @@ class CudaRunner final : public ModelRunner {
     DeviceKVPool& pool = check_batch(batch, LogitsMode::last);
     next.resize(batch.size());
     gpu_->forward_batch_greedy(entries_.data(), static_cast<int>(entries_.size()),
-                              pool.device_pool(), next.data());
+                               pool.device_pool(), next.data());
     logits_bytes_copied_ += next.size() * sizeof(int);
     advance(batch);
   }

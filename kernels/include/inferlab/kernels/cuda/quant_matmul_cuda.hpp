@@ -63,8 +63,8 @@ void matmul_quant_cuda_ref(float* y, const float* x, const std::uint8_t* w, Tens
 /// @param stream the stream to enqueue on (nullptr: default stream); the call does not wait
 /// @throws inferlab::Error for another type, a non-positive dimension, n not a multiple of 32,
 /// or a failed launch.
-void dequantize_rows_cuda(float* x, const std::uint8_t* w, TensorType type, const int* rows,
-                          int T, int n, int d, CUstream_st* stream = nullptr);
+void dequantize_rows_cuda(float* x, const std::uint8_t* w, TensorType type, const int* rows, int T,
+                          int n, int d, CUstream_st* stream = nullptr);
 
 /// @brief The CPU reference of dequantize_rows_cuda, same arguments on host pointers (no
 /// stream): dequantize_ref() of each row.
