@@ -77,7 +77,19 @@ TEST_CASE("CUDA forward on Q8_0 and Q4_0 weights matches the CPU forward on the 
     const Model model = Model::load(path, LoadOptions{format});
     REQUIRE_FALSE(model.float_weights());
     const auto cpu = make_runner(model, Device::cpu);
+    // The upload holds the blocks as stored, no float copy (that would be 4 bytes per weight,
+    // 3.8x Q8_0's and 7x Q4_0's): the device memory it takes is the blocks' bytes plus the
+    // norms and allocation rounding. The first query sets up the CUDA context, not counted.
+    const std::size_t free_before = cuda::device_free_bytes();
     const auto gpu = make_runner(model, Device::cuda);
+    const double held = double(free_before) - double(cuda::device_free_bytes());
+    // CpuLinears::bytes() counts a tied classifier, which is the embedding's blocks.
+    const double blocks =
+        double(model.cpu_linears().bytes()) +
+        (model.config().shared_classifier ? 0.0 : double(model.stored_embedding().bytes()));
+    INFO("device memory taken by the upload: " << held / 1e6 << " MB, blocks " << blocks / 1e6
+                                               << " MB");
+    CHECK(held < 1.1 * blocks + 32e6);
 
     // 1. The prompt in one prefill with every row of logits (the T > 1 path of every matmul).
     KVCache cpu_cache = make_cache(*cpu), gpu_cache = make_cache(*gpu);
