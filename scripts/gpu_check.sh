@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# GPU check: builds InferLab with CUDA, runs the [gpu] tests (ctest -L gpu) and every kernel
-# benchmark, and prints a compact summary. Meant for one H100/H200-class GPU, where it finishes
+# GPU check: builds InferLab with CUDA, runs the [gpu] tests (ctest -L gpu), every kernel
+# benchmark and a chapter run on Q8_0 weights, and prints a compact summary. Meant for one H100/H200-class GPU, where it finishes
 # in a few minutes (well inside 8).
 #
-# Needs INFERLAB_MODELS: the folder holding stories260K.bin and tok512.bin (the golden files
-# are read from $INFERLAB_MODELS/../golden, or from INFERLAB_GOLDEN). Models and the GPU are
+# Needs INFERLAB_MODELS: the folder holding stories260K.bin, tok512.bin and
+# SmolLM2-135M-Instruct.Q4_1.gguf (the Q8_0 / Q4_0 forward test; the golden files are read from
+# $INFERLAB_MODELS/../golden, or from INFERLAB_GOLDEN). Models and the GPU are
 # then required: a missing one FAILS the check instead of being skipped.
 #
 # Usage: INFERLAB_MODELS=/path/to/models scripts/gpu_check.sh   [BUILD_DIR=build-cuda]
@@ -14,8 +15,8 @@ BUILD=${BUILD_DIR:-build-cuda}
 START=$SECONDS
 
 if [[ -z "${INFERLAB_MODELS:-}" ]]; then
-  echo "gpu_check: set INFERLAB_MODELS to the folder holding stories260K.bin and tok512.bin" >&2
-  echo "           (scripts/download_models.sh fetches them)" >&2
+  echo "gpu_check: set INFERLAB_MODELS to the folder holding stories260K.bin, tok512.bin and" >&2
+  echo "           SmolLM2-135M-Instruct.Q4_1.gguf (scripts/download_models.sh --smollm2)" >&2
   exit 2
 fi
 export INFERLAB_REQUIRE_MODELS=1 INFERLAB_REQUIRE_GPU=1
@@ -33,7 +34,7 @@ if ! configure native; then
 fi
 
 BENCHES=(matmul rmsnorm rope softmax swiglu attention sampling)
-TARGETS=(inferlab_gpu_tests bench_runner)
+TARGETS=(inferlab_gpu_tests bench_runner ch01_naive_loop)
 for b in "${BENCHES[@]}"; do TARGETS+=("bench_$b"); done
 echo "gpu_check: building ${TARGETS[*]} with $(nproc) jobs"
 if ! cmake --build "$BUILD" -j "$(nproc)" --target "${TARGETS[@]}" >"$BUILD.build.log" 2>&1; then
@@ -63,6 +64,12 @@ timeout 240 "$BUILD/bin/bench_runner" --device cuda --config stories110M --batch
 timeout 240 "$BUILD/bin/bench_runner" --device cuda --config llama2-7b --layers 8 --batch 1 16 \
   --steps 16 2>&1 | tee -a "$BUILD.bench_runner.log"
 [[ ${PIPESTATUS[0]} -ne 0 ]] && BENCH_FAILED+=("bench_runner(llama2-7b)")
+
+# A chapter on weights kept as Q8_0 blocks on the device (the dp4a matmuls, the embedding rows
+# dequantized on the device): greedy on a synthetic stories15M, whose rows are whole blocks.
+timeout 120 "$BUILD/bin/ch01_naive_loop" --synthetic stories15M --weights q8_0 --device cuda \
+  --steps 32 --temperature 0 2>&1 | tee "$BUILD.ch01_q8_0.log"
+[[ ${PIPESTATUS[0]} -ne 0 ]] && BENCH_FAILED+=("ch01(--weights q8_0 --device cuda)")
 
 # --- summary -----------------------------------------------------------------------------------
 echo

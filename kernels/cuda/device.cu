@@ -79,6 +79,12 @@ DeviceInfo device_info() {
   return info;
 }
 
+std::size_t device_free_bytes() {
+  std::size_t free = 0, total = 0;
+  INFERLAB_CUDA_CHECK(cudaMemGetInfo(&free, &total));
+  return free;
+}
+
 void* device_alloc(std::size_t bytes) {
   void* ptr = nullptr;
   INFERLAB_CUDA_CHECK(cudaMalloc(&ptr, bytes));

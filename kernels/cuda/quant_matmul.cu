@@ -1,6 +1,7 @@
 // The quantized matmul on the GPU (quant_matmul_cuda.hpp): Q8_0 and Q4_0 weights in GGUF
 // block layout, activations quantized once per token to int8 blocks of 32, integer dot
-// products with __dp4a (4 byte products added into an int32 per instruction).
+// products with __dp4a (4 byte products added into an int32 per instruction); and the rows of
+// such a matrix dequantized (the embedding lookup of a table kept in blocks).
 #include <cuda_fp16.h>
 
 #include <cstdint>
@@ -79,7 +80,50 @@ __global__ void matmul_quant_kernel(float* y, const std::int8_t* q, const float*
   if (lane == 0) y[std::size_t(t) * d + std::size_t(o)] = acc;
 }
 
+// x[t, i] = W[rows[t], i]: one thread per output number, its block's scale times its value.
+template <TensorType kType>
+__global__ void dequantize_rows_kernel(float* x, const std::uint8_t* w, const int* rows, int T,
+                                       int n, int d) {
+  const std::size_t idx = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (idx >= std::size_t(T) * n) return;
+  const int t = int(idx / n), i = int(idx % n);
+  const int row = rows[t];
+  if (row < 0 || row >= d) {  // the host validated the ids: make a bug loud
+    x[idx] = NAN;
+    return;
+  }
+  constexpr int kBytes = kType == TensorType::kQ8_0 ? 34 : 18;
+  const std::uint8_t* blk =
+      w + (std::size_t(row) * std::size_t(n / kBlock) + std::size_t(i / kBlock)) * kBytes;
+  const int j = i % kBlock;
+  int q;
+  if constexpr (kType == TensorType::kQ8_0) {
+    q = int(std::int8_t(blk[2 + j]));
+  } else {
+    // Byte j holds element j (low nibble) and j + 16 (high).
+    q = int(j < kBlock / 2 ? blk[2 + j] & 0x0F : blk[2 + j - kBlock / 2] >> 4) - 8;
+  }
+  x[idx] = float(q) * load_half(blk);
+}
+
 }  // namespace
+
+void dequantize_rows_cuda(float* x, const std::uint8_t* w, TensorType type, const int* rows, int T,
+                          int n, int d, CUstream_st* stream) {
+  cuda::detail::require(quant_cuda_supports(type), "dequantize_rows_cuda",
+                        "weights must be stored as Q8_0 or Q4_0");
+  cuda::detail::require(T > 0 && n > 0 && d > 0 && n % kBlock == 0, "dequantize_rows_cuda",
+                        "T, d must be positive and n a positive multiple of 32");
+  const std::size_t count = std::size_t(T) * std::size_t(n);
+  if (type == TensorType::kQ8_0) {
+    dequantize_rows_kernel<TensorType::kQ8_0>
+        <<<ceil_div(count, 256), 256, 0, stream>>>(x, w, rows, T, n, d);
+  } else {
+    dequantize_rows_kernel<TensorType::kQ4_0>
+        <<<ceil_div(count, 256), 256, 0, stream>>>(x, w, rows, T, n, d);
+  }
+  INFERLAB_CUDA_CHECK_LAUNCH();
+}
 
 void matmul_quant_cuda(float* y, const float* x, const std::uint8_t* w, TensorType type, int T,
                        int n, int d, CUstream_st* stream) {

@@ -1,4 +1,4 @@
-// The CPU reference of the CUDA quantized matmul (quant_matmul.cu): the same activation blocks
+// The CPU references of the CUDA quantized matmul (quant_matmul.cu): the same activation blocks
 // and integer block dots, added in increasing block order.
 #include <algorithm>
 #include <cmath>
@@ -61,6 +61,27 @@ void matmul_quant_cuda_ref(float* y, const float* x, const std::uint8_t* w, Tens
       }
       y[std::size_t(t) * d + std::size_t(o)] = acc;
     }
+  }
+}
+
+void dequantize_rows_cuda_ref(float* x, const std::uint8_t* w, TensorType type, const int* rows,
+                              int T, int n, int d) {
+  if (!quant_cuda_supports(type)) {
+    throw Error("dequantize_rows_cuda_ref: no CUDA kernel for " +
+                ggml_type_name(std::uint32_t(type)) + " (Q8_0, Q4_0)");
+  }
+  if (T < 1 || d < 1 || n < 1 || n % kBlock != 0) {
+    throw Error("dequantize_rows_cuda_ref: bad shape T " + std::to_string(T) + ", n " +
+                std::to_string(n) + ", d " + std::to_string(d));
+  }
+  const std::size_t row_bytes = tensor_bytes(type, std::size_t(n));
+  for (int t = 0; t < T; ++t) {
+    if (rows[t] < 0 || rows[t] >= d) {
+      throw Error("dequantize_rows_cuda_ref: row " + std::to_string(rows[t]) + " outside [0, " +
+                  std::to_string(d) + ")");
+    }
+    dequantize_ref(type, w + std::size_t(rows[t]) * row_bytes, x + std::size_t(t) * n,
+                   std::size_t(n));
   }
 }
 

@@ -15,6 +15,7 @@
 #include "inferlab/model/gguf.hpp"
 #include "inferlab/model/model_files.hpp"
 #include "inferlab/model/weight_format.hpp"
+#include "inferlab/runtime/cuda_weights.hpp"
 #include "inferlab/base/safe_files.hpp"
 
 namespace inferlab {
@@ -102,14 +103,7 @@ LoadedModel load_model(const GenerationFlags& f) {
   // pass cannot run is refused the same way on a machine with or without a GPU.
   const WeightFormat weights = parse_weight_format(f.weights);
   const bool cuda = parse_device(f.device) == Device::cuda;
-  auto refuse_on_cuda = [&f] {
-    return Error(fmt::format(
-        "--weights {}: the CUDA forward pass runs float32 weights only (--weights f32, or "
-        "file on a float32 model)",
-        f.weights));
-  };
-  if (cuda && weights != WeightFormat::file && weights != WeightFormat::f32)
-    throw refuse_on_cuda();
+  if (cuda) require_cuda_weight_format(weights);
   require_device(parse_device(f.device));
   if (f.threads < 0 || f.threads > max_threads())
     throw Error(fmt::format("--threads {} is outside [0, {}]", f.threads, max_threads()));
@@ -126,7 +120,8 @@ LoadedModel load_model(const GenerationFlags& f) {
     model_path = find_model(f.model);
     m.model.emplace(Model::load(model_path, LoadOptions{weights}));
   }
-  if (cuda && !m.model->float_weights()) throw refuse_on_cuda();
+  if (const std::string problem = cuda ? cuda_weights_problem(*m.model) : ""; !problem.empty())
+    throw ParameterError("weights", fmt::format("{}: {}", f.weights, problem));
   const int V = m.model->config().vocab_size;
   // A GGUF model carries its tokenizer; --tokenizer still overrides it.
   const std::string path = f.tokenizer.empty() && GgufFile::has_magic(model_path)

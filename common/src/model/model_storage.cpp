@@ -70,6 +70,8 @@ void Model::embedding_row(int token, float* row) const {
   }
 }
 
+const k::QuantMatrix& Model::stored_embedding() const { return packed_->embedding; }
+
 void Model::store(const std::vector<StoredTensor>& tensors, std::vector<float> norms,
                   WeightFormat format, const std::string& source) {
   const ModelConfig& c = config_;

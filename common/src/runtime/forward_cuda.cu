@@ -2,7 +2,10 @@
 // layer rmsnorm -> q, k, v (k, v written straight into the pool rows) -> rope -> attention -> wo
 // -> residual -> rmsnorm -> w1, w3 -> swiglu -> w2 -> residual; final rmsnorm on the rows asked
 // for; classifier. Every op runs its best version (k<Op>BestVersion), all on one stream; the
-// host waits only when a result is copied back.
+// host waits only when a result is copied back (and after each quantized matmul, which frees
+// its scratch). A model stored in Q8_0 or Q4_0 keeps each matrix as its blocks on the device,
+// as the CPU core does: linear() picks matmul_quant_cuda for those, and the embedding rows of
+// a step are dequantized on the device.
 #include "forward_cuda.hpp"
 
 #include <algorithm>
@@ -14,6 +17,7 @@
 #include "inferlab/kernels/cuda/device.hpp"
 #include "inferlab/kernels/cuda/matmul_cuda.hpp"
 #include "inferlab/kernels/cuda/paged_attention_cuda.hpp"
+#include "inferlab/kernels/cuda/quant_matmul_cuda.hpp"
 #include "inferlab/kernels/cuda/rmsnorm_cuda.hpp"
 #include "inferlab/kernels/cuda/rope_cuda.hpp"
 #include "inferlab/kernels/cuda/sampling_cuda.hpp"
@@ -63,6 +67,27 @@ __global__ void gather_rows_kernel(float* dst, const float* src, const int* inde
   const int r = int(idx / dim), i = int(idx % dim);
   dst[idx] = src[std::size_t(index[r]) * dim + i];
 }
+
+// One weight matrix on the device as linear() reads it: float32 rows or Q8_0 / Q4_0 blocks.
+struct DeviceMatrix {
+  k::TensorType type = k::TensorType::kF32;  // the storage of `data`
+  const void* data = nullptr;                // (d, n) rows in that storage
+};
+
+// y (T, d) = x (T, n) W^T: the one place that picks the kernel for a matrix's storage, as
+// linear() does on the CPU (forward.cpp).
+void linear(float* y, const float* x, const DeviceMatrix& w, int T, int n, int d, cudaStream_t s) {
+  if (w.type == k::TensorType::kF32) {
+    k::matmul_cuda(k::kMatmulBestVersion, y, x, static_cast<const float*>(w.data), T, n, d, s);
+  } else {
+    k::matmul_quant_cuda(y, x, static_cast<const std::uint8_t*>(w.data), w.type, T, n, d, s);
+  }
+}
+
+// The matrices of one layer, each as linear() reads it.
+struct LayerMatrices {
+  DeviceMatrix wq, wk, wv, wo, w1, w2, w3;
+};
 
 template <class T>
 DeviceBuffer<T> upload_tensor(const T* host, std::size_t count, const char* name) {
@@ -150,7 +175,8 @@ struct CudaForwardPass::Impl {
   int head_size = 0;  ///< hs, floats per head (D / Nh unless the model gives its own)
   int kv_dim = 0;     ///< KV = Nkv * hs, floats of one token's keys in one layer
   Stream stream;      ///< every kernel and copy is enqueued here, in order
-  // Weights, shapes as in inferlab::Weights.
+  // Weights, shapes as in inferlab::Weights. A float model fills the float32 buffers, a model
+  // stored in blocks `blocks`; the views below point into whichever holds them.
   DeviceBuffer<float> token_embedding;  ///< (V, D) embedding table; also the classifier when shared
   DeviceBuffer<float> rms_att;          ///< (L, D) attention RMSNorm weights
   DeviceBuffer<float> wq;               ///< (L, Q, D) query projections
@@ -163,8 +189,11 @@ struct CudaForwardPass::Impl {
   DeviceBuffer<float> w3;               ///< (L, H, D) up projections
   DeviceBuffer<float> rms_final;        ///< (D) final RMSNorm weights
   DeviceBuffer<float> wcls_separate;    ///< (V, D) a classifier of its own; empty when shared
+  DeviceBuffer<std::uint8_t> blocks;    ///< a block model's matrices, back to back (256-aligned)
   DeviceBuffer<float> rope_inv_freq;    ///< (hs/2) RoPE frequencies of a scaled model, else empty
-  const float* wcls = nullptr;          ///< (V, D) wcls_separate, or token_embedding when shared
+  DeviceMatrix embedding;               ///< (V, D) the embedding table as stored
+  std::vector<LayerMatrices> layers;    ///< (L) each layer's matrices as stored
+  DeviceMatrix wcls;                    ///< (V, D) the classifier: its own, or the embedding
   // Activations for up to `capacity` tokens, each (C, width).
   int capacity = 0;                         ///< C: tokens the buffers hold (grown by reserve())
   DeviceBuffer<float> x;                    ///< (C, D) the residual stream
@@ -187,8 +216,14 @@ struct CudaForwardPass::Impl {
   DeviceBuffer<int> tables;                 ///< every entry's block table, back to back
   DeviceBuffer<int> next_token;             ///< (rows) argmax tokens chosen on the device
 
-  /// @brief Validates @p config and uploads @p weights (see the CudaForwardPass constructor).
-  Impl(const ModelConfig& config, const Weights& weights);
+  /// @brief Validates @p config and checks that a device is there (the weights come next).
+  explicit Impl(const ModelConfig& config);
+  /// @brief Uploads a float model's @p weights (see the CudaForwardPass constructor).
+  void upload(const Weights& weights);
+  /// @brief Uploads a block model's @p weights, each matrix as its blocks.
+  void upload(const BlockWeights& weights);
+  /// @brief Uploads the norms and, for a scaled RoPE, its frequencies (both kinds of model).
+  void upload_norms(const float* att, const float* ffn, const float* final_norm);
   /// @brief Grows the activation buffers to hold @p T tokens (no-op when capacity >= T).
   void reserve(int T);
   /// @brief The ragged batched step of CudaForwardPass::forward_batch, logits left in `logits`;
@@ -196,37 +231,104 @@ struct CudaForwardPass::Impl {
   int run(const CudaBatchEntry* entries, int n, CudaKVPool& pool, bool all_logits);
 };
 
-CudaForwardPass::Impl::Impl(const ModelConfig& config, const Weights& w) : d(config) {
+CudaForwardPass::Impl::Impl(const ModelConfig& config) : d(config) {
   d.validate("CUDA forward pass");
   head_size = d.head_size();
   kv_dim = d.kv_dim();
   require_cuda_device();
+}
 
-  const std::size_t D = d.dim, H = d.hidden_dim, L = d.n_layers, V = d.vocab_size, KV = kv_dim;
-  const std::size_t Q = d.q_dim();
-  token_embedding = upload_tensor(w.token_embedding, V * D, "token_embedding");
-  rms_att = upload_tensor(w.rms_att, L * D, "rms_att");
-  wq = upload_tensor(w.wq, L * Q * D, "wq");
-  wk = upload_tensor(w.wk, L * KV * D, "wk");
-  wv = upload_tensor(w.wv, L * KV * D, "wv");
-  wo = upload_tensor(w.wo, L * D * Q, "wo");
-  rms_ffn = upload_tensor(w.rms_ffn, L * D, "rms_ffn");
-  w1 = upload_tensor(w.w1, L * H * D, "w1");
-  w2 = upload_tensor(w.w2, L * D * H, "w2");
-  w3 = upload_tensor(w.w3, L * H * D, "w3");
-  rms_final = upload_tensor(w.rms_final, D, "rms_final");
-  if (w.wcls == nullptr || w.wcls == w.token_embedding) {
-    wcls = token_embedding.data();  // shared classifier: one copy on the device too
-  } else {
-    wcls_separate = upload_tensor(w.wcls, V * D, "wcls");
-    wcls = wcls_separate.data();
-  }
+void CudaForwardPass::Impl::upload_norms(const float* att, const float* ffn,
+                                         const float* final_norm) {
+  const std::size_t D = d.dim, L = d.n_layers;
+  rms_att = upload_tensor(att, L * D, "rms_att");
+  rms_ffn = upload_tensor(ffn, L * D, "rms_ffn");
+  rms_final = upload_tensor(final_norm, D, "rms_final");
   if (d.rope_scaling != RopeScaling::none || !d.rope_freq_factors.empty()) {
     const std::vector<float> inv_freq = d.rope_inv_freq();
     rope_inv_freq = upload_tensor(inv_freq.data(), inv_freq.size(), "rope_inv_freq");
   }
   // The host pointers are not kept: the caller may free its weights after construction.
   stream.synchronize();
+}
+
+void CudaForwardPass::Impl::upload(const Weights& w) {
+  const std::size_t D = d.dim, H = d.hidden_dim, L = d.n_layers, V = d.vocab_size, KV = kv_dim;
+  const std::size_t Q = d.q_dim();
+  token_embedding = upload_tensor(w.token_embedding, V * D, "token_embedding");
+  wq = upload_tensor(w.wq, L * Q * D, "wq");
+  wk = upload_tensor(w.wk, L * KV * D, "wk");
+  wv = upload_tensor(w.wv, L * KV * D, "wv");
+  wo = upload_tensor(w.wo, L * D * Q, "wo");
+  w1 = upload_tensor(w.w1, L * H * D, "w1");
+  w2 = upload_tensor(w.w2, L * D * H, "w2");
+  w3 = upload_tensor(w.w3, L * H * D, "w3");
+  embedding = {k::TensorType::kF32, token_embedding.data()};
+  if (w.wcls == nullptr || w.wcls == w.token_embedding) {
+    wcls = embedding;  // shared classifier: one copy on the device too
+  } else {
+    wcls_separate = upload_tensor(w.wcls, V * D, "wcls");
+    wcls = {k::TensorType::kF32, wcls_separate.data()};
+  }
+  layers.resize(L);
+  for (std::size_t l = 0; l < L; ++l) {
+    auto f32 = [](const float* p) { return DeviceMatrix{k::TensorType::kF32, p}; };
+    layers[l] = {f32(wq.data() + l * Q * D),  f32(wk.data() + l * KV * D),
+                 f32(wv.data() + l * KV * D), f32(wo.data() + l * D * Q),
+                 f32(w1.data() + l * H * D),  f32(w2.data() + l * D * H),
+                 f32(w3.data() + l * H * D)};
+  }
+  upload_norms(w.rms_att, w.rms_ffn, w.rms_final);
+}
+
+void CudaForwardPass::Impl::upload(const BlockWeights& w) {
+  const int D = d.dim, H = d.hidden_dim, L = d.n_layers, V = d.vocab_size, Q = d.q_dim();
+  for (const auto* list : {&w.wq, &w.wk, &w.wv, &w.wo, &w.w1, &w.w2, &w.w3}) {
+    if (list->size() != std::size_t(L))
+      throw Error("CUDA forward pass: a weight list does not hold one matrix per layer");
+  }
+  // Every matrix's bytes in one allocation, each start aligned to 256 bytes; the views are
+  // set once the buffer exists.
+  struct Part {
+    const HostBlocks* host;
+    std::size_t bytes, offset;
+    DeviceMatrix* view;
+  };
+  std::vector<Part> parts;
+  std::size_t total = 0;
+  auto add = [&](const HostBlocks& h, int n, int rows, DeviceMatrix& view, const char* name) {
+    if (h.rows == nullptr)
+      throw Error(std::string("CUDA forward pass: weight ") + name + " missing");
+    if (!k::quant_cuda_supports(h.type)) {
+      throw Error(std::string("CUDA forward pass: weight ") + name + " is stored as " +
+                  k::ggml_type_name(std::uint32_t(h.type)) + ", which has no CUDA kernel");
+    }
+    const std::size_t bytes = std::size_t(rows) * k::tensor_bytes(h.type, std::size_t(n));
+    parts.push_back({&h, bytes, total, &view});
+    total += (bytes + 255) / 256 * 256;
+  };
+  layers.resize(std::size_t(L));
+  add(w.token_embedding, D, V, embedding, "token_embedding");
+  for (int l = 0; l < L; ++l) {
+    const std::size_t i = std::size_t(l);
+    LayerMatrices& m = layers[i];
+    add(w.wq[i], D, Q, m.wq, "wq");
+    add(w.wk[i], D, kv_dim, m.wk, "wk");
+    add(w.wv[i], D, kv_dim, m.wv, "wv");
+    add(w.wo[i], Q, D, m.wo, "wo");
+    add(w.w1[i], D, H, m.w1, "w1");
+    add(w.w2[i], H, D, m.w2, "w2");
+    add(w.w3[i], D, H, m.w3, "w3");
+  }
+  const bool tied = w.wcls.rows == nullptr || w.wcls.rows == w.token_embedding.rows;
+  if (!tied) add(w.wcls, D, V, wcls, "wcls");
+  blocks = DeviceBuffer<std::uint8_t>(total);
+  for (const Part& p : parts) {
+    blocks.upload(p.host->rows, p.bytes, p.offset);
+    *p.view = {p.host->type, blocks.data() + p.offset};
+  }
+  if (tied) wcls = embedding;  // the tied classifier reads the embedding's blocks
+  upload_norms(w.rms_att, w.rms_ffn, w.rms_final);
 }
 
 void CudaForwardPass::Impl::reserve(int T) {
@@ -295,26 +397,29 @@ int CudaForwardPass::Impl::run(const CudaBatchEntry* entries, int n, CudaKVPool&
 
   const int D = d.dim, H = d.hidden_dim, Nh = d.n_heads, Nkv = d.n_kv_heads, hs = head_size;
   const int Q = d.q_dim();
-  const std::size_t QD = std::size_t(Q) * D, KVD = std::size_t(kv_dim) * D, HD = std::size_t(H) * D,
-                    TD = std::size_t(T) * D, TKV = std::size_t(T) * kv_dim;
+  const std::size_t TD = std::size_t(T) * D, TKV = std::size_t(T) * kv_dim;
   // One sequence in one block is a plain contiguous cache: the flash-decoding attention
   // (attention_cuda) reads it directly. Anything else goes through the block tables.
   const bool contiguous = n == 1 && entries[0].num_blocks == 1;
   const std::size_t contiguous_offset =
       contiguous ? std::size_t(entries[0].block_table[0]) * B * kv_dim : 0;
 
-  embedding_kernel<<<ceil_div(TD, kThreads), kThreads, 0, s>>>(x.data(), token_embedding.data(),
-                                                               tokens.data(), T, D, d.vocab_size);
-  INFERLAB_CUDA_CHECK_LAUNCH();
+  if (embedding.type == k::TensorType::kF32) {
+    embedding_kernel<<<ceil_div(TD, kThreads), kThreads, 0, s>>>(
+        x.data(), static_cast<const float*>(embedding.data), tokens.data(), T, D, d.vocab_size);
+    INFERLAB_CUDA_CHECK_LAUNCH();
+  } else {
+    k::dequantize_rows_cuda(x.data(), static_cast<const std::uint8_t*>(embedding.data),
+                            embedding.type, tokens.data(), T, D, d.vocab_size, s);
+  }
 
   for (int l = 0; l < d.n_layers; ++l) {
     k::rmsnorm_cuda(k::kRmsnormBestVersion, xb.data(), x.data(),
                     rms_att.data() + std::size_t(l) * D, T, D, d.norm_eps, s);
-    k::matmul_cuda(k::kMatmulBestVersion, q.data(), xb.data(), wq.data() + l * QD, T, D, Q, s);
-    k::matmul_cuda(k::kMatmulBestVersion, k_rows.data(), xb.data(), wk.data() + l * KVD, T, D,
-                   kv_dim, s);
-    k::matmul_cuda(k::kMatmulBestVersion, v_rows.data(), xb.data(), wv.data() + l * KVD, T, D,
-                   kv_dim, s);
+    const LayerMatrices& w = layers[std::size_t(l)];
+    linear(q.data(), xb.data(), w.wq, T, D, Q, s);
+    linear(k_rows.data(), xb.data(), w.wk, T, D, kv_dim, s);
+    linear(v_rows.data(), xb.data(), w.wv, T, D, kv_dim, s);
     if (rope_inv_freq.size() == 0) {
       k::rope_cuda(k::kRopeBestVersion, q.data(), k_rows.data(), pos.data(), T, Nh, Nkv, hs,
                    d.rope_theta, s);
@@ -338,16 +443,16 @@ int CudaForwardPass::Impl::run(const CudaBatchEntry* entries, int n, CudaKVPool&
                               pos.data(), T, Nh, Nkv, hs, B, max_pos, attention_workspace.data(),
                               attention_workspace.size(), s);
     }
-    k::matmul_cuda(k::kMatmulBestVersion, out.data(), att.data(), wo.data() + l * QD, T, Q, D, s);
+    linear(out.data(), att.data(), w.wo, T, Q, D, s);
     residual_add_kernel<<<ceil_div(TD, kThreads), kThreads, 0, s>>>(x.data(), out.data(), TD);
     INFERLAB_CUDA_CHECK_LAUNCH();
 
     k::rmsnorm_cuda(k::kRmsnormBestVersion, xb.data(), x.data(),
                     rms_ffn.data() + std::size_t(l) * D, T, D, d.norm_eps, s);
-    k::matmul_cuda(k::kMatmulBestVersion, hb.data(), xb.data(), w1.data() + l * HD, T, D, H, s);
-    k::matmul_cuda(k::kMatmulBestVersion, hb2.data(), xb.data(), w3.data() + l * HD, T, D, H, s);
+    linear(hb.data(), xb.data(), w.w1, T, D, H, s);
+    linear(hb2.data(), xb.data(), w.w3, T, D, H, s);
     k::swiglu_cuda(k::kSwigluBestVersion, hb.data(), hb.data(), hb2.data(), long(T) * H, s);
-    k::matmul_cuda(k::kMatmulBestVersion, out.data(), hb.data(), w2.data() + l * HD, T, H, D, s);
+    linear(out.data(), hb.data(), w.w2, T, H, D, s);
     residual_add_kernel<<<ceil_div(TD, kThreads), kThreads, 0, s>>>(x.data(), out.data(), TD);
     INFERLAB_CUDA_CHECK_LAUNCH();
   }
@@ -359,12 +464,18 @@ int CudaForwardPass::Impl::run(const CudaBatchEntry* entries, int n, CudaKVPool&
   INFERLAB_CUDA_CHECK_LAUNCH();
   k::rmsnorm_cuda(k::kRmsnormBestVersion, xb.data(), out.data(), rms_final.data(), rows, D,
                   d.norm_eps, s);
-  k::matmul_cuda(k::kMatmulBestVersion, logits.data(), xb.data(), wcls, rows, D, d.vocab_size, s);
+  linear(logits.data(), xb.data(), wcls, rows, D, d.vocab_size, s);
   return rows;
 }
 
 CudaForwardPass::CudaForwardPass(const ModelConfig& config, const Weights& weights)
-    : impl_(std::make_unique<Impl>(config, weights)) {}
+    : impl_(std::make_unique<Impl>(config)) {
+  impl_->upload(weights);
+}
+CudaForwardPass::CudaForwardPass(const ModelConfig& config, const BlockWeights& weights)
+    : impl_(std::make_unique<Impl>(config)) {
+  impl_->upload(weights);
+}
 CudaForwardPass::~CudaForwardPass() = default;
 
 int CudaForwardPass::forward_batch(const CudaBatchEntry* entries, int n, CudaKVPool& pool,

@@ -7,14 +7,43 @@
 /// Part of the CUDA backend module only (runner_cuda.cpp is its one user). Plain C++17 without
 /// CUDA types, so that both nvcc and the runner's g++ compile it: the device state lives behind
 /// a pointer. It takes the model's description as the core holds it (inferlab::ModelConfig and
-/// inferlab::Weights, model/model_config.hpp), so nothing is copied field by field.
+/// inferlab::Weights, model/model_config.hpp), so nothing is copied field by field; a model
+/// stored in a block format comes as BlockWeights, its matrices' blocks as the CPU keeps them.
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
+#include <vector>
 
+#include "inferlab/kernels/quant_formats.hpp"
 #include "inferlab/model/model_config.hpp"
 
 namespace inferlab::cuda {
+
+/// @brief One matrix (d, n) on the host in a block format, as the device will hold it.
+struct HostBlocks {
+  kernels::TensorType type = kernels::TensorType::kQ8_0;  ///< Q8_0 or Q4_0
+  const std::uint8_t* rows = nullptr;  ///< d rows of tensor_bytes(type, n) bytes, back to back
+};
+
+/// @brief The weights of a model stored in a block format (Model::float_weights() false) as
+/// the CPU core keeps them (inferlab::CpuLinears and Model::stored_embedding()): every matrix
+/// as its blocks, the norms as float32. Host memory, read only by the CudaForwardPass
+/// constructor. Shapes as in inferlab::Weights, one matrix per layer.
+struct BlockWeights {
+  HostBlocks token_embedding;        ///< (V, D) embedding table, rows dequantized on lookup
+  std::vector<HostBlocks> wq;        ///< (L) of (Q, D) query projections
+  std::vector<HostBlocks> wk;        ///< (L) of (KV, D) key projections
+  std::vector<HostBlocks> wv;        ///< (L) of (KV, D) value projections
+  std::vector<HostBlocks> wo;        ///< (L) of (D, Q) attention output projections
+  std::vector<HostBlocks> w1;        ///< (L) of (H, D) gate projections
+  std::vector<HostBlocks> w2;        ///< (L) of (D, H) down projections
+  std::vector<HostBlocks> w3;        ///< (L) of (H, D) up projections
+  HostBlocks wcls;                   ///< (V, D) classifier; null rows, or token_embedding's: tied
+  const float* rms_att = nullptr;    ///< (L, D) attention RMSNorm weights
+  const float* rms_ffn = nullptr;    ///< (L, D) feed-forward RMSNorm weights
+  const float* rms_final = nullptr;  ///< (D) final RMSNorm weights
+};
 
 /// @brief KV blocks in device memory (float32): per layer, keys and values each
 /// (num_blocks * block_size, KV) floats, the layout of inferlab::HostKVPool. Shared by every
@@ -57,7 +86,8 @@ struct CudaBatchEntry {
   int num_blocks = 0;                ///< entries of block_table: capacity = num_blocks * B
 };
 
-/// @brief A model resident on the GPU: runs ragged batched steps over KV blocks in a CudaKVPool.
+/// @brief A model resident on the GPU (float32, or its matrices in Q8_0 / Q4_0 blocks): runs
+/// ragged batched steps over KV blocks in a CudaKVPool.
 class CudaForwardPass {
  public:
   /// @brief Validates the dimensions (ModelConfig::validate) and uploads every weight once.
@@ -67,6 +97,14 @@ class CudaForwardPass {
   /// @throws inferlab::Error for unusable dimensions, a missing weight, no CUDA device, or when
   ///         memory runs out.
   CudaForwardPass(const ModelConfig& config, const Weights& weights);
+  /// @brief The same for a model stored in a block format: each matrix is uploaded as its
+  /// blocks (no float copy on the device) and multiplied by matmul_quant_cuda; the embedding
+  /// rows a step needs are dequantized on the device (dequantize_rows_cuda).
+  /// @param config the model's dimensions
+  /// @param weights host pointers to every tensor, read only here
+  /// @throws inferlab::Error as the float constructor, and for a matrix stored in a type
+  ///         without a CUDA kernel (Q8_0 and Q4_0 have one).
+  CudaForwardPass(const ModelConfig& config, const BlockWeights& weights);
   ~CudaForwardPass();
 
   /// @brief A ragged batched step: every entry's tokens in one pass through the weights (one

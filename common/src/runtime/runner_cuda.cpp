@@ -1,7 +1,8 @@
-// The CUDA model runner: weights resident on the GPU, KV pools in device memory, one batched
-// step per call (CudaForwardPass::forward_batch, forward_cuda.cu), logits copied back for host
-// sampling. Built into the CUDA backend module (libinferlab_cuda_backend.so), which exports
-// only the C functions of runtime/cuda_backend.hpp at the end of this file.
+// The CUDA model runner: weights resident on the GPU (float32, or Q8_0 / Q4_0 blocks as the
+// CPU core stores them), KV pools in device memory, one batched step per call
+// (CudaForwardPass::forward_batch, forward_cuda.cu), logits copied back for host sampling.
+// Built into the CUDA backend module (libinferlab_cuda_backend.so), which exports only the C
+// functions of runtime/cuda_backend.hpp at the end of this file.
 #include <cstdio>
 
 #include <fmt/format.h>
@@ -10,6 +11,7 @@
 #include "inferlab/base/error.hpp"
 #include "inferlab/kernels/cuda/device.hpp"
 #include "inferlab/runtime/cuda_backend.hpp"
+#include "inferlab/runtime/cuda_weights.hpp"
 #include "inferlab/runtime/runner.hpp"
 
 namespace inferlab {
@@ -48,20 +50,37 @@ class DeviceKVPool final : public KVPool {
   mutable cuda::CudaKVPool pool_;
 };
 
-// The CUDA forward pass reads float32 weights: a model stored in a block format is refused.
-const Weights& float_weights_of(const Model& model) {
-  if (!model.float_weights()) {
-    throw ParameterError("weights",
-                         "stored in a block format: the CUDA forward pass runs float32 weights "
-                         "only (f32)");
+// The model on the device: a float model's tensors as they are; a block model's matrices as
+// the CPU core keeps them (CpuLinears, the stored embedding), each uploaded as its blocks.
+// A tensor stored in a type without a CUDA kernel is refused, named (cuda_weights_problem).
+std::unique_ptr<cuda::CudaForwardPass> upload(const Model& model) {
+  if (model.float_weights())
+    return std::make_unique<cuda::CudaForwardPass>(model.config(), model.weights());
+  const std::string problem = cuda_weights_problem(model);
+  if (!problem.empty())
+    throw Error(fmt::format("the CUDA forward pass cannot run this model: {}", problem));
+  auto blocks = [](const kernels::QuantMatrix& m) { return cuda::HostBlocks{m.type(), m.row(0)}; };
+  const CpuLinears& l = model.cpu_linears();
+  cuda::BlockWeights w;
+  w.token_embedding = blocks(model.stored_embedding());
+  const std::pair<std::vector<cuda::HostBlocks>*, const std::vector<LinearWeight>*> lists[] = {
+      {&w.wq, &l.wq}, {&w.wk, &l.wk}, {&w.wv, &l.wv}, {&w.wo, &l.wo},
+      {&w.w1, &l.w1}, {&w.w2, &l.w2}, {&w.w3, &l.w3}};
+  for (const auto& [out, in] : lists) {
+    // A first_layers_view() shares its base's longer lists: this model's layers only.
+    for (int layer = 0; layer < model.config().n_layers; ++layer)
+      out->push_back(blocks((*in)[std::size_t(layer)].stored));
   }
-  return model.weights();
+  if (!model.config().shared_classifier) w.wcls = blocks(l.wcls.stored);
+  w.rms_att = model.weights().rms_att;
+  w.rms_ffn = model.weights().rms_ffn;
+  w.rms_final = model.weights().rms_final;
+  return std::make_unique<cuda::CudaForwardPass>(model.config(), w);
 }
 
 class CudaRunner final : public ModelRunner {
  public:
-  explicit CudaRunner(const Model& model)
-      : ModelRunner(model), gpu_(model.config(), float_weights_of(model)) {}
+  explicit CudaRunner(const Model& model) : ModelRunner(model), gpu_(upload(model)) {}
   Device device() const override { return Device::cuda; }
   std::unique_ptr<KVPool> make_pool(int num_blocks, int block_size, DType type) const override {
     if (type != DType::f32) {
@@ -75,8 +94,8 @@ class CudaRunner final : public ModelRunner {
             std::vector<float>& logits) override {
     DeviceKVPool& pool = check_batch(batch, mode);
     logits.resize(rows_ * std::size_t(config().vocab_size));
-    gpu_.forward_batch(entries_.data(), static_cast<int>(entries_.size()), pool.device_pool(),
-                       mode == LogitsMode::all, logits.data());
+    gpu_->forward_batch(entries_.data(), static_cast<int>(entries_.size()), pool.device_pool(),
+                        mode == LogitsMode::all, logits.data());
     logits_bytes_copied_ += logits.size() * sizeof(float);
     advance(batch);
   }
@@ -85,8 +104,8 @@ class CudaRunner final : public ModelRunner {
   void step_greedy(std::span<const BatchEntry> batch, std::vector<int>& next) override {
     DeviceKVPool& pool = check_batch(batch, LogitsMode::last);
     next.resize(batch.size());
-    gpu_.forward_batch_greedy(entries_.data(), static_cast<int>(entries_.size()),
-                              pool.device_pool(), next.data());
+    gpu_->forward_batch_greedy(entries_.data(), static_cast<int>(entries_.size()),
+                               pool.device_pool(), next.data());
     logits_bytes_copied_ += next.size() * sizeof(int);
     advance(batch);
   }
@@ -130,7 +149,7 @@ class CudaRunner final : public ModelRunner {
       e.cache->set_length(e.start_pos + static_cast<int>(e.tokens.size()));
   }
 
-  cuda::CudaForwardPass gpu_;
+  std::unique_ptr<cuda::CudaForwardPass> gpu_;
   std::vector<cuda::CudaBatchEntry> entries_;
   std::size_t rows_ = 0;  // logits rows of the step being run
 };

@@ -130,6 +130,9 @@ class Model {
   /// @param token in [0, V)
   /// @param row (D) floats
   void embedding_row(int token, float* row) const;
+  /// @brief The embedding table (V, D) as stored, for a reader that needs its blocks (the CUDA
+  /// upload); empty for a float model, whose table is weights().token_embedding.
+  const kernels::QuantMatrix& stored_embedding() const;
   /// @brief The linear weights packed for the CPU forward pass. A stored model built them at
   /// load. A float model builds them on the first call (every
   /// matrix read once; about 0.3 s for stories110M, nothing worth measuring for stories260K)

@@ -59,6 +59,9 @@ struct DeviceInfo {
 };
 /// @brief Queries device 0 (throws if there is none).
 DeviceInfo device_info();
+/// @brief Device memory free now on the current device, bytes (cudaMemGetInfo): what an upload
+/// took is the drop across it.
+std::size_t device_free_bytes();
 
 /// @name Raw device memory (used by DeviceBuffer; chapters use DeviceBuffer, never these)
 /// @{

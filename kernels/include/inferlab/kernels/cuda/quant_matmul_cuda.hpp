@@ -48,4 +48,35 @@ void matmul_quant_cuda(float* y, const float* x, const std::uint8_t* w, TensorTy
 void matmul_quant_cuda_ref(float* y, const float* x, const std::uint8_t* w, TensorType type,
                            int T, int n, int d);
 
+/// @brief Rows of a matrix stored as Q8_0 or Q4_0, dequantized on the device: x[t, :] =
+/// W[rows[t], :] (the embedding lookup of a table kept in blocks: only the rows a step needs
+/// become floats). Each number is its block's scale times its quantized value, the product
+/// dequantize_ref() forms, so the two give the same bits.
+/// @param x (T, n) device pointer, output
+/// @param w (d, n) device pointer: d rows of tensor_bytes(type, n) bytes
+/// @param type Q8_0 or Q4_0
+/// @param rows (T) device pointer: row ids in [0, d) (an id outside writes NaN: the caller
+/// validates them first)
+/// @param T rows to dequantize
+/// @param n numbers per row, a multiple of 32
+/// @param d rows of @p w
+/// @param stream the stream to enqueue on (nullptr: default stream); the call does not wait
+/// @throws inferlab::Error for another type, a non-positive dimension, n not a multiple of 32,
+/// or a failed launch.
+void dequantize_rows_cuda(float* x, const std::uint8_t* w, TensorType type, const int* rows, int T,
+                          int n, int d, CUstream_st* stream = nullptr);
+
+/// @brief The CPU reference of dequantize_rows_cuda, same arguments on host pointers (no
+/// stream): dequantize_ref() of each row.
+/// @param x (T, n) output
+/// @param w d rows of tensor_bytes(type, n) bytes
+/// @param type Q8_0 or Q4_0
+/// @param rows (T) row ids in [0, d)
+/// @param T rows to dequantize
+/// @param n numbers per row, a multiple of 32
+/// @param d rows of @p w
+/// @throws inferlab::Error as dequantize_rows_cuda, and for a row id outside [0, d).
+void dequantize_rows_cuda_ref(float* x, const std::uint8_t* w, TensorType type, const int* rows,
+                              int T, int n, int d);
+
 }  // namespace inferlab::kernels
