@@ -501,9 +501,14 @@ struct PushdownParser::Impl {
   std::vector<std::uint8_t> set_classes_known;            // by set
   std::vector<std::uint32_t> node_seen;                   // equivalent_classes' marks, by node
   std::uint32_t node_generation = 0;
-  // The byte sets on the top nodes' edges, and per class (bit i: top_sets[i] holds, class).
+  // The byte sets on the top nodes' edges, and per class its signature (bit i: top_sets[i]
+  // holds the class); the groups' table by signature: 512 slots, twice the most classes.
   std::vector<int> top_sets;
-  std::vector<std::pair<std::uint64_t, int>> signature;
+  std::vector<std::uint64_t> signature;
+  std::array<std::uint64_t, 512> group_key{};
+  std::array<std::uint8_t, 512> group_first{};
+  std::array<std::uint32_t, 512> group_stamp{};
+  std::uint32_t group_generation = 0;
   void equivalent_classes(const std::vector<int>& from, std::vector<std::uint8_t>& same) {
     const auto classes = static_cast<std::size_t>(num_classes);
     same.resize(classes);
@@ -523,8 +528,7 @@ struct PushdownParser::Impl {
     }
     std::sort(top_sets.begin(), top_sets.end());
     top_sets.erase(std::unique(top_sets.begin(), top_sets.end()), top_sets.end());
-    signature.resize(classes);
-    for (std::size_t c = 0; c < classes; ++c) signature[c] = {0, static_cast<int>(c)};
+    signature.assign(classes, 0);
     if (top_sets.size() > 64) {  // a signature is one word: every class stands alone
       for (std::size_t c = 0; c < classes; ++c) same[c] = static_cast<std::uint8_t>(c);
       return;
@@ -546,17 +550,28 @@ struct PushdownParser::Impl {
       }
       for (std::size_t w = 0; w < 4; ++w) {
         for (std::uint64_t bits = set_classes[k][w]; bits != 0; bits &= bits - 1)
-          signature[w * 64 + static_cast<std::size_t>(std::countr_zero(bits))].first |=
-              std::uint64_t{1} << i;
+          signature[w * 64 + static_cast<std::size_t>(std::countr_zero(bits))] |= std::uint64_t{1}
+                                                                                  << i;
       }
     }
-    // Sorted by (signature, class): the smallest class of a group comes first and names it.
-    std::sort(signature.begin(), signature.end());
-    for (std::size_t k = 0; k < classes; ++k) {
-      const auto c = static_cast<std::size_t>(signature[k].second);
-      same[c] = k > 0 && signature[k].first == signature[k - 1].first
-                    ? same[static_cast<std::size_t>(signature[k - 1].second)]
-                    : static_cast<std::uint8_t>(c);
+    // The first class with each signature names its group: found in a small open-addressing
+    // table (twice as many slots as classes), cleared by a generation stamp.
+    if (++group_generation == 0) {
+      std::fill(group_stamp.begin(), group_stamp.end(), 0);
+      group_generation = 1;
+    }
+    for (std::size_t c = 0; c < classes; ++c) {
+      for (std::size_t i = (signature[c] * 0x9E3779B97F4A7C15ull) >> 55;; i = (i + 1) & 511) {
+        if (group_stamp[i] != group_generation) {
+          group_stamp[i] = group_generation;
+          group_key[i] = signature[c];
+          group_first[i] = static_cast<std::uint8_t>(c);
+        }
+        if (group_key[i] == signature[c]) {
+          same[c] = group_first[i];
+          break;
+        }
+      }
     }
   }
 
