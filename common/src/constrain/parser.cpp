@@ -449,7 +449,7 @@ struct PushdownParser::Impl {
       closure_out.accept = false;
       closure(closure_work, closure_out);
       Closure& c = closure_memo[static_cast<std::size_t>(stack)];
-      c.first = static_cast<std::uint32_t>(closure_stacks.size());
+      c.first = closure_stacks.size();
       c.size = static_cast<std::uint32_t>(closure_out.stacks.size());
       closure_stacks.insert(closure_stacks.end(), closure_out.stacks.begin(),
                             closure_out.stacks.end());
@@ -548,10 +548,10 @@ struct PushdownParser::Impl {
         }
         set_classes_known[k] = 1;
       }
+      const std::uint64_t bit = std::uint64_t{1} << i;
       for (std::size_t w = 0; w < 4; ++w) {
         for (std::uint64_t bits = set_classes[k][w]; bits != 0; bits &= bits - 1)
-          signature[w * 64 + static_cast<std::size_t>(std::countr_zero(bits))] |= std::uint64_t{1}
-                                                                                  << i;
+          signature[w * 64 + static_cast<std::size_t>(std::countr_zero(bits))] |= bit;
       }
     }
     // The first class with each signature names its group: found in a small open-addressing
