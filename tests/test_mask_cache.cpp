@@ -2,6 +2,7 @@
 // grammars with called rules (object members, nested values, alternatives, GBNF rules), the
 // mask of every state reached equals the brute-force oracle's, bit for bit, while the frame
 // masks are reused across contexts (the same member after other members).
+#include <algorithm>
 #include <random>
 #include <set>
 
@@ -116,4 +117,38 @@ TEST_CASE("frame masks: random walks match the oracle on the Llama 2 vocabulary"
   MaskComputer masks(parser, trie, bytes, kEosToken);
   CHECK(random_walks_match_oracle(parser, masks, bytes, 4, 25, 3) > 20);
   CHECK(masks.num_frame_masks() > 0);
+}
+
+TEST_CASE("transitions: byte classes a state cannot tell apart share one, exactly",
+          "[constrain][oracle][mask_cache]") {
+  // The patterns split letters and digits into many byte classes; inside the long counted
+  // string (the parser counts its characters in binary, a hundred stacks per state) all of
+  // them lead to one next position, as do the continuation bytes of a UTF-8 character.
+  const Tokenizer tok = Tokenizer::load(test::model_file("tok512.bin"), 512);
+  const std::vector<std::string> bytes = token_byte_strings(tok);
+  const TokenTrie trie(bytes);
+  PushdownParser parser(json_schema_grammar(nlohmann::ordered_json::parse(
+      R"({"type":"object","properties":{"id":{"type":"string","pattern":"^[A-Fa-f0-9]{4}$"},
+          "key":{"type":"string","pattern":"^[0-9a-zA-Z_-]{1,8}$"},
+          "text":{"type":"string","minLength":2,"maxLength":2000}},
+          "additionalProperties":false})")));
+  MaskComputer masks(parser, trie, bytes, kEosToken);
+  CHECK(random_walks_match_oracle(parser, masks, bytes, 20, 60, 5) > 20);
+  // Every byte from every state built so far (at most 300): the cached transition, shared or
+  // not, is the uncached step's.
+  const int n = static_cast<int>(std::min<std::size_t>(parser.num_states(), 300));
+  for (int s = 0; s < n; ++s) {
+    const PushdownParser::RawState from = parser.raw(s);
+    for (int b = 0; b < 256; ++b) {
+      const PushdownParser::RawState expected =
+          parser.step_uncached(from, static_cast<unsigned char>(b));
+      const int next = parser.step(s, static_cast<unsigned char>(b));
+      INFO("state " << s << ", byte " << b);
+      REQUIRE((next == PushdownParser::kDead) == (expected.stacks.empty() && !expected.accept));
+      if (next == PushdownParser::kDead) continue;
+      const PushdownParser::RawState got = parser.raw(next);
+      REQUIRE(got.stacks == expected.stacks);
+      REQUIRE(got.accept == expected.accept);
+    }
+  }
 }

@@ -5,9 +5,10 @@
 #include <algorithm>
 #include <array>
 #include <bit>
-#include <cstring>
 #include <map>
+#include <string>
 #include <tuple>
+#include <unordered_map>
 #include <utility>
 
 #include <fmt/format.h>
@@ -96,24 +97,34 @@ struct MemberGuard {
   }
 };
 
-// The index of the frames without a mask, (node, parent) packed in 64 bits -> stack id: open
-// addressing with linear probing in a power-of-two table, Fibonacci hashing. Interning is the
-// engine's hottest lookup (every edge a new state follows), and a node-based hash map spent
-// its time in allocation, pointer chasing and rehashing.
+// An index of ids by 64-bit key: open addressing with linear probing in a power-of-two table,
+// Fibonacci hashing. Interning is the engine's hottest lookup (every edge a new state follows
+// interns a stack, every new transition a state), and a node-based hash map spent its time in
+// allocation, pointer chasing and rehashing. The frames without a mask are keyed by
+// (node, parent) packed in 64 bits, which is exact; states by a hash of their stacks, so a
+// key match is confirmed by comparing the state itself (`same`).
 class StackIndex {
  public:
+  static constexpr std::uint64_t kEmpty = ~std::uint64_t{0};  // no (node, parent + 1) packs to it
+
   // Room for n keys without growing.
   void reserve(std::size_t n) {
-    if (2 * n > keys_.size()) rehash(std::bit_ceil(2 * n));
+    if (2 * n > slots_.size()) rehash(std::bit_ceil(2 * n));
   }
   // The value of `key`, inserting `value` when absent; second = inserted.
   std::pair<int, bool> try_emplace(std::uint64_t key, int value) {
-    if (2 * (size_ + 1) > keys_.size()) rehash(std::max<std::size_t>(64, 2 * keys_.size()));
-    for (std::size_t i = slot(key);; i = (i + 1) & (keys_.size() - 1)) {
-      if (keys_[i] == key) return {values_[i], false};
-      if (keys_[i] == kEmpty) {
-        keys_[i] = key;
-        values_[i] = value;
+    return try_emplace(key, value, [](int) { return true; });
+  }
+  // The same, where a value stored under `key` is the one sought only when same(value) holds
+  // (keys that are hashes may collide). `key` must not be kEmpty.
+  template <class Same>
+  std::pair<int, bool> try_emplace(std::uint64_t key, int value, Same same) {
+    if (2 * (size_ + 1) > slots_.size()) rehash(std::max<std::size_t>(64, 2 * slots_.size()));
+    for (std::size_t i = slot(key);; i = (i + 1) & (slots_.size() - 1)) {
+      Slot& e = slots_[i];
+      if (e.key == key && same(e.value)) return {e.value, false};
+      if (e.key == kEmpty) {
+        e = Slot{key, value};
         ++size_;
         return {value, true};
       }
@@ -121,26 +132,25 @@ class StackIndex {
   }
 
  private:
-  static constexpr std::uint64_t kEmpty = ~std::uint64_t{0};  // no (node, parent + 1) packs to it
-  std::vector<std::uint64_t> keys_;
-  std::vector<int> values_;
+  struct Slot {  // key and value side by side: a probe touches one cache line
+    std::uint64_t key = kEmpty;
+    int value = 0;
+  };
+  std::vector<Slot> slots_;
   std::size_t size_ = 0;
   int shift_ = 64;
   std::size_t slot(std::uint64_t key) const {
     return static_cast<std::size_t>((key * 0x9E3779B97F4A7C15ull) >> shift_);
   }
   void rehash(std::size_t capacity) {
-    std::vector<std::uint64_t> keys(capacity, kEmpty);
-    std::vector<int> values(capacity);
-    keys_.swap(keys);
-    values_.swap(values);
+    std::vector<Slot> old(capacity);
+    slots_.swap(old);
     shift_ = 64 - std::countr_zero(capacity);
-    for (std::size_t j = 0; j < keys.size(); ++j) {
-      if (keys[j] == kEmpty) continue;
-      std::size_t i = slot(keys[j]);
-      while (keys_[i] != kEmpty) i = (i + 1) & (capacity - 1);
-      keys_[i] = keys[j];
-      values_[i] = values[j];
+    for (const Slot& e : old) {
+      if (e.key == kEmpty) continue;
+      std::size_t i = slot(e.key);
+      while (slots_[i].key != kEmpty) i = (i + 1) & (capacity - 1);
+      slots_[i] = e;
     }
   }
 };
@@ -179,6 +189,8 @@ struct PushdownParser::Impl {
     }
   };
   std::unordered_map<Frame, int, FrameHash, FrameEq> masked_index;
+  // The parser states by a hash of their stacks and accept flag (PushdownParser::intern_state).
+  StackIndex state_index;
   std::vector<std::uint32_t> stamp;  // closure's visited marks, by stack id
   std::uint32_t generation = 0;
 
@@ -416,11 +428,16 @@ struct PushdownParser::Impl {
   // share stacks (every state inside the same string shares its character stacks), so most
   // closures are found here. step() above stays uncached: it is the oracle's definition.
   struct Closure {
-    std::vector<int> stacks;
+    std::size_t first = 0;  // its stacks: closure_stacks[first .. first + size)
+    std::uint32_t size = 0;
     bool accept = false;
     bool done = false;
   };
   std::vector<Closure> closure_memo;
+  // Every memoized closure's stacks, one after another: a new stack's closure is an append
+  // here, not an allocation of its own (a new state of a long counted string pushes a hundred
+  // new stacks).
+  std::vector<int> closure_stacks;
   std::vector<int> closure_work;  // closure_of's buffers, reused
   PushdownParser::RawState closure_out;
   const Closure& closure_of(int stack) {
@@ -432,7 +449,10 @@ struct PushdownParser::Impl {
       closure_out.accept = false;
       closure(closure_work, closure_out);
       Closure& c = closure_memo[static_cast<std::size_t>(stack)];
-      c.stacks = closure_out.stacks;  // the memo's own copy: the buffers are reused
+      c.first = closure_stacks.size();
+      c.size = static_cast<std::uint32_t>(closure_out.stacks.size());
+      closure_stacks.insert(closure_stacks.end(), closure_out.stacks.begin(),
+                            closure_out.stacks.end());
       c.accept = closure_out.accept;
       c.done = true;
     }
@@ -458,7 +478,8 @@ struct PushdownParser::Impl {
     pushed.erase(std::unique(pushed.begin(), pushed.end()), pushed.end());
     for (const int p : pushed) {
       const Closure& c = closure_of(p);
-      out.stacks.insert(out.stacks.end(), c.stacks.begin(), c.stacks.end());
+      const auto first = closure_stacks.begin() + c.first;
+      out.stacks.insert(out.stacks.end(), first, first + c.size);
       out.accept = out.accept || c.accept;
     }
     std::sort(out.stacks.begin(), out.stacks.end());
@@ -468,6 +489,90 @@ struct PushdownParser::Impl {
                               limits.max_stacks_per_state));
     }
     return out;
+  }
+
+  // Per byte class of a state with stacks `from`: same[c] = the smallest class c' that leads
+  // where c does. A step reads a byte only through the byte sets on the edges of the stacks'
+  // top nodes, so two classes that each of those sets holds or lacks alike push the same
+  // stacks: the same state, computed once. Inside a string, a grammar whose patterns split
+  // the letters and digits into many classes has one transition per string position for all
+  // of them, and the continuation bytes of a UTF-8 character are one.
+  std::vector<std::array<std::uint64_t, 4>> set_classes;  // by set: the classes it holds
+  std::vector<std::uint8_t> set_classes_known;            // by set
+  std::vector<std::uint32_t> node_seen;                   // equivalent_classes' marks, by node
+  std::uint32_t node_generation = 0;
+  // The byte sets on the top nodes' edges, and per class its signature (bit i: top_sets[i]
+  // holds the class); the groups' table by signature: 512 slots, twice the most classes.
+  std::vector<int> top_sets;
+  std::vector<std::uint64_t> signature;
+  std::array<std::uint64_t, 512> group_key{};
+  std::array<std::uint8_t, 512> group_first{};
+  std::array<std::uint32_t, 512> group_stamp{};
+  std::uint32_t group_generation = 0;
+  void equivalent_classes(const std::vector<int>& from, std::vector<std::uint8_t>& same) {
+    const auto classes = static_cast<std::size_t>(num_classes);
+    same.resize(classes);
+    if (node_seen.size() < edges.size()) node_seen.resize(edges.size(), 0);
+    if (++node_generation == 0) {
+      std::fill(node_seen.begin(), node_seen.end(), 0);
+      node_generation = 1;
+    }
+    top_sets.clear();
+    for (const int s : from) {
+      const auto node = static_cast<std::size_t>(stacks[static_cast<std::size_t>(s)].node);
+      if (node_seen[node] == node_generation) continue;
+      node_seen[node] = node_generation;
+      for (const Edge& e : edges[node]) {
+        if (e.kind == EdgeKind::bytes) top_sets.push_back(e.arg);
+      }
+    }
+    std::sort(top_sets.begin(), top_sets.end());
+    top_sets.erase(std::unique(top_sets.begin(), top_sets.end()), top_sets.end());
+    signature.assign(classes, 0);
+    if (top_sets.size() > 64) {  // a signature is one word: every class stands alone
+      for (std::size_t c = 0; c < classes; ++c) same[c] = static_cast<std::uint8_t>(c);
+      return;
+    }
+    if (set_classes.size() < sets.size()) {
+      set_classes.resize(sets.size());
+      set_classes_known.resize(sets.size(), 0);
+    }
+    for (std::size_t i = 0; i < top_sets.size(); ++i) {
+      const auto k = static_cast<std::size_t>(top_sets[i]);
+      if (!set_classes_known[k]) {
+        set_classes[k] = {};
+        for (int b = 0; b < 256; ++b) {
+          const std::uint8_t c = byte_class[static_cast<std::size_t>(b)];
+          if (sets[k].has(static_cast<unsigned>(b)))
+            set_classes[k][c >> 6] |= std::uint64_t{1} << (c & 63);
+        }
+        set_classes_known[k] = 1;
+      }
+      const std::uint64_t bit = std::uint64_t{1} << i;
+      for (std::size_t w = 0; w < 4; ++w) {
+        for (std::uint64_t bits = set_classes[k][w]; bits != 0; bits &= bits - 1)
+          signature[w * 64 + static_cast<std::size_t>(std::countr_zero(bits))] |= bit;
+      }
+    }
+    // The first class with each signature names its group: found in a small open-addressing
+    // table (twice as many slots as classes), cleared by a generation stamp.
+    if (++group_generation == 0) {
+      std::fill(group_stamp.begin(), group_stamp.end(), 0);
+      group_generation = 1;
+    }
+    for (std::size_t c = 0; c < classes; ++c) {
+      for (std::size_t i = (signature[c] * 0x9E3779B97F4A7C15ull) >> 55;; i = (i + 1) & 511) {
+        if (group_stamp[i] != group_generation) {
+          group_stamp[i] = group_generation;
+          group_key[i] = signature[c];
+          group_first[i] = static_cast<std::uint8_t>(c);
+        }
+        if (group_key[i] == signature[c]) {
+          same[c] = group_first[i];
+          break;
+        }
+      }
+    }
   }
 
   void trim();
@@ -687,7 +792,7 @@ PushdownParser::PushdownParser(const Grammar& g, const ParserLimits& limits)
   m.stacks.reserve(kReservedStacks);
   m.stamp.reserve(kReservedStacks);
   m.closure_memo.reserve(kReservedStacks);
-  state_index_.reserve(kReservedStates);
+  m.state_index.reserve(kReservedStates);
   states_.reserve(kReservedStates);
   std::vector<int> work{m.intern_stack(m.rule_start[static_cast<std::size_t>(g.root)], -1)};
   RawState init;
@@ -704,14 +809,19 @@ PushdownParser::~PushdownParser() = default;
 int PushdownParser::num_nodes() const { return static_cast<int>(impl_->edges.size()); }
 
 int PushdownParser::intern_state(const RawState& raw) {
-  // The key is built in a reused buffer and copied only for a new state.
-  key_.resize(raw.stacks.size() * sizeof(int) + 1);
-  if (!raw.stacks.empty())
-    std::memcpy(key_.data(), raw.stacks.data(), raw.stacks.size() * sizeof(int));
-  key_.back() = raw.accept ? 1 : 0;
-  if (const auto it = state_index_.find(key_); it != state_index_.end()) return it->second;
+  // The stacks are hashed where they lie and copied only for a new state.
+  std::uint64_t key = raw.accept ? 0x9E3779B97F4A7C15ull : 0;
+  for (const int s : raw.stacks) {
+    key = (key ^ static_cast<std::uint32_t>(s)) * 0xFF51AFD7ED558CCDull;
+    key ^= key >> 32;
+  }
+  if (key == StackIndex::kEmpty) key = 0;
   const int id = static_cast<int>(states_.size());
-  state_index_.emplace(key_, id);
+  const auto [found, inserted] = impl_->state_index.try_emplace(key, id, [&](int other) {
+    const State& o = states_[static_cast<std::size_t>(other)];
+    return o.accept == raw.accept && o.stacks == raw.stacks;
+  });
+  if (!inserted) return found;
   State s;
   s.stacks = raw.stacks;
   s.accept = raw.accept;
@@ -728,10 +838,22 @@ int PushdownParser::step_slow(int state, unsigned char byte) {
   }
   int next = s->next[cls];
   if (next != -2) return next;
-  const RawState& to = impl_->step_memo(s->stacks, byte);
-  next = to.stacks.empty() && !to.accept ? kDead : intern_state(to);
-  // states_ may have moved (index it again); the result holds for the whole class.
-  states_[static_cast<std::size_t>(state)].next[cls] = next;
+  // The classes a state cannot tell apart are found when a second class is stepped: many
+  // states are only ever stepped by one.
+  if (s->same.empty() &&
+      std::any_of(s->next.get(), s->next.get() + num_classes_, [](int n) { return n != -2; }))
+    impl_->equivalent_classes(s->stacks, s->same);
+  const std::size_t same = s->same.empty() ? cls : s->same[cls];
+  next = s->next[same];
+  if (next == -2) {
+    const RawState& to = impl_->step_memo(s->stacks, byte);
+    next = to.stacks.empty() && !to.accept ? kDead : intern_state(to);
+  }
+  // states_ may have moved (index it again); the result holds for the whole class, and for
+  // the classes the state cannot tell from it.
+  State& from = states_[static_cast<std::size_t>(state)];
+  from.next[cls] = next;
+  from.next[same] = next;
   return next;
 }
 

@@ -630,6 +630,9 @@ bool MaskComputer::combine_frames(int state, TokenMask& out) {
     frames_.push_back(static_cast<int>(f));
   }
   if (first_sighting) return false;
+  // Stacks that differ only below their top share a frame: its mask is ORed once.
+  std::sort(frames_.begin(), frames_.end());
+  frames_.erase(std::unique(frames_.begin(), frames_.end()), frames_.end());
   std::vector<const FrameMask*> parts;
   std::size_t dependent = 0;
   for (const int f : frames_) {

@@ -16,9 +16,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
-#include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 #include "inferlab/constrain/grammar.hpp"
@@ -110,6 +108,10 @@ class PushdownParser {
     std::vector<int> stacks;
     bool accept = false;
     std::unique_ptr<int[]> next;  // (byte classes) transitions, -2 = not computed yet
+    // (byte classes, once two classes were stepped) the smallest class whose bytes this
+    // state's stacks cannot tell from the class's own (Impl::equivalent_classes): the two
+    // share one computed transition.
+    std::vector<std::uint8_t> same;
   };
   std::vector<State> states_;
   // Bytes that every byte set of the grammar treats alike share a class and one transition:
@@ -118,9 +120,7 @@ class PushdownParser {
   // less memory to map.
   std::array<std::uint8_t, 256> byte_class_{};
   int num_classes_ = 0;
-  std::unordered_map<std::string, int> state_index_;
   int initial_ = kDead;
-  std::string key_;  // intern_state's lookup key, reused
   int intern_state(const RawState& raw);
   int step_slow(int state, unsigned char byte);
 };
