@@ -18,6 +18,8 @@ struct ByteSet {
 
   /// @brief Adds byte @p b.
   void add(unsigned b) { bits[b >> 6] |= std::uint64_t{1} << (b & 63); }
+  /// @brief Removes byte @p b.
+  void remove(unsigned b) { bits[b >> 6] &= ~(std::uint64_t{1} << (b & 63)); }
   /// @brief Adds every byte in [@p lo, @p hi].
   void add_range(unsigned lo, unsigned hi) {
     for (unsigned b = lo; b <= hi; ++b) add(b);
