@@ -41,6 +41,7 @@ class SchemaEmitter {
   std::vector<int> rule_of_;  // shared subschema -> its rule, -1 until first called
   int shared_rules_ = 0;      // rules made for shared subschemas so far
   int ws_ = -1, value_ = -1, string_ = -1, char_ = -1, number_ = -1, integer_ = -1;
+  FreeKeyRules free_keys_;  // the rules every additional member's key shares
 
   int ref(int rule) { return g_.ref(rule); }
   int lit(std::string_view s) { return g_.literal(s); }
@@ -257,7 +258,7 @@ class SchemaEmitter {
     std::vector<int> extras;  // the forms of one additional member (none: none is allowed)
     if (o.additional >= 0) {
       const int value = emit(o.additional);
-      extras.push_back(member(key_other_than(g_, names), value));
+      extras.push_back(member(key_other_than(g_, names, &free_keys_), value));
     }
     for (const auto& [pattern, value] : o.patterns)
       extras.push_back(pattern_member(pattern, value));

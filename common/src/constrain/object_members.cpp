@@ -56,7 +56,7 @@ int members_in_order(Grammar& g, const std::vector<int>& members, const std::vec
   return first[0];
 }
 
-int key_other_than(Grammar& g, const std::vector<std::string>& names) {
+int key_other_than(Grammar& g, const std::vector<std::string>& names, FreeKeyRules* shared) {
   struct Node {
     std::map<std::uint32_t, int> next;  // code point -> child node
     bool end = false;                   // a name ends here
@@ -83,10 +83,14 @@ int key_other_than(Grammar& g, const std::vector<std::string>& names) {
   }
   // One rule for the free tail, called last (a tail call, see parser.cpp): wherever the key
   // leaves the names' trie, it continues in the same states.
-  const int any_char = json_string_chars(g, {{0, 0x10FFFF}}, true);
-  const int tail_rule = g.add_rule(fmt::format("key{}_tail", g.rules.size()));
-  g.define(tail_rule, g.seq({g.repeat(any_char, 0, -1), g.literal("\"")}));
-  const int free_tail = g.ref(tail_rule);
+  FreeKeyRules own;
+  FreeKeyRules& rules = shared ? *shared : own;
+  if (rules.tail < 0) {
+    const int any_char = json_string_chars(g, {{0, 0x10FFFF}}, true);
+    rules.tail = g.add_rule(fmt::format("key{}_tail", g.rules.size()));
+    g.define(rules.tail, g.seq({g.repeat(any_char, 0, -1), g.literal("\"")}));
+  }
+  const int free_tail = g.ref(rules.tail);
   // Names are mostly plain ASCII (printable, not '"' or '\\', one raw byte each). A node whose
   // next characters are all plain leaves the trie with a plain byte outside them, or with any
   // other character (an escape, a multi-byte one), which is the same for every such node: one
@@ -96,14 +100,13 @@ int key_other_than(Grammar& g, const std::vector<std::string>& names) {
   plain.add_range(0x20, 0x7F);
   plain.remove('"');
   plain.remove('\\');
-  int leave_other = -1;  // the rule of a non-plain character, then the free tail
   const auto leave_by_other = [&] {
-    if (leave_other < 0) {
-      leave_other = g.add_rule(fmt::format("key{}_other", g.rules.size()));
+    if (rules.other < 0) {
+      rules.other = g.add_rule(fmt::format("key{}_other", g.rules.size()));
       const CodePointRanges not_plain{{0, 0x1F}, {'"', '"'}, {'\\', '\\'}, {0x80, 0x10FFFF}};
-      g.define(leave_other, g.seq({json_string_chars(g, not_plain, true), free_tail}));
+      g.define(rules.other, g.seq({json_string_chars(g, not_plain, true), free_tail}));
     }
-    return g.ref(leave_other);
+    return g.ref(rules.other);
   };
   std::vector<int> rule(trie.size());
   for (std::size_t t = 0; t < trie.size(); ++t)

@@ -195,6 +195,9 @@ struct PushdownParser::Impl {
     return static_cast<int>(edges.size()) - 1;
   }
 
+  // By expression: the index of its byte set in `sets` (-1: not looked up yet). An expression
+  // is built once per use (a literal's bytes are shared by every literal), its set found once.
+  std::vector<int> expr_set;
   int set_index(const ByteSet& s) {
     for (std::size_t i = 0; i < sets.size(); ++i) {
       if (sets[i] == s) return static_cast<int>(i);
@@ -213,7 +216,11 @@ struct PushdownParser::Impl {
         edges[from].push_back({EdgeKind::eps, 0, 0, to});
         break;
       case ExprKind::bytes:
-        if (!x.set.empty()) edges[from].push_back({EdgeKind::bytes, 0, set_index(x.set), to});
+        if (!x.set.empty()) {
+          int& k = expr_set[static_cast<std::size_t>(e)];
+          if (k < 0) k = set_index(x.set);
+          edges[from].push_back({EdgeKind::bytes, 0, k, to});
+        }
         break;
       case ExprKind::ref:
         edges[from].push_back({EdgeKind::call, 0, x.rule, to});
@@ -474,24 +481,38 @@ struct PushdownParser::Impl {
   void trim();
   void trim_edges();
   void compute_byte_classes() {
-    std::array<int, 256> cls{};
-    int n = 1;
+    // Partition refinement, a word at a time: each set splits every class it cuts in two.
+    ByteSet all;
+    all.invert();
+    std::vector<ByteSet> parts{all};
     for (const ByteSet& s : sets) {
-      std::vector<int> split(static_cast<std::size_t>(2 * n), -1);
-      int next = 0;
-      for (int b = 0; b < 256; ++b) {
-        int& id = split[static_cast<std::size_t>(2 * cls[static_cast<std::size_t>(b)] +
-                                                 (s.has(static_cast<unsigned>(b)) ? 1 : 0))];
-        if (id < 0) id = next++;
-        cls[static_cast<std::size_t>(b)] = id;
+      for (std::size_t i = 0, n = parts.size(); i < n; ++i) {
+        ByteSet in, out;
+        for (std::size_t w = 0; w < 4; ++w) {
+          in.bits[w] = parts[i].bits[w] & s.bits[w];
+          out.bits[w] = parts[i].bits[w] & ~s.bits[w];
+        }
+        if (in.empty() || out.empty()) continue;
+        parts[i] = in;
+        parts.push_back(out);
       }
-      n = next;
+    }
+    // Classes are numbered in the order of their smallest byte.
+    std::array<std::size_t, 256> part_of{};
+    for (std::size_t i = 0; i < parts.size(); ++i) {
+      for (std::size_t w = 0; w < 4; ++w) {
+        for (std::uint64_t bits = parts[i].bits[w]; bits != 0; bits &= bits - 1)
+          part_of[w * 64 + static_cast<std::size_t>(std::countr_zero(bits))] = i;
+      }
+    }
+    std::vector<int> id(parts.size(), -1);
+    int n = 0;
+    for (std::size_t b = 0; b < 256; ++b) {
+      int& c = id[part_of[b]];
+      if (c < 0) c = n++;
+      byte_class[b] = static_cast<std::uint8_t>(c);
     }
     num_classes = n;
-    for (int b = 0; b < 256; ++b) {
-      byte_class[static_cast<std::size_t>(b)] =
-          static_cast<std::uint8_t>(cls[static_cast<std::size_t>(b)]);
-    }
   }
   void check_left_recursion();
 
@@ -692,6 +713,7 @@ PushdownParser::PushdownParser(const Grammar& g, const ParserLimits& limits)
     m.rule_start.push_back(m.new_node(static_cast<int>(k)));
     m.rule_end.push_back(m.new_node(static_cast<int>(k)));
   }
+  m.expr_set.assign(g.exprs.size(), -1);
   for (std::size_t k = 0; k < r; ++k) {
     m.build(g, g.rules[k].expr, m.rule_start[k], m.rule_end[k], static_cast<int>(k), 0);
   }

@@ -88,6 +88,13 @@ struct Grammar {
   std::vector<Rule> rules;             ///< rules; index = rule id
   std::vector<MemberSet> member_sets;  ///< the sets of ExprKind::members expressions
   int root = -1;                       ///< the start rule
+  /// The expression of each single byte that literal() has written, by byte value (-1: none
+  /// yet): expressions never change once made, so every literal shares them.
+  std::array<int, 256> byte_exprs = [] {
+    std::array<int, 256> none{};
+    none.fill(-1);
+    return none;
+  }();
 
   /// @brief The empty string.
   int empty();
