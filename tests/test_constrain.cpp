@@ -352,6 +352,33 @@ TEST_CASE("object members: any order with dependencies, a fixed order, keys outs
   }
 }
 
+TEST_CASE("key_other_than: names with escaped and multi-byte characters, free-key rules shared",
+          "[unit][constrain]") {
+  // The trie nodes whose next characters are plain ASCII leave it through the shared rule of
+  // the other characters; the nodes before a quote, a control character or an 'é' through
+  // their own. Two keys of one grammar share the free tail and that rule.
+  FreeKeyRules shared;
+  std::size_t rules_after_first = 0, rules_after_second = 0;
+  PushdownParser keys(grammar_of([&](Grammar& g) {
+    const int first = key_other_than(g, {"a", "\"q", "\xC3\xA9", "x\ny"}, &shared);
+    rules_after_first = g.rules.size();
+    const int second = key_other_than(g, {"b"}, &shared);
+    rules_after_second = g.rules.size();
+    return g.seq({first, g.literal(":"), second});
+  }));
+  CHECK(rules_after_second - rules_after_first == 2);  // the trie of "b": its root and 'b'
+  for (const char* ok : {R"("b":"a")", R"("\"r":"")", R"("\u0001":"c")", "\"\xC3\xA8\":\"bb\"",
+                         "\"a\xC3\xA9\":\"\xC3\xA9\"", R"("x\nz":"\"")", R"("ab":"\\")"}) {
+    INFO(ok);
+    CHECK(matches(keys, ok));
+  }
+  for (const char* bad : {R"("a":"c")", R"("\"q":"c")", "\"\xC3\xA9\":\"c\"", R"("x\ny":"c")",
+                          R"("c":"b")", R"("\u0061":"c")", R"("c":"\u0062")"}) {
+    INFO(bad);
+    CHECK_FALSE(matches(keys, bad));
+  }
+}
+
 TEST_CASE("JSON Schema: free objects with propertyNames and property counts", "[unit][constrain]") {
   PushdownParser p(json_schema_grammar(Json::parse(
       R"({"type":"object","propertyNames":{"maxLength":2},"additionalProperties":{"type":"integer"},"minProperties":1,"maxProperties":2})")));

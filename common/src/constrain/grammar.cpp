@@ -124,7 +124,9 @@ int Grammar::literal(std::string_view text) {
   std::vector<int> items;
   for (const char c : text) {
     const auto b = static_cast<unsigned char>(c);
-    items.push_back(byte_range(b, b));
+    int& e = byte_exprs[b];
+    if (e < 0) e = byte_range(b, b);
+    items.push_back(e);
   }
   return items.size() == 1 ? items[0] : seq(std::move(items));
 }

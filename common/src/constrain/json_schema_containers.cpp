@@ -86,20 +86,24 @@ SpecId SchemaParser::parse_object(const Json& s, int depth) {
   // can force or count them.
   const Json* props_ptr = &schema_props;
   {
-    Json listed = schema_props;
+    std::vector<std::string> unlisted;  // in the order they are listed after the properties
     auto list = [&](const std::string& name) {
-      if (!listed.contains(name)) listed[name] = additional ? *additional : Json(true);
+      if (!schema_props.contains(name) &&
+          std::find(unlisted.begin(), unlisted.end(), name) == unlisted.end())
+        unlisted.push_back(name);
     };
     for (const auto& r : required) list(r);
     for (const auto& [k, v] : depends) {
       list(k);
       for (const auto& x : v) list(x);
     }
-    if (listed.size() != schema_props.size()) {
+    if (!unlisted.empty()) {  // (copying the properties only then: they hold every subschema)
       if (s.contains("propertyNames") && s["propertyNames"] != Json(true)) {
         unsupported("propertyNames",
                     "together with required or dependentRequired names not in properties");
       }
+      Json listed = schema_props;
+      for (const auto& name : unlisted) listed[name] = additional ? *additional : Json(true);
       props_ptr = &own(std::move(listed));  // stable address: shared() keys subschemas by it
     }
   }

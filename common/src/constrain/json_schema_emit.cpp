@@ -18,9 +18,7 @@ namespace {
 class SchemaEmitter {
  public:
   SchemaEmitter(const JsonSchemaSpecs& specs, const JsonSchemaLimits& limits)
-      : specs_(specs), limits_(limits), rule_of_(specs.shared.size(), -1) {
-    build_json_rules();
-  }
+      : specs_(specs), limits_(limits), rule_of_(specs.shared.size(), -1) {}
 
   // The grammar of the specs' root.
   Grammar schema() {
@@ -30,9 +28,9 @@ class SchemaEmitter {
   }
 
   // The grammar of any JSON value.
-  Grammar json_value() {
+  Grammar any_value() {
     g_.root = g_.add_rule("root");
-    g_.define(g_.root, ref(value_));
+    g_.define(g_.root, json_value());
     return std::move(g_);
   }
 
@@ -43,19 +41,28 @@ class SchemaEmitter {
   std::vector<int> rule_of_;  // shared subschema -> its rule, -1 until first called
   int shared_rules_ = 0;      // rules made for shared subschemas so far
   int ws_ = -1, value_ = -1, string_ = -1, char_ = -1, number_ = -1, integer_ = -1;
+  FreeKeyRules free_keys_;  // the rules every additional member's key shares
 
   int ref(int rule) { return g_.ref(rule); }
   int lit(std::string_view s) { return g_.literal(s); }
-  int comma() { return g_.seq({ref(ws_), lit(","), ref(ws_)}); }
-  int member(int key, int value) { return g_.seq({key, ref(ws_), lit(":"), ref(ws_), value}); }
+  int comma() { return g_.seq({ws(), lit(","), ws()}); }
+  int member(int key, int value) { return g_.seq({key, ws(), lit(":"), ws(), value}); }
 
-  // The rules of plain JSON (JSON mode uses them whole; schemas reuse the pieces).
-  void build_json_rules() {
-    ws_ = g_.add_rule("ws");
-    ByteSet sp;
-    for (unsigned char c : {' ', '\t', '\n', '\r'}) sp.add(c);
-    g_.define(ws_, g_.repeat(g_.bytes(sp), 0, limits_.max_whitespace));
+  // The rules of plain JSON (JSON mode uses them whole; schemas reuse the pieces), each made
+  // the first time it is called: a schema that never calls one (a boolean, an object of
+  // strings without an `any` value) compiles and trims no automaton for it.
+  int ws() {
+    if (ws_ < 0) {
+      ws_ = g_.add_rule("ws");
+      ByteSet sp;
+      for (unsigned char c : {' ', '\t', '\n', '\r'}) sp.add(c);
+      g_.define(ws_, g_.repeat(g_.bytes(sp), 0, limits_.max_whitespace));
+    }
+    return ref(ws_);
+  }
 
+  int json_char() {
+    if (char_ >= 0) return ref(char_);
     char_ = g_.add_rule("char");
     const int hex =
         g_.alt({g_.byte_range('0', '9'), g_.byte_range('a', 'f'), g_.byte_range('A', 'F')});
@@ -83,41 +90,65 @@ class SchemaEmitter {
     // One character: raw UTF-8 except '"', '\\' and control characters, or an escape.
     g_.define(char_, g_.alt({utf8_range(g_, 0x20, 0x21), utf8_range(g_, 0x23, 0x5B),
                              utf8_range(g_, 0x5D, 0x10FFFF), escape}));
+    return ref(char_);
+  }
 
-    string_ = g_.add_rule("string");
-    g_.define(string_, g_.seq({lit("\""), g_.repeat(ref(char_), 0, -1), lit("\"")}));
+  int json_string() {
+    if (string_ < 0) {
+      string_ = g_.add_rule("string");
+      g_.define(string_, g_.seq({lit("\""), g_.repeat(json_char(), 0, -1), lit("\"")}));
+    }
+    return ref(string_);
+  }
 
-    const int digits = g_.repeat(g_.byte_range('0', '9'), 1, -1);
-    const int int_part = g_.alt(
+  int int_part() {
+    return g_.alt(
         {lit("0"), g_.seq({g_.byte_range('1', '9'), g_.repeat(g_.byte_range('0', '9'), 0, -1)})});
+  }
+
+  int json_number() {
+    if (number_ >= 0) return ref(number_);
+    number_ = g_.add_rule("number");
+    const int digits = g_.repeat(g_.byte_range('0', '9'), 1, -1);
     ByteSet e, pm;
     e.add('e');
     e.add('E');
     pm.add('+');
     pm.add('-');
-    number_ = g_.add_rule("number");
     g_.define(
         number_,
-        g_.seq({g_.repeat(lit("-"), 0, 1), int_part, g_.repeat(g_.seq({lit("."), digits}), 0, 1),
+        g_.seq({g_.repeat(lit("-"), 0, 1), int_part(), g_.repeat(g_.seq({lit("."), digits}), 0, 1),
                 g_.repeat(g_.seq({g_.bytes(e), g_.repeat(g_.bytes(pm), 0, 1), digits}), 0, 1)}));
-    integer_ = g_.add_rule("integer");
-    g_.define(integer_, g_.seq({g_.repeat(lit("-"), 0, 1), int_part, integer_zero_fraction(g_)}));
+    return ref(number_);
+  }
 
+  int json_integer() {
+    if (integer_ < 0) {
+      integer_ = g_.add_rule("integer");
+      g_.define(integer_,
+                g_.seq({g_.repeat(lit("-"), 0, 1), int_part(), integer_zero_fraction(g_)}));
+    }
+    return ref(integer_);
+  }
+
+  int json_value() {
+    if (value_ >= 0) return ref(value_);
     value_ = g_.add_rule("value");
     const auto any_member = [this] {
       const int value = ref(value_);  // the value's expression first, then the key's
-      return member(ref(string_), value);
+      return member(json_string(), value);
     };
     const int object = g_.seq(
-        {lit("{"), ref(ws_),
+        {lit("{"), ws(),
          g_.repeat(g_.seq({any_member(), g_.repeat(g_.seq({comma(), any_member()}), 0, -1)}), 0, 1),
-         ref(ws_), lit("}")});
+         ws(), lit("}")});
     const int array = g_.seq(
-        {lit("["), ref(ws_),
+        {lit("["), ws(),
          g_.repeat(g_.seq({ref(value_), g_.repeat(g_.seq({comma(), ref(value_)}), 0, -1)}), 0, 1),
-         ref(ws_), lit("]")});
-    g_.define(value_, g_.alt({object, array, ref(string_), ref(number_), lit("true"), lit("false"),
-                              lit("null")}));
+         ws(), lit("]")});
+    g_.define(value_, g_.alt({object, array, json_string(), json_number(), lit("true"),
+                              lit("false"), lit("null")}));
+    return ref(value_);
   }
 
   int emit(SpecId id) {
@@ -125,7 +156,7 @@ class SchemaEmitter {
                       specs_.specs[static_cast<std::size_t>(id)]);
   }
 
-  int emit(const AnySpec&) { return ref(value_); }
+  int emit(const AnySpec&) { return json_value(); }
   int emit(const NothingSpec&) { return g_.alt({}); }
   int emit(const NullSpec&) { return lit("null"); }
   int emit(const BooleanSpec&) { return g_.alt({lit("true"), lit("false")}); }
@@ -201,17 +232,17 @@ class SchemaEmitter {
                                                RegexEncoding::json_string);
       return g_.seq({lit("\""), body, lit("\"")});
     }
-    if (s.min_length == 0 && s.max_length < 0) return ref(string_);
-    return g_.seq({lit("\""), g_.repeat(ref(char_), s.min_length, s.max_length), lit("\"")});
+    if (s.min_length == 0 && s.max_length < 0) return json_string();
+    return g_.seq({lit("\""), g_.repeat(json_char(), s.min_length, s.max_length), lit("\"")});
   }
 
   int emit(const IntegerSpec& n) {
     if (n.multiple_of > 0) return multiple_of(g_, n.multiple_of);
     if (n.bounded) return integer_range(g_, n.range);
-    return ref(integer_);
+    return json_integer();
   }
 
-  int emit(const NumberSpec& n) { return n.bounded ? decimal_range(g_, n.range) : ref(number_); }
+  int emit(const NumberSpec& n) { return n.bounded ? decimal_range(g_, n.range) : json_number(); }
 
   int emit(const ObjectSpec& o) {
     std::vector<int> members;
@@ -228,19 +259,19 @@ class SchemaEmitter {
     std::vector<int> extras;  // the forms of one additional member (none: none is allowed)
     if (o.additional >= 0) {
       const int value = emit(o.additional);
-      extras.push_back(member(key_other_than(g_, names), value));
+      extras.push_back(member(key_other_than(g_, names, &free_keys_), value));
     }
     for (const auto& [pattern, value] : o.patterns)
       extras.push_back(pattern_member(pattern, value));
     const int extra = extras.empty() ? -1 : g_.alt(std::move(extras));
     if (o.any_order) {
-      return g_.seq({lit("{"), ref(ws_),
+      return g_.seq({lit("{"), ws(),
                      members_in_any_order(g_, members, optional, extra, comma(), needs,
                                           o.min_members, o.max_members),
-                     ref(ws_), lit("}")});
+                     ws(), lit("}")});
     }
     const int body = members_in_order(g_, members, optional, extra, [this] { return comma(); });
-    return g_.seq({lit("{"), ref(ws_), body, ref(ws_), lit("}")});
+    return g_.seq({lit("{"), ws(), body, ws(), lit("}")});
   }
 
   // A member whose key the regex `pattern` matches (anywhere in the key, as JSON Schema's
@@ -253,15 +284,15 @@ class SchemaEmitter {
 
   int emit(const FreeObjectSpec& o) {
     const int lo = o.min_properties, hi = o.max_properties;
-    const int empty_object = g_.seq({lit("{"), ref(ws_), lit("}")});
+    const int empty_object = g_.seq({lit("{"), ws(), lit("}")});
     if (hi == 0) return empty_object;
     std::vector<int> forms;  // the forms of one member
     if (o.value >= 0)
-      forms.push_back(member(o.key >= 0 ? emit(o.key) : ref(string_), emit(o.value)));
+      forms.push_back(member(o.key >= 0 ? emit(o.key) : json_string(), emit(o.value)));
     for (const auto& [pattern, value] : o.patterns) forms.push_back(pattern_member(pattern, value));
     const int m = g_.alt(std::move(forms));
     const int rest = g_.repeat(g_.seq({comma(), m}), std::max(0, lo - 1), hi < 0 ? -1 : hi - 1);
-    const int members = g_.seq({lit("{"), ref(ws_), m, rest, ref(ws_), lit("}")});
+    const int members = g_.seq({lit("{"), ws(), m, rest, ws(), lit("}")});
     return lo == 0 ? g_.alt({empty_object, members}) : members;
   }
 
@@ -286,7 +317,7 @@ class SchemaEmitter {
                                                        std::max(0, lo - 1), hi < 0 ? -1 : hi - 1)});
     }
     if (lo == 0) body = g_.alt({g_.empty(), body});
-    return g_.seq({lit("["), ref(ws_), body, ref(ws_), lit("]")});
+    return g_.seq({lit("["), ws(), body, ws(), lit("]")});
   }
 
   int emit(const ContainsArraySpec& a) {
@@ -296,18 +327,18 @@ class SchemaEmitter {
     std::vector<int> parts{skip, match};
     for (int k = 1; k < a.min_contains; ++k) parts.push_back(g_.seq({comma(), skip, match}));
     parts.push_back(g_.repeat(g_.seq({comma(), emit(a.item)}), 0, -1));
-    return g_.seq({lit("["), ref(ws_), g_.seq(std::move(parts)), ref(ws_), lit("]")});
+    return g_.seq({lit("["), ws(), g_.seq(std::move(parts)), ws(), lit("]")});
   }
 
   int emit(const UniqueArraySpec& a) {
     std::vector<int> arrays;
     for (const auto& values : a.arrays) {
-      std::vector<int> items{lit("["), ref(ws_)};
+      std::vector<int> items{lit("["), ws()};
       for (std::size_t i = 0; i < values.size(); ++i) {
         if (i) items.push_back(comma());
         items.push_back(literal_value(values[i]));
       }
-      items.push_back(ref(ws_));
+      items.push_back(ws());
       items.push_back(lit("]"));
       arrays.push_back(g_.seq(std::move(items)));
     }
@@ -323,7 +354,7 @@ Grammar emit_json_schema(const JsonSchemaSpecs& specs, const JsonSchemaLimits& l
 
 Grammar emit_json_value(const JsonSchemaLimits& limits) {
   static const JsonSchemaSpecs kNone;
-  return SchemaEmitter(kNone, limits).json_value();
+  return SchemaEmitter(kNone, limits).any_value();
 }
 
 }  // namespace inferlab

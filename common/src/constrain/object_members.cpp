@@ -56,7 +56,7 @@ int members_in_order(Grammar& g, const std::vector<int>& members, const std::vec
   return first[0];
 }
 
-int key_other_than(Grammar& g, const std::vector<std::string>& names) {
+int key_other_than(Grammar& g, const std::vector<std::string>& names, FreeKeyRules* shared) {
   struct Node {
     std::map<std::uint32_t, int> next;  // code point -> child node
     bool end = false;                   // a name ends here
@@ -83,26 +83,58 @@ int key_other_than(Grammar& g, const std::vector<std::string>& names) {
   }
   // One rule for the free tail, called last (a tail call, see parser.cpp): wherever the key
   // leaves the names' trie, it continues in the same states.
-  const int any_char = json_string_chars(g, {{0, 0x10FFFF}}, true);
-  const int tail_rule = g.add_rule(fmt::format("key{}_tail", g.rules.size()));
-  g.define(tail_rule, g.seq({g.repeat(any_char, 0, -1), g.literal("\"")}));
-  const int free_tail = g.ref(tail_rule);
+  FreeKeyRules own;
+  FreeKeyRules& rules = shared ? *shared : own;
+  if (rules.tail < 0) {
+    const int any_char = json_string_chars(g, {{0, 0x10FFFF}}, true);
+    rules.tail = g.add_rule(fmt::format("key{}_tail", g.rules.size()));
+    g.define(rules.tail, g.seq({g.repeat(any_char, 0, -1), g.literal("\"")}));
+  }
+  const int free_tail = g.ref(rules.tail);
+  // Names are mostly plain ASCII (printable, not '"' or '\\', one raw byte each). A node whose
+  // next characters are all plain leaves the trie with a plain byte outside them, or with any
+  // other character (an escape, a multi-byte one), which is the same for every such node: one
+  // shared rule, called last, instead of a copy of the whole UTF-8 and escape automaton in
+  // every node of the trie.
+  ByteSet plain;
+  plain.add_range(0x20, 0x7F);
+  plain.remove('"');
+  plain.remove('\\');
+  const auto leave_by_other = [&] {
+    if (rules.other < 0) {
+      rules.other = g.add_rule(fmt::format("key{}_other", g.rules.size()));
+      const CodePointRanges not_plain{{0, 0x1F}, {'"', '"'}, {'\\', '\\'}, {0x80, 0x10FFFF}};
+      g.define(rules.other, g.seq({json_string_chars(g, not_plain, true), free_tail}));
+    }
+    return g.ref(rules.other);
+  };
   std::vector<int> rule(trie.size());
   for (std::size_t t = 0; t < trie.size(); ++t)
     rule[t] = g.add_rule(fmt::format("key{}_{}", g.rules.size(), t));
   for (std::size_t t = 0; t < trie.size(); ++t) {
     std::vector<int> alts;
     if (!trie[t].end) alts.push_back(g.literal("\""));
-    CodePointRanges others;
-    std::uint32_t next = 0;
+    ByteSet plain_others = plain;
+    bool all_plain = true;
     for (const auto& [cp, child] : trie[t].next) {
       alts.push_back(g.seq(
           {json_string_chars(g, {{cp, cp}}, true), g.ref(rule[static_cast<std::size_t>(child)])}));
-      if (cp > next) others.emplace_back(next, cp - 1);
-      next = cp + 1;
+      all_plain = all_plain && cp < 0x80 && plain.has(cp);
+      if (all_plain) plain_others.remove(cp);
     }
-    if (next <= 0x10FFFF) others.emplace_back(next, 0x10FFFF);
-    alts.push_back(g.seq({json_string_chars(g, others, true), free_tail}));
+    if (all_plain) {
+      if (!plain_others.empty()) alts.push_back(g.seq({g.bytes(plain_others), free_tail}));
+      alts.push_back(leave_by_other());
+    } else {
+      CodePointRanges others;
+      std::uint32_t next = 0;
+      for (const auto& [cp, child] : trie[t].next) {
+        if (cp > next) others.emplace_back(next, cp - 1);
+        next = cp + 1;
+      }
+      if (next <= 0x10FFFF) others.emplace_back(next, 0x10FFFF);
+      alts.push_back(g.seq({json_string_chars(g, others, true), free_tail}));
+    }
     g.define(rule[t], g.alt(std::move(alts)));
   }
   return g.seq({g.literal("\""), g.ref(rule[0])});

@@ -20,6 +20,7 @@ namespace inferlab {
 namespace {
 
 constexpr std::size_t kReservedStacks = 8192, kReservedStates = 1024;
+constexpr std::size_t kReservedMaskedStacks = 256;
 
 // choose, more and finish are the empty edges of a member set (Grammar::MemberSet), guarded
 // by the mask of listed members written, which the set's stack frame carries: choose writes
@@ -206,6 +207,9 @@ struct PushdownParser::Impl {
     return static_cast<int>(edges.size()) - 1;
   }
 
+  // By expression: the index of its byte set in `sets` (-1: not looked up yet). An expression
+  // is built once per use (a literal's bytes are shared by every literal), its set found once.
+  std::vector<int> expr_set;
   int set_index(const ByteSet& s) {
     for (std::size_t i = 0; i < sets.size(); ++i) {
       if (sets[i] == s) return static_cast<int>(i);
@@ -224,7 +228,11 @@ struct PushdownParser::Impl {
         edges[from].push_back({EdgeKind::eps, 0, 0, to});
         break;
       case ExprKind::bytes:
-        if (!x.set.empty()) edges[from].push_back({EdgeKind::bytes, 0, set_index(x.set), to});
+        if (!x.set.empty()) {
+          int& k = expr_set[static_cast<std::size_t>(e)];
+          if (k < 0) k = set_index(x.set);
+          edges[from].push_back({EdgeKind::bytes, 0, k, to});
+        }
         break;
       case ExprKind::ref:
         edges[from].push_back({EdgeKind::call, 0, x.rule, to});
@@ -578,24 +586,38 @@ struct PushdownParser::Impl {
   void trim();
   void trim_edges();
   void compute_byte_classes() {
-    std::array<int, 256> cls{};
-    int n = 1;
+    // Partition refinement, a word at a time: each set splits every class it cuts in two.
+    ByteSet all;
+    all.invert();
+    std::vector<ByteSet> parts{all};
     for (const ByteSet& s : sets) {
-      std::vector<int> split(static_cast<std::size_t>(2 * n), -1);
-      int next = 0;
-      for (int b = 0; b < 256; ++b) {
-        int& id = split[static_cast<std::size_t>(2 * cls[static_cast<std::size_t>(b)] +
-                                                 (s.has(static_cast<unsigned>(b)) ? 1 : 0))];
-        if (id < 0) id = next++;
-        cls[static_cast<std::size_t>(b)] = id;
+      for (std::size_t i = 0, n = parts.size(); i < n; ++i) {
+        ByteSet in, out;
+        for (std::size_t w = 0; w < 4; ++w) {
+          in.bits[w] = parts[i].bits[w] & s.bits[w];
+          out.bits[w] = parts[i].bits[w] & ~s.bits[w];
+        }
+        if (in.empty() || out.empty()) continue;
+        parts[i] = in;
+        parts.push_back(out);
       }
-      n = next;
+    }
+    // Classes are numbered in the order of their smallest byte.
+    std::array<std::size_t, 256> part_of{};
+    for (std::size_t i = 0; i < parts.size(); ++i) {
+      for (std::size_t w = 0; w < 4; ++w) {
+        for (std::uint64_t bits = parts[i].bits[w]; bits != 0; bits &= bits - 1)
+          part_of[w * 64 + static_cast<std::size_t>(std::countr_zero(bits))] = i;
+      }
+    }
+    std::vector<int> id(parts.size(), -1);
+    int n = 0;
+    for (std::size_t b = 0; b < 256; ++b) {
+      int& c = id[part_of[b]];
+      if (c < 0) c = n++;
+      byte_class[b] = static_cast<std::uint8_t>(c);
     }
     num_classes = n;
-    for (int b = 0; b < 256; ++b) {
-      byte_class[static_cast<std::size_t>(b)] =
-          static_cast<std::uint8_t>(cls[static_cast<std::size_t>(b)]);
-    }
   }
   void check_left_recursion();
 
@@ -655,14 +677,28 @@ void PushdownParser::Impl::trim() {
 void PushdownParser::Impl::trim_edges() {
   const std::size_t n = edges.size(), r = rule_start.size();
   std::vector<char> live(n, 0), productive(r, 0);
-  std::vector<std::vector<std::pair<int, int>>> rev(n);      // target -> (pred, call rule or -1)
-  std::vector<std::vector<std::pair<int, int>>> callers(r);  // rule -> (pred, return node)
-  for (std::size_t u = 0; u < n; ++u) {
-    for (const Edge& e : edges[u]) {
-      rev[static_cast<std::size_t>(e.target)].emplace_back(static_cast<int>(u),
-                                                           e.kind == EdgeKind::call ? e.arg : -1);
-      if (e.kind == EdgeKind::call) {
-        callers[static_cast<std::size_t>(e.arg)].emplace_back(static_cast<int>(u), e.target);
+  // The reverse edges (target -> (pred, call rule or -1)) and the calls of each rule
+  // (rule -> (pred, return node)), each in one array indexed by offsets (counted first): one
+  // allocation each, not one per node.
+  std::vector<std::uint32_t> rev_first(n + 1, 0), call_first(r + 1, 0);
+  for (const auto& list : edges) {
+    for (const Edge& e : list) {
+      ++rev_first[static_cast<std::size_t>(e.target) + 1];
+      if (e.kind == EdgeKind::call) ++call_first[static_cast<std::size_t>(e.arg) + 1];
+    }
+  }
+  for (std::size_t u = 0; u < n; ++u) rev_first[u + 1] += rev_first[u];
+  for (std::size_t k = 0; k < r; ++k) call_first[k + 1] += call_first[k];
+  std::vector<std::pair<int, int>> rev(rev_first[n]), callers(call_first[r]);
+  {
+    std::vector<std::uint32_t> rev_next(rev_first.begin(), rev_first.end() - 1);
+    std::vector<std::uint32_t> call_next(call_first.begin(), call_first.end() - 1);
+    for (std::size_t u = 0; u < n; ++u) {
+      for (const Edge& e : edges[u]) {
+        rev[rev_next[static_cast<std::size_t>(e.target)]++] = {
+            static_cast<int>(u), e.kind == EdgeKind::call ? e.arg : -1};
+        if (e.kind == EdgeKind::call)
+          callers[call_next[static_cast<std::size_t>(e.arg)]++] = {static_cast<int>(u), e.target};
       }
     }
   }
@@ -678,15 +714,17 @@ void PushdownParser::Impl::trim_edges() {
   for (std::size_t k = 0; k < r; ++k)
     start_of[static_cast<std::size_t>(rule_start[k])] = static_cast<int>(k);
   while (!work.empty()) {
-    const int u = work.back();
+    const auto u = static_cast<std::size_t>(work.back());
     work.pop_back();
-    for (const auto& [pred, call] : rev[static_cast<std::size_t>(u)]) {
+    for (std::uint32_t i = rev_first[u]; i < rev_first[u + 1]; ++i) {
+      const auto [pred, call] = rev[i];
       if (call < 0 || productive[static_cast<std::size_t>(call)]) mark(pred);
     }
-    if (const int k = start_of[static_cast<std::size_t>(u)];
-        k >= 0 && !productive[static_cast<std::size_t>(k)]) {
+    if (const int k = start_of[u]; k >= 0 && !productive[static_cast<std::size_t>(k)]) {
       productive[static_cast<std::size_t>(k)] = 1;
-      for (const auto& [pred, ret] : callers[static_cast<std::size_t>(k)]) {
+      for (std::uint32_t i = call_first[static_cast<std::size_t>(k)];
+           i < call_first[static_cast<std::size_t>(k) + 1]; ++i) {
+        const auto [pred, ret] = callers[i];
         if (live[static_cast<std::size_t>(ret)]) mark(pred);
       }
     }
@@ -704,15 +742,19 @@ void PushdownParser::Impl::check_left_recursion() {
   const std::size_t r = rule_start.size();
   std::vector<char> nullable(r, 0);
   // Which rules each rule can call before reading a byte, and whether it can end that way.
+  // visited[u] == pass: node u was reached in this scan (no clearing between scans).
+  std::vector<std::uint32_t> visited(edges.size(), 0);
+  std::uint32_t pass = 0;
+  std::vector<int> work;
   auto scan = [&](std::size_t k, std::vector<int>* calls) {
-    std::vector<char> seen;
-    std::vector<int> work{rule_start[k]};
-    std::unordered_map<int, char> visited;
+    ++pass;
+    work.assign(1, rule_start[k]);
     bool ends = false;
     while (!work.empty()) {
       const int u = work.back();
       work.pop_back();
-      if (!visited.emplace(u, 1).second) continue;
+      if (visited[static_cast<std::size_t>(u)] == pass) continue;
+      visited[static_cast<std::size_t>(u)] = pass;
       if (u == rule_end[k]) ends = true;
       for (const Edge& e : edges[static_cast<std::size_t>(u)]) {
         if (e.kind != EdgeKind::bytes && e.kind != EdgeKind::call) work.push_back(e.target);
@@ -776,6 +818,7 @@ PushdownParser::PushdownParser(const Grammar& g, const ParserLimits& limits)
     m.rule_start.push_back(m.new_node(static_cast<int>(k)));
     m.rule_end.push_back(m.new_node(static_cast<int>(k)));
   }
+  m.expr_set.assign(g.exprs.size(), -1);
   for (std::size_t k = 0; k < r; ++k) {
     m.build(g, g.rules[k].expr, m.rule_start[k], m.rule_end[k], static_cast<int>(k), 0);
   }
@@ -786,9 +829,12 @@ PushdownParser::PushdownParser(const Grammar& g, const ParserLimits& limits)
   byte_class_ = m.byte_class;
   num_classes_ = m.num_classes;
   // The stack and state tables grow while the first masks are computed: sized up front, they
-  // do not rehash in the middle of a mask (a rehash moves every entry at once).
-  m.stack_index.reserve(kReservedStacks);
-  m.masked_index.reserve(kReservedStacks);
+  // do not rehash in the middle of a mask (a rehash moves every entry at once). The hash
+  // tables are cleared when reserved, so they are sized for the grammar (a few stacks per
+  // automaton node; frames with a member mask only where the grammar has member sets): a
+  // small grammar does not clear a large table.
+  m.stack_index.reserve(std::min(kReservedStacks, 4 * m.edges.size()));
+  if (!m.guards.empty()) m.masked_index.reserve(kReservedMaskedStacks);
   m.stacks.reserve(kReservedStacks);
   m.stamp.reserve(kReservedStacks);
   m.closure_memo.reserve(kReservedStacks);

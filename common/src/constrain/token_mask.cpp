@@ -83,6 +83,7 @@ TokenTrie::TokenTrie(const std::vector<std::string>& tokens)
     lo_.push_back(static_cast<std::uint32_t>(nodes[n].lo));
     hi_.push_back(static_cast<std::uint32_t>(nodes[n].hi));
     depth_.push_back(static_cast<std::uint16_t>(std::min<std::size_t>(nodes[n].depth, 65535)));
+    max_depth_ = std::max<int>(max_depth_, depth_.back());
   }
   sorted_ = std::move(order);
 }
@@ -93,7 +94,7 @@ MaskComputer::MaskComputer(PushdownParser& parser, const TokenTrie& trie,
   if (static_cast<int>(token_bytes_->size()) != trie.vocab_size()) {
     throw Error("MaskComputer: token byte strings and trie disagree on the vocabulary size");
   }
-  for (const auto d : trie.depth_) max_token_bytes_ = std::max<int>(max_token_bytes_, d);
+  max_token_bytes_ = trie.max_depth_;
 }
 
 namespace {

@@ -18,6 +18,8 @@ struct ByteSet {
 
   /// @brief Adds byte @p b.
   void add(unsigned b) { bits[b >> 6] |= std::uint64_t{1} << (b & 63); }
+  /// @brief Removes byte @p b.
+  void remove(unsigned b) { bits[b >> 6] &= ~(std::uint64_t{1} << (b & 63)); }
   /// @brief Adds every byte in [@p lo, @p hi].
   void add_range(unsigned lo, unsigned hi) {
     for (unsigned b = lo; b <= hi; ++b) add(b);
@@ -86,6 +88,13 @@ struct Grammar {
   std::vector<Rule> rules;             ///< rules; index = rule id
   std::vector<MemberSet> member_sets;  ///< the sets of ExprKind::members expressions
   int root = -1;                       ///< the start rule
+  /// The expression of each single byte that literal() has written, by byte value (-1: none
+  /// yet): expressions never change once made, so every literal shares them.
+  std::array<int, 256> byte_exprs = [] {
+    std::array<int, 256> none{};
+    none.fill(-1);
+    return none;
+  }();
 
   /// @brief The empty string.
   int empty();

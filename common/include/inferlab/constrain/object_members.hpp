@@ -59,10 +59,23 @@ int members_in_any_order(Grammar& g, const std::vector<int>& members,
 int members_in_order(Grammar& g, const std::vector<int>& members, const std::vector<bool>& optional,
                      int extra, const std::function<int()>& separator);
 
+/// @brief The rules of a key after it left the names' trie, which do not depend on the names:
+/// made by the first key_other_than that is given this object, called by the others of the
+/// same grammar (one automaton, and one set of parser states, for every free key).
+struct FreeKeyRules {
+  int tail = -1;   ///< any characters, then the closing quote (-1: not made yet)
+  int other = -1;  ///< one character that is not plain ASCII, then the tail (-1: not made yet)
+};
+
 /// @brief Appends a key, with its quotes, that is none of @p names: a trie of the names that
 /// the key leaves at its first differing character, spelled canonically (json.dumps's single
 /// spelling of each character) so that no escape can disguise a listed name; returns its
 /// expression.
-int key_other_than(Grammar& g, const std::vector<std::string>& names);
+/// @param g the grammar the expressions and rules are added to
+/// @param names the listed names the key must differ from
+/// @param shared the rules shared by the free keys of @p g (nullptr: this key makes its own)
+/// @return the index of the expression in g.exprs
+int key_other_than(Grammar& g, const std::vector<std::string>& names,
+                   FreeKeyRules* shared = nullptr);
 
 }  // namespace inferlab

@@ -101,6 +101,7 @@ class TokenTrie {
   std::vector<int> sorted_;
   std::vector<std::uint32_t> lo_, hi_;
   std::vector<std::uint16_t> depth_;
+  int max_depth_ = 0;  // the deepest node's depth: the longest token's bytes
   std::vector<std::uint32_t> node_of_sorted_;  // (V) the node where sorted_[i] ends
   mutable std::map<std::pair<std::array<std::uint64_t, 4>, bool>, std::unique_ptr<LoopTables>>
       loop_cache_;
