@@ -25,10 +25,11 @@
 ///     activations loaded once for the 4); on AVX-512 a pair of blocks fills one 512-bit
 ///     register (the even block's lanes in the low half, the odd one's in the high half).
 ///  3. batched: version 2 with tiles of tokens: each weight block is unpacked once and used for
-///     a tile of 8 tokens, held in registers 2 rows by 4 tokens (2 by 2 on AVX2), and the rows
-///     pass over the tokens 64 at a time so their activations stay in cache (prefill). The
-///     per-token arithmetic is version 2's, so a token's output has the same bits whatever T
-///     and its place in the batch (batch invariant).
+///     a tile of 8 tokens, held in registers 2 rows by 4 tokens (2 by 2 on AVX2; Q4_1 on
+///     AVX-512 1 row by 8 tokens, faster for it), and the rows pass over the tokens 64 at a
+///     time so their activations stay in cache (prefill). The per-token arithmetic is version
+///     2's, so a token's output has the same bits whatever T and its place in the batch
+///     (batch invariant).
 /// Versions 2 and 3 differ from version 1 by the activation rounding: per element at most half
 /// a step of its block (amax / 254; a block of 32, or of 256 for the K-quants), so
 /// |y2 - y1| <= sum over blocks of (sum_i |w[o, i]|) * amax_block(x[t]) / 254, plus float
