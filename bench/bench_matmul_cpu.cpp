@@ -72,6 +72,7 @@ bool bench_quant(k::TensorType type, int n, int d, const std::vector<int>& token
   }
   std::vector<float> wf(wsize);
   for (int o = 0; o < d; ++o) ws[0].dequantize_row(o, wf.data() + std::size_t(o) * n);
+  const int act_block = int(k::block_elements(type));
   bool all_ok = true;
   for (int T : tokens) {
     const std::vector<float> x = random_floats(std::size_t(T) * n, 7 + T);
@@ -82,7 +83,8 @@ bool bench_quant(k::TensorType type, int n, int d, const std::vector<int>& token
       std::fill(y.begin(), y.end(), NAN);
       k::matmul_quant_version(v, isa, y.data(), x.data(), ws[0], T);
       // Rung 1 against float within rounding; rungs 2 and 3 against rung 1 within half an
-      // activation step per element (amax / 254 of each 32-block times sum |w|), and 3 = 2.
+      // activation step per element (amax / 254 of each activation block, 32 numbers or the
+      // K-quants' 256, times sum |w|), and 3 = 2.
       double max_err = 0.0;
       bool ok = true;
       for (int t = 0; t < T; ++t) {
@@ -92,9 +94,9 @@ bool bench_quant(k::TensorType type, int n, int d, const std::vector<int>& token
           const double base = v == 1 ? ref[i] : r1[i];
           if (v > 1) {
             const float* xt = x.data() + std::size_t(t) * n;
-            for (int b = 0; b < n / 32; ++b) {
+            for (int b = 0; b < n / act_block; ++b) {
               double amax = 0.0, wsum = 0.0;
-              for (int j = 32 * b; j < 32 * b + 32; ++j) {
+              for (int j = act_block * b; j < act_block * (b + 1); ++j) {
                 amax = std::max(amax, double(std::fabs(xt[j])));
                 wsum += std::fabs(wf[std::size_t(o) * n + j]);
               }
@@ -141,7 +143,7 @@ int main(int argc, char** argv) {
   int threads = 0, reps = 7;
   std::vector<int> tokens{1, 16, 64, 512};
   bool skip_ref = false, quant_only = false;
-  std::vector<std::string> formats{"Q8_0", "Q4_0", "Q4_1"};
+  std::vector<std::string> formats{"Q8_0", "Q4_0", "Q4_1", "Q4_K", "Q6_K"};
   app.add_option("--threads", threads, "CPU threads (0 = OpenMP default)");
   app.add_option("--reps", reps, "timed repetitions per point (median reported)")
       ->capture_default_str();

@@ -39,14 +39,20 @@ std::vector<float> run(int version, QuantIsa isa, const std::vector<float>& x,
   return y;
 }
 
+// The activations' block of rungs 2 and 3 for weights of type: the weight block (32, or 256
+// for the K-quants, whose activations come in super-blocks of 256), at least 32.
+int activation_block(TensorType type) {
+  return int(std::max<std::size_t>(32, kernels::block_elements(type)));
+}
+
 // The bound of rungs 2 and 3 against rung 1: each activation moves by at most half a step of
-// its 32-block (amax / 254), so an output moves by at most sum over blocks of
+// its block of `block` numbers (amax / 254), so an output moves by at most sum over blocks of
 // (sum_i |w[o, i]|) * amax_block / 254; plus float rounding, relative to sum_i |w x|.
-double integer_bound(const std::vector<float>& wf, const float* x, int n, int o) {
+double integer_bound(const std::vector<float>& wf, const float* x, int n, int o, int block) {
   double bound = 0.0, magnitude = 0.0;
-  for (int b = 0; b < n / 32; ++b) {
+  for (int b = 0; b < n / block; ++b) {
     double amax = 0.0, wsum = 0.0;
-    for (int j = 32 * b; j < 32 * b + 32; ++j) {
+    for (int j = block * b; j < block * b + block; ++j) {
       amax = std::max(amax, double(std::fabs(x[j])));
       wsum += std::fabs(wf[std::size_t(o) * n + j]);
       magnitude += std::fabs(wf[std::size_t(o) * n + j] * x[j]);
@@ -56,6 +62,76 @@ double integer_bound(const std::vector<float>& wf, const float* x, int n, int o)
   return bound * 1.001 + 1e-5 * magnitude + 1e-6;
 }
 
+std::vector<QuantIsa> supported_isas() {
+  std::vector<QuantIsa> isas = {QuantIsa::scalar};
+  for (QuantIsa isa : {QuantIsa::avx2, QuantIsa::avx512_vnni})
+    if (kernels::quant_isa_supported(isa)) isas.push_back(isa);
+  return isas;
+}
+
+// Every rung of one format on one (n, d) shape, for T = 1, 3, 5, 9: rung 1 against
+// matmul_ref, rung 2 against rung 1 within integer_bound, rungs 2 and 3 the same bits on
+// every instruction set, and the last token alone the bits it has in the batch.
+void check_ladder(TensorType type, int n, int d, const std::vector<QuantIsa>& isas) {
+  const std::vector<float> wsrc = random_floats(std::size_t(n) * d, unsigned(n + d));
+  const QuantMatrix w = QuantMatrix::quantize(type, wsrc.data(), n, d);
+  REQUIRE(w.bytes() == kernels::tensor_bytes(type, std::size_t(n) * d));
+  std::vector<float> wf(std::size_t(n) * d);
+  for (int o = 0; o < d; ++o) w.dequantize_row(o, wf.data() + std::size_t(o) * n);
+  for (int T : {1, 3, 5, 9}) {
+    CAPTURE(kernels::ggml_type_name(std::uint32_t(type)), n, d, T);
+    const std::vector<float> x = random_floats(std::size_t(T) * n, unsigned(7 * T + n));
+    std::vector<float> want(std::size_t(T) * d);
+    kernels::matmul_ref(want.data(), x.data(), wf.data(), T, n, d);
+    // Rung 1: float dot products of the dequantized rows.
+    const std::vector<float> ref = run(1, QuantIsa::scalar, x, w, T);
+    // Two float sums of the same n products in different orders: they differ by at most
+    // about 2 n eps times the sum of |w x| (the usual accumulation bound), whatever the
+    // compiler's contraction and vectorisation (a debug build sums in another order).
+    int bad = 0;
+    double worst = 0.0;
+    for (int t = 0; t < T; ++t) {
+      for (int o = 0; o < d; ++o) {
+        double magnitude = 0.0;
+        for (int i = 0; i < n; ++i)
+          magnitude += std::fabs(double(wf[std::size_t(o) * n + i]) *
+                                 double(x[std::size_t(t) * n + i]));
+        const double err = std::fabs(double(ref[std::size_t(t) * d + o]) -
+                                     double(want[std::size_t(t) * d + o]));
+        worst = std::max(worst, err);
+        if (err > 2.0 * n * 1.19209290e-7 * magnitude + 1e-6) ++bad;
+      }
+    }
+    INFO("rung 1 vs matmul_ref: max error " << worst);
+    CHECK(bad == 0);
+    // Rungs 2 and 3 on every instruction set: one set of bits, within the bound of rung 1.
+    const std::vector<float> first = run(2, QuantIsa::scalar, x, w, T);
+    for (int t = 0; t < T; ++t) {
+      for (int o = 0; o < d; ++o) {
+        const std::size_t i = std::size_t(t) * d + std::size_t(o);
+        const double bound = integer_bound(wf, x.data() + std::size_t(t) * n, n, o,
+                                           activation_block(type));
+        if (!(std::fabs(first[i] - ref[i]) <= bound)) {
+          FAIL_CHECK("token " << t << " row " << o << ": rung 2 " << first[i] << ", rung 1 "
+                              << ref[i] << ", bound " << bound);
+        }
+      }
+    }
+    for (QuantIsa isa : isas) {
+      for (int version : {2, 3}) {
+        CAPTURE(kernels::quant_isa_name(isa), version);
+        const std::vector<float> y = run(version, isa, x, w, T);
+        CHECK(std::memcmp(y.data(), first.data(), y.size() * sizeof(float)) == 0);
+      }
+    }
+    // Batch invariance: the last token alone gives the bits it has in the batch.
+    const std::vector<float> last(x.end() - n, x.end());
+    const std::vector<float> alone = run(3, kernels::quant_isa_best(), last, w, 1);
+    CHECK(std::memcmp(alone.data(), first.data() + std::size_t(T - 1) * d,
+                      std::size_t(d) * sizeof(float)) == 0);
+  }
+}
+
 }  // namespace
 
 TEST_CASE("quantized matmul: every rung, every instruction set, awkward shapes",
@@ -63,73 +139,22 @@ TEST_CASE("quantized matmul: every rung, every instruction set, awkward shapes",
   const TensorType types[] = {TensorType::kQ8_0, TensorType::kQ4_0, TensorType::kQ4_1,
                               TensorType::kF16, TensorType::kBF16};
   const int shapes[][2] = {{32, 1}, {64, 31}, {96, 33}, {4096, 17}};
-  std::vector<QuantIsa> isas = {QuantIsa::scalar};
-  for (QuantIsa isa : {QuantIsa::avx2, QuantIsa::avx512_vnni})
-    if (kernels::quant_isa_supported(isa)) isas.push_back(isa);
+  const std::vector<QuantIsa> isas = supported_isas();
   std::printf("quantized matmul: %zu instruction sets checked, best %s\n", isas.size(),
               kernels::quant_isa_name(kernels::quant_isa_best()));
   REQUIRE(kernels::matmul_quant_versions() == 3);
-  for (TensorType type : types) {
-    for (const auto& s : shapes) {
-      const int n = s[0], d = s[1];
-      const std::vector<float> wsrc = random_floats(std::size_t(n) * d, unsigned(n + d));
-      const QuantMatrix w = QuantMatrix::quantize(type, wsrc.data(), n, d);
-      REQUIRE(w.bytes() == kernels::tensor_bytes(type, std::size_t(n) * d));
-      std::vector<float> wf(std::size_t(n) * d);
-      for (int o = 0; o < d; ++o) w.dequantize_row(o, wf.data() + std::size_t(o) * n);
-      for (int T : {1, 3, 5, 9}) {
-        CAPTURE(kernels::ggml_type_name(std::uint32_t(type)), n, d, T);
-        const std::vector<float> x = random_floats(std::size_t(T) * n, unsigned(7 * T + n));
-        std::vector<float> want(std::size_t(T) * d);
-        kernels::matmul_ref(want.data(), x.data(), wf.data(), T, n, d);
-        // Rung 1: float dot products of the dequantized rows.
-        const std::vector<float> ref = run(1, QuantIsa::scalar, x, w, T);
-        // Two float sums of the same n products in different orders: they differ by at most
-        // about 2 n eps times the sum of |w x| (the usual accumulation bound), whatever the
-        // compiler's contraction and vectorisation (a debug build sums in another order).
-        int bad = 0;
-        double worst = 0.0;
-        for (int t = 0; t < T; ++t) {
-          for (int o = 0; o < d; ++o) {
-            double magnitude = 0.0;
-            for (int i = 0; i < n; ++i)
-              magnitude += std::fabs(double(wf[std::size_t(o) * n + i]) *
-                                     double(x[std::size_t(t) * n + i]));
-            const double err = std::fabs(double(ref[std::size_t(t) * d + o]) -
-                                         double(want[std::size_t(t) * d + o]));
-            worst = std::max(worst, err);
-            if (err > 2.0 * n * 1.19209290e-7 * magnitude + 1e-6) ++bad;
-          }
-        }
-        INFO("rung 1 vs matmul_ref: max error " << worst);
-        CHECK(bad == 0);
-        // Rungs 2 and 3 on every instruction set: one set of bits, within the bound of rung 1.
-        const std::vector<float> first = run(2, QuantIsa::scalar, x, w, T);
-        for (int t = 0; t < T; ++t) {
-          for (int o = 0; o < d; ++o) {
-            const std::size_t i = std::size_t(t) * d + std::size_t(o);
-            const double bound = integer_bound(wf, x.data() + std::size_t(t) * n, n, o);
-            if (!(std::fabs(first[i] - ref[i]) <= bound)) {
-              FAIL_CHECK("token " << t << " row " << o << ": rung 2 " << first[i] << ", rung 1 "
-                                  << ref[i] << ", bound " << bound);
-            }
-          }
-        }
-        for (QuantIsa isa : isas) {
-          for (int version : {2, 3}) {
-            CAPTURE(kernels::quant_isa_name(isa), version);
-            const std::vector<float> y = run(version, isa, x, w, T);
-            CHECK(std::memcmp(y.data(), first.data(), y.size() * sizeof(float)) == 0);
-          }
-        }
-        // Batch invariance: the last token alone gives the bits it has in the batch.
-        const std::vector<float> last(x.end() - n, x.end());
-        const std::vector<float> alone = run(3, kernels::quant_isa_best(), last, w, 1);
-        CHECK(std::memcmp(alone.data(), first.data() + std::size_t(T - 1) * d,
-                          std::size_t(d) * sizeof(float)) == 0);
-      }
-    }
-  }
+  for (TensorType type : types)
+    for (const auto& s : shapes) check_ladder(type, s[0], s[1], isas);
+}
+
+TEST_CASE("quantized matmul: the K-quants on the integer rungs (super-blocks of 256)",
+          "[kernel][quant]") {
+  // 1, 2, 3 and 16 super-blocks per row (an odd count, a row ending mid-tile); rows 1, 31
+  // (7 groups of 4 and 3 left), 33 and 17 (a tile of 2 rows and one left).
+  const int shapes[][2] = {{256, 1}, {512, 31}, {768, 33}, {4096, 17}};
+  const std::vector<QuantIsa> isas = supported_isas();
+  for (TensorType type : {TensorType::kQ4_K, TensorType::kQ6_K})
+    for (const auto& s : shapes) check_ladder(type, s[0], s[1], isas);
 }
 
 TEST_CASE("quantized matmul: refusals", "[kernel][quant]") {
@@ -152,8 +177,11 @@ TEST_CASE("quantized matmul: a prefill-sized batch spans several token chunks",
           "[kernel][quant]") {
   // 70 tokens: more than one pass of rung 3 over the rows (64 tokens each), a last tile of 6;
   // 3 blocks per row, so the even/odd block sets end on an even block.
-  const int n = 96, d = 5, T = 70;
-  for (TensorType type : {TensorType::kQ8_0, TensorType::kQ4_0, TensorType::kQ4_1}) {
+  // The K-quants: 3 super-blocks (768 numbers) per row.
+  const int d = 5, T = 70;
+  for (TensorType type : {TensorType::kQ8_0, TensorType::kQ4_0, TensorType::kQ4_1,
+                          TensorType::kQ4_K, TensorType::kQ6_K}) {
+    const int n = 3 * activation_block(type);
     CAPTURE(kernels::ggml_type_name(std::uint32_t(type)));
     const std::vector<float> wsrc = random_floats(std::size_t(n) * d, 11);
     const QuantMatrix w = QuantMatrix::quantize(type, wsrc.data(), n, d);
@@ -166,7 +194,7 @@ TEST_CASE("quantized matmul: a prefill-sized batch spans several token chunks",
       for (int o = 0; o < d; ++o) {
         const std::size_t i = std::size_t(t) * d + std::size_t(o);
         CHECK(std::fabs(first[i] - ref[i]) <=
-              integer_bound(wf, x.data() + std::size_t(t) * n, n, o));
+              integer_bound(wf, x.data() + std::size_t(t) * n, n, o, activation_block(type)));
       }
     }
     for (QuantIsa isa : {QuantIsa::scalar, QuantIsa::avx2, QuantIsa::avx512_vnni}) {

@@ -50,11 +50,60 @@ void quantize_activations(const float* x, int n, int offset, ActBlock* out);
 using RowDot = void (*)(const std::uint8_t* row, std::size_t row_bytes, int rows,
                         const ActBlock* act, int nb, int count, float* out);
 
-// The row dot of type on isa; nullptr for a type without an integer form.
+// The row dot of type on isa; nullptr for a type without an integer form (or a K-quant).
 RowDot row_dot(TensorType type, QuantIsa isa);
 RowDot row_dot_scalar(TensorType type);
 RowDot row_dot_avx2(TensorType type);
 RowDot row_dot_avx512_vnni(TensorType type);
+
+// ---- The K-quants (Q4_K, Q6_K): super-blocks of 256, llama.cpp's Q8_K activations ----------
+
+// Numbers per K-quant super-block and per activation super-block.
+constexpr int kSuper = 256;
+
+// 256 activations: x[j] ~ q[j] * d (d = amax / 127 over the 256, as ActBlock's over 32), and
+// sums[k] = q[32k] + ... + q[32k + 31], what Q4_K's minimum of sub-block k multiplies.
+struct ActSuper {
+  float d;
+  std::int8_t q[kSuper];
+  std::int16_t sums[kSuper / kBlock];
+};
+
+// Quantizes n activations (n a multiple of kSuper) to n / kSuper super-blocks, rounding as
+// quantize_activations().
+void quantize_activations(const float* x, int n, ActSuper* out);
+
+// out[r * kTile + c] = dot of weight row r (nb super-blocks) with token c's nb activation
+// super-blocks, as RowDot. Every path forms, per super-block, 8 integer lanes: lane l the sum
+// over the 8 runs of 32 (k = 0..7) of sc * (w[32k + 4l] * q[32k + 4l] + ... 3 more), sc the
+// scale of the sub-block those 4 numbers are in and w the weight without its scale (Q4_K's
+// nibble, Q6_K's q - 32); and for Q4_K the integer imin = sum over k of m[k] * sums[k]. It
+// adds them into one set of 8 float lanes and a float as
+// acc[l] = fma(d_w * d_a, float(lane[l]), acc[l]) and extra = fma(dmin_w * d_a, float(imin),
+// extra), one super-block after the other, and returns
+// ((acc0 + acc4) + (acc2 + acc6)) + ((acc1 + acc5) + (acc3 + acc7)) - extra: the same bits
+// on every path. The integers are exact: a lane is at most 8 * 4 * 63 * 15 * 127 (Q4_K) or
+// 8 * 4 * 128 * 32 * 127 (Q6_K) in size, far inside int32.
+using RowDotK = void (*)(const std::uint8_t* row, std::size_t row_bytes, int rows,
+                         const ActSuper* act, int nb, int count, float* out);
+
+// The K-quant row dot of type on isa; nullptr for a type that is not a K-quant.
+RowDotK row_dot_k(TensorType type, QuantIsa isa);
+RowDotK row_dot_k_scalar(TensorType type);
+RowDotK row_dot_k_avx2(TensorType type);
+RowDotK row_dot_k_avx512_vnni(TensorType type);
+
+// Sub-block s's 6-bit scale and minimum from Q4_K's 12 packed bytes (layout in
+// quant_formats.hpp).
+inline void q4k_scale_min(const std::uint8_t* packed, int s, int* scale, int* min) {
+  if (s < 4) {
+    *scale = packed[s] & 63;
+    *min = packed[s + 4] & 63;
+  } else {
+    *scale = (packed[s + 4] & 0x0F) | ((packed[s - 4] >> 6) << 4);
+    *min = (packed[s + 4] >> 4) | ((packed[s] >> 6) << 4);
+  }
+}
 
 // IEEE half to float (exact).
 inline float half_to_float(std::uint16_t h) {

@@ -3,6 +3,7 @@
 // included) and matmul_quant picks the path at run time (quant_isa_supported).
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 
 #include "quant_dot.hpp"
 
@@ -67,10 +68,34 @@ RowDot row_dot_avx512_vnni(TensorType type) {
   }
 }
 
+RowDotK row_dot_k_avx2(TensorType type) {
+  switch (type) {
+    case TensorType::kQ4_K:
+      return avx2::row_dot_any<avx2::Q4_K>;
+    case TensorType::kQ6_K:
+      return avx2::row_dot_any<avx2::Q6_K>;
+    default:
+      return nullptr;
+  }
+}
+
+RowDotK row_dot_k_avx512_vnni(TensorType type) {
+  switch (type) {
+    case TensorType::kQ4_K:
+      return vnni::row_dot_any<vnni::Q4_K>;
+    case TensorType::kQ6_K:
+      return vnni::row_dot_any<vnni::Q6_K>;
+    default:
+      return nullptr;
+  }
+}
+
 #else
 
 RowDot row_dot_avx2(TensorType) { return nullptr; }
 RowDot row_dot_avx512_vnni(TensorType) { return nullptr; }
+RowDotK row_dot_k_avx2(TensorType) { return nullptr; }
+RowDotK row_dot_k_avx512_vnni(TensorType) { return nullptr; }
 
 #endif
 

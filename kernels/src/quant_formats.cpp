@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "inferlab/kernels/error.hpp"
+#include "quant_dot.hpp"
 
 namespace inferlab::kernels {
 
@@ -103,16 +104,7 @@ float fit_scale_and_offset(int n, int qmax, const float* x, const float* w, std:
   return scale;
 }
 
-// Sub-block s's 6-bit scale and minimum from Q4_K's 12 packed bytes (layout in the header).
-void q4k_scale_min(const std::uint8_t* packed, int s, int* scale, int* min) {
-  if (s < 4) {
-    *scale = packed[s] & 63;
-    *min = packed[s + 4] & 63;
-  } else {
-    *scale = (packed[s + 4] & 0x0F) | ((packed[s - 4] >> 6) << 4);
-    *min = (packed[s + 4] >> 4) | ((packed[s] >> 6) << 4);
-  }
-}
+using quant_dot::q4k_scale_min;
 
 void quantize_q4k_block(const float* x, std::uint8_t* out) {
   constexpr int kSubs = 8, kSub = 32;

@@ -105,23 +105,40 @@ int weight_offset(TensorType type) {
   }
 }
 
+namespace {
+
+// n activations (n <= kSuper) to q[j] = x[j] / d rounded to nearest (ties to even), d =
+// amax / 127 (0 for an all-zero run, whose q are then all 0); returns d.
+float quantize_run(const float* x, int n, std::int8_t* q) {
+  float amax = 0.0f;
+  for (int j = 0; j < n; ++j) amax = std::max(amax, std::fabs(x[j]));
+  const float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
+  for (int j = 0; j < n; ++j) q[j] = std::int8_t(std::nearbyint(x[j] * id));
+  return d;
+}
+
+int sum_of(const std::int8_t* q, int n) {
+  int sum = 0;
+  for (int j = 0; j < n; ++j) sum += q[j];
+  return sum;
+}
+
+}  // namespace
+
 void quantize_activations(const float* x, int n, int offset, ActBlock* out) {
   for (int b = 0; b < n / kBlock; ++b, x += kBlock) {
-    float amax = 0.0f;
-    for (int j = 0; j < kBlock; ++j) amax = std::max(amax, std::fabs(x[j]));
-    const float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
-    int sum = 0;
-    for (int j = 0; j < kBlock; ++j) {
-      const int q = int(std::nearbyint(x[j] * id));
-      out[b].q[j] = std::int8_t(q);
-      sum += q;
-    }
-    for (int l = 0; l < 8; ++l) {
-      const std::int8_t* q = out[b].q + 4 * l;
-      out[b].bias[l] = -offset * (int(q[0]) + int(q[1]) + int(q[2]) + int(q[3]));
-    }
+    const float d = quantize_run(x, kBlock, out[b].q);
+    for (int l = 0; l < 8; ++l) out[b].bias[l] = -offset * sum_of(out[b].q + 4 * l, 4);
     out[b].d = d;
-    out[b].s = d * float(sum);
+    out[b].s = d * float(sum_of(out[b].q, kBlock));
+  }
+}
+
+void quantize_activations(const float* x, int n, ActSuper* out) {
+  for (int b = 0; b < n / kSuper; ++b, x += kSuper) {
+    out[b].d = quantize_run(x, kSuper, out[b].q);
+    for (int k = 0; k < kSuper / kBlock; ++k)
+      out[b].sums[k] = std::int16_t(sum_of(out[b].q + kBlock * k, kBlock));
   }
 }
 
@@ -181,7 +198,93 @@ void block_q4_1(const std::uint8_t* p, int* w, float& d, float& m) {
   }
 }
 
+// The K-quant scalar path: quant_dot.hpp's RowDotK as loops. Block(p, w, sc, m, d, dmin)
+// gives a super-block's 256 weights without their scales (w), each weight's sub-block scale
+// (sc), the 8 minimums of its 32-runs (m, zeros for Q6_K), d and dmin (0 for Q6_K).
+template <void (*Block)(const std::uint8_t*, int*, int*, int*, float&, float&),
+          std::size_t kBytes>
+void row_dot_k_scalar_any(const std::uint8_t* rows_start, std::size_t row_bytes, int rows,
+                          const ActSuper* act, int nb, int count, float* out) {
+  for (int r = 0; r < rows; ++r) {
+    const std::uint8_t* row = rows_start + std::size_t(r) * row_bytes;
+    for (int c = 0; c < count; ++c) {
+      const ActSuper* a = act + std::size_t(c) * std::size_t(nb);
+      float acc[8] = {}, extra = 0.0f;
+      for (int b = 0; b < nb; ++b) {
+        int w[kSuper], sc[kSuper], m[kSuper / kBlock];
+        float d = 0.0f, dmin = 0.0f;
+        Block(row + std::size_t(b) * kBytes, w, sc, m, d, dmin);
+        int lane[8] = {}, imin = 0;
+        for (int j = 0; j < kSuper; ++j) lane[(j % kBlock) / 4] += sc[j] * w[j] * a[b].q[j];
+        for (int k = 0; k < kSuper / kBlock; ++k) imin += m[k] * a[b].sums[k];
+        for (int l = 0; l < 8; ++l) acc[l] = std::fma(d * a[b].d, float(lane[l]), acc[l]);
+        extra = std::fma(dmin * a[b].d, float(imin), extra);
+      }
+      out[r * kTile + c] =
+          (((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7]))) -
+          extra;
+    }
+  }
+}
+
+void block_q4_k(const std::uint8_t* p, int* w, int* sc, int* m, float& d, float& dmin) {
+  d = load_half(p);
+  dmin = load_half(p + 2);
+  for (int c = 0; c < 4; ++c) {
+    int sc_lo, sc_hi;
+    q4k_scale_min(p + 4, 2 * c, &sc_lo, &m[2 * c]);
+    q4k_scale_min(p + 4, 2 * c + 1, &sc_hi, &m[2 * c + 1]);
+    for (int l = 0; l < 32; ++l) {
+      w[64 * c + l] = p[16 + 32 * c + l] & 0x0F;
+      w[64 * c + 32 + l] = p[16 + 32 * c + l] >> 4;
+      sc[64 * c + l] = sc_lo;
+      sc[64 * c + 32 + l] = sc_hi;
+    }
+  }
+}
+
+void block_q6_k(const std::uint8_t* p, int* w, int* sc, int* m, float& d, float& dmin) {
+  const std::uint8_t* ql = p;
+  const std::uint8_t* qh = p + kSuper / 2;
+  const auto* scales = reinterpret_cast<const std::int8_t*>(p + kSuper / 2 + kSuper / 4);
+  d = load_half(p + kSuper / 2 + kSuper / 4 + kSuper / 16);
+  dmin = 0.0f;
+  for (int k = 0; k < kSuper / kBlock; ++k) m[k] = 0;
+  for (int j = 0; j < kSuper; ++j) {
+    // Element j = 128h + 32k + l: low bits in ql (byte 64h + 32(k % 2) + l, nibble k / 2),
+    // high bits in qh's bit pair k of byte 32h + l.
+    const int h = j / 128, k = (j % 128) / 32, l = j % 32;
+    const int low = (ql[64 * h + 32 * (k % 2) + l] >> (4 * (k / 2))) & 0x0F;
+    const int high = (qh[32 * h + l] >> (2 * k)) & 3;
+    w[j] = (low | (high << 4)) - 32;
+    sc[j] = scales[j / 16];
+  }
+}
+
 }  // namespace
+
+RowDotK row_dot_k_scalar(TensorType type) {
+  switch (type) {
+    case TensorType::kQ4_K:
+      return row_dot_k_scalar_any<block_q4_k, 144>;
+    case TensorType::kQ6_K:
+      return row_dot_k_scalar_any<block_q6_k, 210>;
+    default:
+      return nullptr;
+  }
+}
+
+RowDotK row_dot_k(TensorType type, QuantIsa isa) {
+  switch (isa) {
+    case QuantIsa::avx2:
+      return row_dot_k_avx2(type);
+    case QuantIsa::avx512_vnni:
+      return row_dot_k_avx512_vnni(type);
+    case QuantIsa::scalar:
+      break;
+  }
+  return row_dot_k_scalar(type);
+}
 
 RowDot row_dot_scalar(TensorType type) {
   switch (type) {
@@ -272,16 +375,27 @@ int matmul_quant_versions() { return 3; }
 
 namespace {
 
+// One token's activations quantized for weights of type: ActBlock for the 32-blocks,
+// ActSuper for the K-quants.
+void quantize_token(const float* x, int n, TensorType type, quant_dot::ActBlock* out) {
+  quant_dot::quantize_activations(x, n, quant_dot::weight_offset(type), out);
+}
+void quantize_token(const float* x, int n, TensorType, quant_dot::ActSuper* out) {
+  quant_dot::quantize_activations(x, n, out);
+}
+constexpr int numbers_per(const quant_dot::ActBlock*) { return quant_dot::kBlock; }
+constexpr int numbers_per(const quant_dot::ActSuper*) { return quant_dot::kSuper; }
+
 // Rungs 2 (tile = 1) and 3 (tile = kTile): the T rows of x quantized once, then each weight
-// row dotted with tiles of tokens.
+// row dotted with tiles of tokens. Act is the activation block (ActBlock or ActSuper).
+template <class Act>
 void matmul_quant_integer(float* y, const float* x, const QuantMatrix& w, int T, int tile,
-                          quant_dot::RowDot dot) {
-  using quant_dot::ActBlock;
-  const int n = w.n(), d = w.d(), nb = n / quant_dot::kBlock;
-  const int offset = quant_dot::weight_offset(w.type());
-  thread_local std::vector<ActBlock> act;
+                          void (*dot)(const std::uint8_t*, std::size_t, int, const Act*, int,
+                                      int, float*)) {
+  const int n = w.n(), d = w.d(), nb = n / numbers_per(static_cast<const Act*>(nullptr));
+  thread_local std::vector<Act> act;
   if (act.size() < std::size_t(T) * std::size_t(nb)) act.resize(std::size_t(T) * std::size_t(nb));
-  ActBlock* const a = act.data();
+  Act* const a = act.data();
   const bool parallel = long(T) * n * d >= kParallelWork;
   const int groups = (d + quant_dot::kRows - 1) / quant_dot::kRows;  // of kRows weight rows
   // A few tokens' activations are quantized before the team starts: one barrier fewer per
@@ -289,14 +403,14 @@ void matmul_quant_integer(float* y, const float* x, const QuantMatrix& w, int T,
   const bool parallel_activations = parallel && T >= quant_dot::kTile;
   if (!parallel_activations) {
     for (int t = 0; t < T; ++t)
-      quant_dot::quantize_activations(x + std::size_t(t) * n, n, offset, a + std::size_t(t) * nb);
+      quantize_token(x + std::size_t(t) * n, n, w.type(), a + std::size_t(t) * nb);
   }
 #pragma omp parallel if (parallel)
   {
     if (parallel_activations) {
 #pragma omp for schedule(static)
       for (int t = 0; t < T; ++t)
-        quant_dot::quantize_activations(x + std::size_t(t) * n, n, offset, a + std::size_t(t) * nb);
+        quantize_token(x + std::size_t(t) * n, n, w.type(), a + std::size_t(t) * nb);
     }
     // Tokens in chunks of kChunk: every row passes over one chunk's activations (kChunk * n
     // bytes and their scales, which stay in cache) before the next; a row's bytes are read
@@ -335,9 +449,15 @@ void matmul_quant_version(int version, QuantIsa isa, float* y, const float* x,
   }
   if (w.empty()) throw Error("matmul_quant_version: the weight matrix is empty");
   if (T < 1) throw Error("matmul_quant_version: T = " + std::to_string(T) + " (must be >= 1)");
-  const quant_dot::RowDot dot = quant_dot::row_dot(w.type(), isa);
-  if (version == 1 || !dot) return matmul_quant_ref(y, x, w, T);
-  matmul_quant_integer(y, x, w, T, version == 2 ? 1 : quant_dot::kTile, dot);
+  if (version == 1) return matmul_quant_ref(y, x, w, T);
+  const int tile = version == 2 ? 1 : quant_dot::kTile;
+  if (const quant_dot::RowDot dot = quant_dot::row_dot(w.type(), isa)) {
+    matmul_quant_integer(y, x, w, T, tile, dot);
+  } else if (const quant_dot::RowDotK dot_k = quant_dot::row_dot_k(w.type(), isa)) {
+    matmul_quant_integer(y, x, w, T, tile, dot_k);
+  } else {
+    matmul_quant_ref(y, x, w, T);
+  }
 }
 
 void matmul_quant(float* y, const float* x, const QuantMatrix& w, int T) {

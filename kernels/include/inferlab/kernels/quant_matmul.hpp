@@ -11,7 +11,11 @@
 ///     and dotted in float. Exact up to float rounding: the specification.
 ///  2. integer: each token's activations quantized once to 8-bit blocks (llama.cpp's scheme:
 ///     32-number blocks with a float scale, for Q8_0, Q4_0 and Q4_1 weights), then one
-///     integer dot product per block, scaled once per block. AVX2 (`vpmaddubsw` /
+///     integer dot product per block, scaled once per block. For the K-quants (Q4_K, Q6_K)
+///     the activations come in super-blocks of 256 with one float scale and the integer sum of
+///     each 32-run (llama.cpp's Q8_K): the sub-block scales multiply integer dot products,
+///     the 256 numbers add up in integers, and one float multiply-add per super-block scales
+///     them (Q4_K's minimums: one more, from the runs' sums). AVX2 (`vpmaddubsw` /
 ///     `vpmaddwd`) and AVX-512 VNNI (`vpdpbusd` on unsigned weights, Q8_0's w + 128 and Q4_0's
 ///     nibbles, the lanes started at minus the offset times the activations' sums) paths are
 ///     chosen at run time (QuantIsa); all paths form the same integer
@@ -21,15 +25,16 @@
 ///     activations loaded once for the 4); on AVX-512 a pair of blocks fills one 512-bit
 ///     register (the even block's lanes in the low half, the odd one's in the high half).
 ///  3. batched: version 2 with tiles of tokens: each weight block is unpacked once and used for
-///     a tile of 8 tokens, held in registers 2 rows by 4 tokens (2 by 2 on AVX2), and the rows
-///     pass over the tokens 64 at a time so their activations stay in cache (prefill). The
-///     per-token arithmetic is version 2's, so a token's output has the same bits whatever T
-///     and its place in the batch (batch invariant).
+///     a tile of 8 tokens, held in registers 2 rows by 4 tokens (2 by 2 on AVX2; Q4_1 on
+///     AVX-512 1 row by 8 tokens, faster for it), and the rows pass over the tokens 64 at a
+///     time so their activations stay in cache (prefill). The per-token arithmetic is version
+///     2's, so a token's output has the same bits whatever T and its place in the batch
+///     (batch invariant).
 /// Versions 2 and 3 differ from version 1 by the activation rounding: per element at most half
-/// a step of its block (amax / 254), so |y2 - y1| <= sum over blocks of
-/// (sum_i |w[o, i]|) * amax_block(x[t]) / 254, plus float rounding (tests/test_quant_matmul.cpp).
-/// F32, F16, BF16 and the K-quants have no integer form here: versions 2 and 3 run version 1
-/// for them.
+/// a step of its block (amax / 254; a block of 32, or of 256 for the K-quants), so
+/// |y2 - y1| <= sum over blocks of (sum_i |w[o, i]|) * amax_block(x[t]) / 254, plus float
+/// rounding (tests/test_quant_matmul.cpp). F32, F16 and BF16 have no integer form here:
+/// versions 2 and 3 run version 1 for them.
 /// @note Cost: 2*T*n*d FLOPs; reads the stored bytes of W once per call (n*d*bits/8), which is
 /// the point: batch-1 decode is bound by those bytes.
 
