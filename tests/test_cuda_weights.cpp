@@ -4,7 +4,6 @@
 #include <string>
 
 #include "inferlab/base/error.hpp"
-#include "inferlab/model/gguf_writer.hpp"
 #include "inferlab/model/model.hpp"
 #include "inferlab/runtime/cuda_weights.hpp"
 #include "small_models.hpp"
@@ -25,42 +24,6 @@ std::string refusal(WeightFormat format) {
     return e.problem();
   }
   return "";
-}
-
-// @p model written as GGUF with every matrix as Q8_0 except the classifier, as @p classifier
-// (llama.cpp's Q8_0 and Q4_0 files often keep the classifier in another type).
-void save_mixed(const Model& model, TensorType classifier, const std::string& path) {
-  const ModelConfig& c = model.config();
-  const Weights& w = model.weights();
-  GgufWriter out;
-  out.add_string("general.architecture", "llama");
-  out.add_u32("llama.block_count", std::uint32_t(c.n_layers));
-  out.add_u32("llama.context_length", std::uint32_t(c.seq_len));
-  out.add_u32("llama.embedding_length", std::uint32_t(c.dim));
-  out.add_u32("llama.feed_forward_length", std::uint32_t(c.hidden_dim));
-  out.add_u32("llama.attention.head_count", std::uint32_t(c.n_heads));
-  out.add_u32("llama.attention.head_count_kv", std::uint32_t(c.n_kv_heads));
-  out.add_f32("llama.rope.freq_base", c.rope_theta);
-  out.add_f32("llama.attention.layer_norm_rms_epsilon", c.norm_eps);
-  const std::uint64_t D = c.dim, H = c.hidden_dim, Q = c.q_dim(), KV = c.kv_dim();
-  const std::uint64_t V = c.vocab_size;
-  const TensorType q8 = TensorType::kQ8_0, f32 = TensorType::kF32;
-  out.add_tensor("token_embd.weight", {D, V}, q8, w.token_embedding);
-  for (std::uint64_t l = 0; l < std::uint64_t(c.n_layers); ++l) {
-    const std::string blk = "blk." + std::to_string(l) + ".";
-    out.add_tensor(blk + "attn_norm.weight", {D}, f32, w.rms_att + l * D);
-    out.add_tensor(blk + "attn_q.weight", {D, Q}, q8, w.wq + l * Q * D);
-    out.add_tensor(blk + "attn_k.weight", {D, KV}, q8, w.wk + l * KV * D);
-    out.add_tensor(blk + "attn_v.weight", {D, KV}, q8, w.wv + l * KV * D);
-    out.add_tensor(blk + "attn_output.weight", {Q, D}, q8, w.wo + l * D * Q);
-    out.add_tensor(blk + "ffn_norm.weight", {D}, f32, w.rms_ffn + l * D);
-    out.add_tensor(blk + "ffn_gate.weight", {D, H}, q8, w.w1 + l * H * D);
-    out.add_tensor(blk + "ffn_down.weight", {H, D}, q8, w.w2 + l * D * H);
-    out.add_tensor(blk + "ffn_up.weight", {D, H}, q8, w.w3 + l * H * D);
-  }
-  out.add_tensor("output_norm.weight", {D}, f32, w.rms_final);
-  out.add_tensor("output.weight", {D, V}, classifier, w.wcls);
-  out.write(path);
 }
 
 }  // namespace
@@ -100,13 +63,13 @@ TEST_CASE("CUDA weights: a loaded model's tensors are checked, the first refused
   // never run with something else in its place; the same file with a Q8_0 classifier runs.
   const Model original = make_synthetic_model(c, {}, "mixed");
   const test::TempFile file("cuda_mixed", ".gguf");
-  save_mixed(original, TensorType::kQ4_1, file.str());
+  original.save_gguf(file.str(), TensorType::kQ8_0, TensorType::kQ4_1);
   CHECK_THAT(cuda_weights_problem(Model::load(file.str())),
              Contains("tensor 'wcls' is stored as Q4_1: no CUDA kernel for it"));
-  save_mixed(original, TensorType::kQ8_0, file.str());
+  original.save_gguf(file.str(), TensorType::kQ8_0, TensorType::kQ8_0);
   CHECK(cuda_weights_problem(Model::load(file.str())).empty());
   // A float32 matrix among blocks has no row-major copy to upload: named too.
-  save_mixed(original, TensorType::kF32, file.str());
+  original.save_gguf(file.str(), TensorType::kQ8_0, TensorType::kF32);
   CHECK_THAT(cuda_weights_problem(Model::load(file.str())),
              Contains("tensor 'wcls' is stored as F32: the CUDA pass runs F32 tensors in a "
                       "float32 model only"));

@@ -287,7 +287,8 @@ Model Model::load_gguf(const std::string& path, const LoadOptions& options) {
   return m;
 }
 
-void Model::save_gguf(const std::string& path, kernels::TensorType type) const {
+void Model::save_gguf(const std::string& path, kernels::TensorType type,
+                      std::optional<kernels::TensorType> classifier) const {
   if (!storage_) throw Error(fmt::format("cannot save '{}': it is a view of another model", name_));
   if (!float_weights()) {
     throw Error(fmt::format("cannot save '{}' as GGUF: its weights are stored in a block "
@@ -337,7 +338,8 @@ void Model::save_gguf(const std::string& path, kernels::TensorType type) const {
     out.add_tensor(blk + "ffn_up.weight", {D, H}, type, w.w3 + l * H * D);
   }
   out.add_tensor("output_norm.weight", {D}, TensorType::kF32, w.rms_final);
-  if (!c.shared_classifier) out.add_tensor("output.weight", {D, V}, type, w.wcls);
+  if (!c.shared_classifier)
+    out.add_tensor("output.weight", {D, V}, classifier.value_or(type), w.wcls);
   if (!c.rope_freq_factors.empty()) {
     out.add_tensor("rope_freqs.weight", {c.rope_freq_factors.size()}, TensorType::kF32,
                    c.rope_freq_factors.data());

@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -109,10 +110,14 @@ class Model {
   /// @brief Writes the model as a GGUF v3 file (architecture `llama`, llama.cpp's tensor
   /// names), its linear weights and embedding stored as @p type, the norms as F32; no
   /// `output.weight` when the classifier is shared. Model::load() reads it back.
+  /// @param path the file to write
+  /// @param type the storage of the linear weights and the embedding
+  /// @param classifier the storage of a separate classifier when it differs from @p type
+  ///        (llama.cpp's files often keep it in another type); unset: @p type
   /// @throws inferlab::Error for a view, a model whose weights are stored in a block format,
   /// a type whose blocks do not divide the rows, or a path that cannot be written.
-  void save_gguf(const std::string& path,
-                 kernels::TensorType type = kernels::TensorType::kF32) const;
+  void save_gguf(const std::string& path, kernels::TensorType type = kernels::TensorType::kF32,
+                 std::optional<kernels::TensorType> classifier = std::nullopt) const;
   /// @brief What loading did beyond mapping the file: what each tensor is stored as, its bytes
   /// per weight and the weights' memory. Empty for a llama2.c file or a synthetic model kept
   /// as float32.
