@@ -490,7 +490,7 @@ check reject 1 "gguf_shape.gguf.*tensor 'blk.0.ffn_gate.weight' is \[64, 172\] F
 
 # --- --weights (issue 26, weight storage): an unknown format, rows that are not whole blocks,
 # a format the device cannot run (a NaN block scale in a file: tests/test_weight_storage.cpp) ----
-check reject 1 "--weights q3_k: unknown weight format \(known: file, f32, f16, q8_0, q4_0, q4_1, q4_k, q6_k\)" "$ch01" --synthetic stories260K --weights q3_k
+check reject 1 "--weights q3_k: unknown weight format \(known: file, f32, f16, q8_0, q4_0, q4_1, q4_k, q6_k, q5_0, q5_1\)" "$ch01" --synthetic stories260K --weights q3_k
 check reject 1 "--weights q8_0: tensor 'w2 \(layer 0\)' has rows of 172 numbers, not a whole number of Q8_0's 32-number blocks" "$ch01" --synthetic stories260K --weights q8_0 --steps 4
 check reject 1 "--weights q4_1: no CUDA kernel for Q4_1 weights \(the CUDA backend runs f32, q8_0 and q4_0 weights\)" "$ch01" --synthetic stories260K --weights q4_1 --device cuda
 check ok - "" "$ch01" --synthetic stories15M --weights q4_0 --steps 24 --temperature 0

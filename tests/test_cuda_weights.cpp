@@ -39,6 +39,10 @@ TEST_CASE("CUDA weights: the formats the CUDA pass runs, and one line for the ot
   CHECK_THAT(refusal(WeightFormat::f16), Contains("f16: no CUDA kernel for F16 weights"));
   CHECK_THAT(refusal(WeightFormat::q4_k), Contains("q4_k: no CUDA kernel for Q4_K weights"));
   CHECK_THAT(refusal(WeightFormat::q6_k), Contains("q6_k: no CUDA kernel for Q6_K weights"));
+  CHECK_THAT(refusal(WeightFormat::q5_0), Contains("q5_0: no CUDA kernel for Q5_0 weights"));
+  CHECK_THAT(refusal(WeightFormat::q5_1), Contains("q5_1: no CUDA kernel for Q5_1 weights"));
+  CHECK_FALSE(cuda_runs_tensor_type(TensorType::kQ5_0));
+  CHECK_FALSE(cuda_runs_tensor_type(TensorType::kQ5_1));
   CHECK(cuda_runs_tensor_type(TensorType::kQ8_0));
   CHECK(cuda_runs_tensor_type(TensorType::kQ4_0));
   CHECK_FALSE(cuda_runs_tensor_type(TensorType::kQ4_1));

@@ -332,7 +332,7 @@ TEST_CASE("gguf: every bad input is refused with one line naming the file", "[un
     poke<std::uint32_t>(b, first_type, 13);
     refuse(b,
            "tensor 'first' has type Q5_K, which InferLab does not read (supported: F32, F16, "
-           "BF16, Q8_0, Q4_0, Q4_1, Q4_K, Q6_K)");
+           "BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q6_K)");
     b = good;
     poke<std::uint32_t>(b, first_type, 8);  // Q8_0 rows must be multiples of 32: 64 is
     poke<std::uint64_t>(b, first_dims + 4, 48);

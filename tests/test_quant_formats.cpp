@@ -1,7 +1,8 @@
-// Tests of the K-quant storage formats (Q4_K, Q6_K): hand-built super-blocks dequantize to the
-// values the layout says, quantize then dequantize stays within each format's step, and the
-// reference quantizers give llama.cpp's bytes (tests/golden/quant_blocks.json, written by
-// scripts/golden/quant_blocks.py from llama-quantize's output).
+// Tests of the storage formats (the K-quants Q4_K, Q6_K and the 5-bit Q5_0, Q5_1): hand-built
+// blocks dequantize to the values the layout says, quantize then dequantize stays within each
+// format's step, and the reference quantizers give llama.cpp's bytes
+// (tests/golden/quant_blocks.json, written by scripts/golden/quant_blocks.py from
+// llama-quantize's output).
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -251,4 +252,67 @@ TEST_CASE("quantizers give llama-quantize's bytes (tests/golden/quant_blocks.jso
     ++checked;
   }
   CHECK(checked >= 4);
+}
+
+TEST_CASE("Q5_0 and Q5_1: sizes, names and a hand-built block", "[unit][kernel]") {
+  CHECK(kernels::ggml_type_name(6) == "Q5_0");
+  CHECK(kernels::ggml_type_name(7) == "Q5_1");
+  CHECK(kernels::is_supported_tensor_type(6));
+  CHECK(kernels::is_supported_tensor_type(7));
+  CHECK(kernels::block_elements(TensorType::kQ5_0) == 32);
+  CHECK(kernels::block_bytes(TensorType::kQ5_0) == 22);  // 5.5 bits per number
+  CHECK(kernels::block_bytes(TensorType::kQ5_1) == 24);  // 6 bits per number
+  // q[j] = j (0..31): element j's low nibble in byte j % 16 (high half for j >= 16), its
+  // fifth bit in bit j of the little-endian qh word: set for 16..31.
+  std::uint8_t b0[22] = {}, b1[24] = {};
+  put_half(b0, 0.5f);
+  put_half(b1, 0.25f);
+  put_half(b1 + 2, -1.0f);
+  for (int i = 0; i < 4; ++i) b0[2 + i] = b1[4 + i] = i < 2 ? 0x00 : 0xFF;
+  for (int j = 0; j < 16; ++j) b0[6 + j] = b1[8 + j] = std::uint8_t(j | (j << 4));
+  float y0[32], y1[32];
+  kernels::dequantize_ref(TensorType::kQ5_0, b0, y0, 32);
+  kernels::dequantize_ref(TensorType::kQ5_1, b1, y1, 32);
+  for (int j = 0; j < 32; ++j) {
+    CAPTURE(j);
+    CHECK(y0[j] == 0.5f * float(j - 16));
+    CHECK(y1[j] == 0.25f * float(j) - 1.0f);
+  }
+  // And back: these values are exactly on the grid, so quantize_ref restores the bytes.
+  std::uint8_t back0[22], back1[24];
+  kernels::quantize_ref(TensorType::kQ5_1, y1, back1, 32);
+  CHECK(to_hex(back1, 24) == to_hex(b1, 24));
+  y0[0] = -8.0f;  // the largest magnitude, negative: the scale is -8 / -16 = 0.5
+  kernels::quantize_ref(TensorType::kQ5_0, y0, back0, 32);
+  CHECK(to_hex(back0, 22) == to_hex(b0, 22));
+}
+
+TEST_CASE("Q5_0 and Q5_1: quantize then dequantize is within half a step", "[unit][kernel]") {
+  std::mt19937 rng(26);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  std::vector<float> x(32 * 64);
+  for (float& v : x) v = dist(rng);
+  for (TensorType t : {TensorType::kQ5_0, TensorType::kQ5_1}) {
+    CAPTURE(kernels::ggml_type_name(std::uint32_t(t)));
+    std::vector<std::uint8_t> packed(kernels::tensor_bytes(t, x.size()));
+    kernels::quantize_ref(t, x.data(), packed.data(), x.size());
+    std::vector<float> y(x.size());
+    kernels::dequantize_ref(t, packed.data(), y.data(), x.size());
+    const std::size_t bytes = kernels::block_bytes(t);
+    int bad = 0;
+    for (std::size_t b = 0; b < x.size() / 32; ++b) {
+      const float d = half_value(packed.data() + b * bytes);  // Q5_0: signed, max / -16
+      float amax = 0.0f;
+      for (std::size_t j = 32 * b; j < 32 * b + 32; ++j) amax = std::max(amax, std::fabs(x[j]));
+      for (std::size_t j = 32 * b; j < 32 * b + 32; ++j) {
+        // Half a step, plus the float16 rounding of the scale (and minimum) that the quantizer
+        // did not see. Q5_0 maps the largest magnitude to -16: a number of the other sign near
+        // it (x / d above 15.5) would need +16 and is clamped to 15, up to one step away.
+        const bool clamped = t == TensorType::kQ5_0 && x[j] / d > 15.5f;
+        const float bound = (clamped ? 1.0f : 0.5f) * std::fabs(d) + 2e-3f * amax;
+        if (std::fabs(y[j] - x[j]) > bound) ++bad;
+      }
+    }
+    CHECK(bad == 0);
+  }
 }

@@ -137,7 +137,8 @@ void check_ladder(TensorType type, int n, int d, const std::vector<QuantIsa>& is
 TEST_CASE("quantized matmul: every rung, every instruction set, awkward shapes",
           "[kernel][quant]") {
   const TensorType types[] = {TensorType::kQ8_0, TensorType::kQ4_0, TensorType::kQ4_1,
-                              TensorType::kF16, TensorType::kBF16};
+                              TensorType::kQ5_0, TensorType::kQ5_1, TensorType::kF16,
+                              TensorType::kBF16};
   const int shapes[][2] = {{32, 1}, {64, 31}, {96, 33}, {4096, 17}};
   const std::vector<QuantIsa> isas = supported_isas();
   std::printf("quantized matmul: %zu instruction sets checked, best %s\n", isas.size(),

@@ -10,7 +10,7 @@
 
 namespace inferlab::kernels::quant_dot {
 
-// Numbers per block of the 32-blocks (Q8_0, Q4_0, Q4_1) and their activations.
+// Numbers per block of the 32-blocks (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1) and their activations.
 constexpr int kBlock = 32;
 // Tokens one call of a row dot serves (rung 3's tile; rung 2 passes one).
 constexpr int kTile = 8;
@@ -29,7 +29,8 @@ struct ActBlock {
   std::int32_t bias[8];
 };
 
-// 128 for Q8_0 (int8 + 128), 8 for Q4_0 (its nibbles are w + 8), 0 for the others.
+// 128 for Q8_0 (int8 + 128), 8 for Q4_0 (its nibbles are w + 8), 16 for Q5_0 (its 5-bit
+// numbers are w + 16), 0 for the others.
 int weight_offset(TensorType type);
 
 // Quantizes n activations (n a multiple of kBlock) to n / kBlock blocks: d = amax / 127,

@@ -50,6 +50,10 @@ RowDot row_dot_avx2(TensorType type) {
       return avx2::row_dot_any<avx2::Q4_0>;
     case TensorType::kQ4_1:
       return avx2::row_dot_any<avx2::Q4_1>;
+    case TensorType::kQ5_0:
+      return avx2::row_dot_any<avx2::Q5_0>;
+    case TensorType::kQ5_1:
+      return avx2::row_dot_any<avx2::Q5_1>;
     default:
       return nullptr;
   }
@@ -63,6 +67,10 @@ RowDot row_dot_avx512_vnni(TensorType type) {
       return vnni::row_dot_any<vnni::Q4_0>;
     case TensorType::kQ4_1:
       return vnni::row_dot_any<vnni::Q4_1>;
+    case TensorType::kQ5_0:
+      return vnni::row_dot_any<vnni::Q5_0>;
+    case TensorType::kQ5_1:
+      return vnni::row_dot_any<vnni::Q5_1>;
     default:
       return nullptr;
   }

@@ -30,6 +30,24 @@ void store_half(std::uint8_t* p, float x) {
   std::memcpy(p, &bits, 2);
 }
 
+// The 5-bit numbers of a Q5_0 / Q5_1 block (after its scale, and minimum): 4 bytes qh, bit j
+// (little-endian) the high bit of element j, then 16 bytes of low nibbles laid out as Q4_0's.
+void pack_q5(const int* q, std::uint8_t* out) {
+  std::uint32_t qh = 0;
+  for (std::size_t j = 0; j < kBlock; ++j) qh |= std::uint32_t((q[j] >> 4) & 1) << j;
+  for (int i = 0; i < 4; ++i) out[i] = std::uint8_t(qh >> (8 * i));
+  for (std::size_t j = 0; j < kBlock / 2; ++j)
+    out[4 + j] = std::uint8_t((q[j] & 0x0F) | ((q[j + kBlock / 2] & 0x0F) << 4));
+}
+
+void unpack_q5(const std::uint8_t* in, int* q) {
+  for (std::size_t j = 0; j < kBlock / 2; ++j) {
+    q[j] = (in[4 + j] & 0x0F) | (((in[j / 8] >> (j % 8)) & 1) << 4);
+    const std::size_t k = j + kBlock / 2;
+    q[k] = (in[4 + j] >> 4) | (((in[k / 8] >> (k % 8)) & 1) << 4);
+  }
+}
+
 // Round to the nearest integer, ties to even (the default rounding mode), as llama.cpp's
 // nearest_int() does for every value its K-quant search meets.
 int round_even(float x) { return int(std::nearbyint(x)); }
@@ -312,6 +330,8 @@ bool is_supported_tensor_type(std::uint32_t ggml_type) {
     case TensorType::kQ8_0:
     case TensorType::kQ4_0:
     case TensorType::kQ4_1:
+    case TensorType::kQ5_0:
+    case TensorType::kQ5_1:
     case TensorType::kQ4_K:
     case TensorType::kQ6_K:
       return true;
@@ -319,7 +339,9 @@ bool is_supported_tensor_type(std::uint32_t ggml_type) {
   return false;
 }
 
-const char* supported_tensor_types() { return "F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q4_K, Q6_K"; }
+const char* supported_tensor_types() {
+  return "F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q6_K";
+}
 
 std::size_t block_elements(TensorType type) {
   switch (type) {
@@ -330,6 +352,8 @@ std::size_t block_elements(TensorType type) {
     case TensorType::kQ8_0:
     case TensorType::kQ4_0:
     case TensorType::kQ4_1:
+    case TensorType::kQ5_0:
+    case TensorType::kQ5_1:
       return kBlock;
     case TensorType::kQ4_K:
     case TensorType::kQ6_K:
@@ -351,6 +375,10 @@ std::size_t block_bytes(TensorType type) {
       return 2 + kBlock / 2;
     case TensorType::kQ4_1:
       return 4 + kBlock / 2;
+    case TensorType::kQ5_0:
+      return 2 + 4 + kBlock / 2;
+    case TensorType::kQ5_1:
+      return 4 + 4 + kBlock / 2;
     case TensorType::kQ4_K:
       return kQ4KBytes;
     case TensorType::kQ6_K:
@@ -403,6 +431,22 @@ void dequantize_ref(TensorType type, const void* src, float* dst, std::size_t n)
           dst[j] = float(p[4 + j] & 0x0F) * d + m;
           dst[j + kBlock / 2] = float(p[4 + j] >> 4) * d + m;
         }
+      }
+      return;
+    case TensorType::kQ5_0:
+      for (std::size_t b = 0; b < n / kBlock; ++b, p += block_bytes(type), dst += kBlock) {
+        const float d = load_half(p);
+        int q[kBlock];
+        unpack_q5(p + 2, q);
+        for (std::size_t j = 0; j < kBlock; ++j) dst[j] = float(q[j] - 16) * d;
+      }
+      return;
+    case TensorType::kQ5_1:
+      for (std::size_t b = 0; b < n / kBlock; ++b, p += block_bytes(type), dst += kBlock) {
+        const float d = load_half(p), m = load_half(p + 2);
+        int q[kBlock];
+        unpack_q5(p + 4, q);
+        for (std::size_t j = 0; j < kBlock; ++j) dst[j] = float(q[j]) * d + m;
       }
       return;
     case TensorType::kQ4_K:
@@ -472,6 +516,40 @@ void quantize_ref(TensorType type, const float* src, void* dst, std::size_t n) {
         auto q = [&](float x) { return std::min(15, int(std::int8_t((x - lo) * id + 0.5f))); };
         for (std::size_t j = 0; j < kBlock / 2; ++j)
           p[4 + j] = std::uint8_t(q(src[j]) | (q(src[j + kBlock / 2]) << 4));
+      }
+      return;
+    case TensorType::kQ5_0:
+      for (std::size_t b = 0; b < n / kBlock; ++b, p += block_bytes(type), src += kBlock) {
+        // As Q4_0: the value of largest magnitude, sign kept, maps to -16.
+        float amax = 0.0f, max = 0.0f;
+        for (std::size_t j = 0; j < kBlock; ++j) {
+          if (std::fabs(src[j]) > amax) {
+            amax = std::fabs(src[j]);
+            max = src[j];
+          }
+        }
+        const float d = max / -16.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
+        store_half(p, d);
+        int q[kBlock];
+        for (std::size_t j = 0; j < kBlock; ++j)
+          q[j] = std::min(31, int(std::int8_t(src[j] * id + 16.5f)));
+        pack_q5(q, p + 2);
+      }
+      return;
+    case TensorType::kQ5_1:
+      for (std::size_t b = 0; b < n / kBlock; ++b, p += block_bytes(type), src += kBlock) {
+        float lo = src[0], hi = src[0];
+        for (std::size_t j = 1; j < kBlock; ++j) {
+          lo = std::min(lo, src[j]);
+          hi = std::max(hi, src[j]);
+        }
+        const float d = (hi - lo) / 31.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
+        store_half(p, d);
+        store_half(p + 2, lo);
+        int q[kBlock];
+        for (std::size_t j = 0; j < kBlock; ++j)
+          q[j] = int(std::uint8_t((src[j] - lo) * id + 0.5f));
+        pack_q5(q, p + 4);
       }
       return;
     case TensorType::kQ4_K:

@@ -100,6 +100,8 @@ int weight_offset(TensorType type) {
       return 128;
     case TensorType::kQ4_0:
       return 8;
+    case TensorType::kQ5_0:
+      return 16;
     default:
       return 0;
   }
@@ -196,6 +198,24 @@ void block_q4_1(const std::uint8_t* p, int* w, float& d, float& m) {
     w[j] = p[4 + j] & 0x0F;
     w[j + kBlock / 2] = p[4 + j] >> 4;
   }
+}
+// A Q5 block's 5-bit numbers (quant_formats.hpp): qh's bit j over element j's low nibble.
+void q5_numbers(const std::uint8_t* qh, const std::uint8_t* qs, int* w) {
+  for (int j = 0; j < kBlock; ++j) {
+    const int nibble = j < kBlock / 2 ? qs[j] & 0x0F : qs[j - kBlock / 2] >> 4;
+    w[j] = nibble | (((qh[j / 8] >> (j % 8)) & 1) << 4);
+  }
+}
+void block_q5_0(const std::uint8_t* p, int* w, float& d, float& m) {
+  d = load_half(p);
+  m = 0.0f;
+  q5_numbers(p + 2, p + 6, w);
+  for (int j = 0; j < kBlock; ++j) w[j] -= 16;
+}
+void block_q5_1(const std::uint8_t* p, int* w, float& d, float& m) {
+  d = load_half(p);
+  m = load_half(p + 2);
+  q5_numbers(p + 4, p + 8, w);
 }
 
 // The K-quant scalar path: quant_dot.hpp's RowDotK as loops. Block(p, w, sc, m, d, dmin)
@@ -294,6 +314,10 @@ RowDot row_dot_scalar(TensorType type) {
       return row_dot_scalar_any<block_q4_0, 18>;
     case TensorType::kQ4_1:
       return row_dot_scalar_any<block_q4_1, 20>;
+    case TensorType::kQ5_0:
+      return row_dot_scalar_any<block_q5_0, 22>;
+    case TensorType::kQ5_1:
+      return row_dot_scalar_any<block_q5_1, 24>;
     default:
       return nullptr;
   }

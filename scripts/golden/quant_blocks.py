@@ -3,14 +3,15 @@
 stores them, with the float32 numbers they were quantized from, for tests/test_quant_formats.cpp
 (the core's quantize_ref must give the same bytes).
 
-The float32 files are written by the core itself (bench_cpu_roofline --save-model NAME.gguf): a
-synthetic stories42M-shape model (uniform random weights) and, when given, SmolLM2-135M-Instruct
-dequantized from its Q4_1 file (real weights on Q4_1's grid). Each is quantized with
+The float32 files: a synthetic stories42M-shape model (uniform random weights) written by the
+core itself (bench_cpu_roofline --save-model NAME.gguf) and, when given, SmolLM2-135M-Instruct
+dequantized from its Q4_1 file (real weights on Q4_1's grid) by `llama-quantize
+--allow-requantize FILE OUT F32` (the core saves only models it holds as float32). Each is quantized with
 `llama-quantize --pure FILE OUT TYPE 1` (every 2-D tensor in TYPE, no importance matrix: llama.cpp's
-reference quantizers, quantize_row_*_ref) for Q8_0, Q4_0, Q4_1, Q4_K and Q6_K. From each pair of
-files the script keeps, per type and source, two places of one tensor: the block whose largest
-magnitude stands out most against its mean magnitude (the hard case for a scale), and one at a
-fixed pseudo-random index. Standard library only; it is a tool of the repository, not part of the
+reference quantizers, quantize_row_*_ref) for Q8_0, Q4_0, Q4_1, Q4_K, Q6_K, Q5_0 and Q5_1. From
+each pair of files the script keeps, per type and source, two places of one tensor: the block
+whose largest magnitude stands out most against its mean magnitude (the hard case for a scale),
+and one at a fixed pseudo-random index. Standard library only; it is a tool of the repository, not part of the
 product.
 
 Usage: python3 scripts/golden/quant_blocks.py --core BUILD/bin --llama-bin DIR
@@ -29,11 +30,14 @@ import tempfile
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 # ggml type id: (name, numbers per block, bytes per block)
-TYPES = {0: ("F32", 1, 4), 2: ("Q4_0", 32, 18), 3: ("Q4_1", 32, 20), 8: ("Q8_0", 32, 34),
-         12: ("Q4_K", 256, 144), 14: ("Q6_K", 256, 210)}
+TYPES = {0: ("F32", 1, 4), 2: ("Q4_0", 32, 18), 3: ("Q4_1", 32, 20), 6: ("Q5_0", 32, 22),
+         7: ("Q5_1", 32, 24), 8: ("Q8_0", 32, 34), 12: ("Q4_K", 256, 144),
+         14: ("Q6_K", 256, 210)}
 QUANTIZED = ["Q8_0", "Q4_0", "Q4_1", "Q4_K", "Q6_K"]
+# Types whose records follow all of QUANTIZED's (so those keep the blocks they were picked with).
+LATER = ["Q5_0", "Q5_1"]
 # Blocks per record: a few 32-blocks, one 256-super-block.
-RECORD_BLOCKS = {"Q8_0": 4, "Q4_0": 4, "Q4_1": 4, "Q4_K": 1, "Q6_K": 1}
+RECORD_BLOCKS = {"Q8_0": 4, "Q4_0": 4, "Q4_1": 4, "Q4_K": 1, "Q6_K": 1, "Q5_0": 4, "Q5_1": 4}
 
 
 def read_gguf(path):
@@ -137,19 +141,23 @@ def main():
     args = ap.parse_args()
 
     quantize = os.path.join(args.llama_bin, "llama-quantize")
-    sources = [("synthetic stories42M (seed 1234)", ["--synthetic", "stories42M"],
-                "blk.0.attn_q.weight")]
+    core = os.path.join(args.core, "bench_cpu_roofline")
+    # How each source's float32 file is written (to the path appended).
+    sources = [("synthetic stories42M (seed 1234)",
+                [core, "--synthetic", "stories42M", "--save-model"], "blk.0.attn_q.weight")]
     if args.smollm2:
-        sources.append(("SmolLM2-135M-Instruct.Q4_1.gguf, dequantized", ["--model", args.smollm2],
+        sources.append(("SmolLM2-135M-Instruct.Q4_1.gguf, dequantized",
+                        [quantize, "--allow-requantize", args.smollm2, "F32"],
                         "blk.0.ffn_down.weight"))
-    records, build = [], ""
+    records, later, build = [], [], ""
     with tempfile.TemporaryDirectory() as tmp:
-        for label, model_args, tensor in sources:
+        for label, write_f32, tensor in sources:
             f32_path = os.path.join(tmp, "f32.gguf")
-            run([os.path.join(args.core, "bench_cpu_roofline"), *model_args, "--save-model",
-                 f32_path])
+            run(write_f32[:-1] + [f32_path, write_f32[-1]] if write_f32[0] == quantize
+                else write_f32 + [f32_path])
             f32 = read_gguf(f32_path)
-            for type_name in QUANTIZED:
+            for type_name in QUANTIZED + LATER:
+                out = records if type_name in QUANTIZED else later
                 q_path = os.path.join(tmp, type_name + ".gguf")
                 log = run([quantize, "--pure", f32_path, q_path, type_name, "1"])
                 m = re.search(r"version: (\S+ \(build \d+, commit [0-9a-f]+\))", log, re.I)
@@ -160,9 +168,10 @@ def main():
                     sys.exit(f"{tensor} came out as {qtype}, not {type_name}")
                 per_block = next(v[1] for v in TYPES.values() if v[0] == type_name)
                 record = RECORD_BLOCKS[type_name]
-                for first in pick_blocks(f32, tensor, per_block, record, seed=len(records)):
+                seed = len(records) if out is records else 1000 + len(later)
+                for first in pick_blocks(f32, tensor, per_block, record, seed=seed):
                     xs = blocks_of(f32, tensor, first * per_block, record * per_block)
-                    records.append({
+                    out.append({
                         "type": type_name, "source": label, "tensor": tensor, "block": first,
                         "count": record, "f32": xs.hex(),
                         "bytes": blocks_of(q, tensor, first, record).hex()})
@@ -174,12 +183,12 @@ def main():
         "made_by": "scripts/golden/quant_blocks.py",
         "llama_cpp": f"llama-quantize --pure FILE OUT TYPE 1, version {build} (the llama.cpp "
                      "vendored in llama-cpp-python 0.3.36)",
-        "blocks": records,
+        "blocks": records + later,
     }
     with open(args.out, "w") as f:
         json.dump(golden, f, indent=1)
         f.write("\n")
-    print(f"wrote {args.out}: {len(records)} records")
+    print(f"wrote {args.out}: {len(records) + len(later)} records")
 
 
 if __name__ == "__main__":

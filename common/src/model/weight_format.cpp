@@ -14,7 +14,8 @@ constexpr std::uint32_t kGgmlQ4_K = 12, kGgmlQ6_K = 14;
 
 constexpr WeightFormat kFormats[] = {WeightFormat::file, WeightFormat::f32,  WeightFormat::f16,
                                      WeightFormat::q8_0, WeightFormat::q4_0, WeightFormat::q4_1,
-                                     WeightFormat::q4_k, WeightFormat::q6_k};
+                                     WeightFormat::q4_k, WeightFormat::q6_k, WeightFormat::q5_0,
+                                     WeightFormat::q5_1};
 
 }  // namespace
 
@@ -36,6 +37,10 @@ const char* weight_format_name(WeightFormat format) {
       return "q4_k";
     case WeightFormat::q6_k:
       return "q6_k";
+    case WeightFormat::q5_0:
+      return "q5_0";
+    case WeightFormat::q5_1:
+      return "q5_1";
   }
   return "?";
 }
@@ -72,6 +77,10 @@ std::optional<kernels::TensorType> weight_format_type(WeightFormat format) {
       return TensorType(kGgmlQ4_K);
     case WeightFormat::q6_k:
       return TensorType(kGgmlQ6_K);
+    case WeightFormat::q5_0:
+      return TensorType::kQ5_0;
+    case WeightFormat::q5_1:
+      return TensorType::kQ5_1;
   }
   return std::nullopt;
 }

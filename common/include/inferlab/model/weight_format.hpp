@@ -20,7 +20,9 @@ enum class WeightFormat {
   q4_0,  ///< 4-bit blocks of 32 with a scale (0.5625 bytes per weight)
   q4_1,  ///< 4-bit blocks of 32 with a scale and a minimum (0.625 bytes per weight)
   q4_k,  ///< 4-bit super-blocks of 256 (llama.cpp's Q4_K, 0.5625 bytes per weight)
-  q6_k   ///< 6-bit super-blocks of 256 (llama.cpp's Q6_K, 0.8203125 bytes per weight)
+  q6_k,  ///< 6-bit super-blocks of 256 (llama.cpp's Q6_K, 0.8203125 bytes per weight)
+  q5_0,  ///< 5-bit blocks of 32 with a scale (0.6875 bytes per weight)
+  q5_1   ///< 5-bit blocks of 32 with a scale and a minimum (0.75 bytes per weight)
 };
 
 /// @brief The name of @p format as `--weights` spells it: "file", "f32", "q8_0", ...

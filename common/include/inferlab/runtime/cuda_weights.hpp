@@ -25,8 +25,8 @@ bool cuda_runs_tensor_type(kernels::TensorType type);
 std::string cuda_weight_formats();
 
 /// @brief Refuses, before loading, a `--weights` format the CUDA forward pass cannot run
-/// (f16, q4_1, q4_k, q6_k); file and f32 pass (a file's own types are checked once loaded, by
-/// cuda_weights_problem()).
+/// (f16, q4_1, q5_0, q5_1, q4_k, q6_k); file and f32 pass (a file's own types are checked once
+/// loaded, by cuda_weights_problem()).
 /// @throws inferlab::ParameterError on parameter `weights`, naming the format and listing
 /// what the CUDA backend runs.
 void require_cuda_weight_format(WeightFormat format);

@@ -1,8 +1,8 @@
 #pragma once
 /// @file quant_formats.hpp
 /// @brief The tensor storage types of GGUF files (ggml's numbering) that InferLab reads: F32,
-/// F16, BF16, the block formats Q8_0, Q4_0, Q4_1 and the K-quants Q4_K, Q6_K, with reference
-/// dequantize and quantize routines (plain loops: the specification of each layout).
+/// F16, BF16, the block formats Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 and the K-quants Q4_K, Q6_K, with
+/// reference dequantize and quantize routines (plain loops: the specification of each layout).
 ///
 /// A block format stores 32 consecutive numbers as one block: a float16 scale `d` (and, for
 /// Q4_1, a float16 minimum `m`) followed by the quantized values.
@@ -10,6 +10,9 @@
 ///  - Q4_0 (18 bytes): d, then 16 bytes of nibbles; the low nibble of byte j is element j, the
 ///    high nibble element j + 16; x = (q - 8) * d.
 ///  - Q4_1 (20 bytes): d, m, then 16 bytes of nibbles laid out as Q4_0; x = q * d + m.
+///  - Q5_0 (22 bytes): d, then 4 bytes qh, then 16 bytes of nibbles laid out as Q4_0; bit j of
+///    qh (a little-endian 32-bit word) is element j's fifth, high bit; x = (q - 16) * d.
+///  - Q5_1 (24 bytes): d, m, then qh and nibbles laid out as Q5_0's; x = q * d + m.
 ///
 /// A K-quant stores 256 numbers as one super-block of sub-blocks, each sub-block with its own
 /// small integer scale, and the super-block with the float16 scale of those scales.
@@ -44,6 +47,8 @@ enum class TensorType : std::uint32_t {
   kF16 = 1,    ///< IEEE half
   kQ4_0 = 2,   ///< 4-bit blocks of 32 with a float16 scale
   kQ4_1 = 3,   ///< 4-bit blocks of 32 with a float16 scale and minimum
+  kQ5_0 = 6,   ///< 5-bit blocks of 32 with a float16 scale
+  kQ5_1 = 7,   ///< 5-bit blocks of 32 with a float16 scale and minimum
   kQ8_0 = 8,   ///< 8-bit blocks of 32 with a float16 scale
   kQ4_K = 12,  ///< 4-bit super-blocks of 256: eight 6-bit scales and minimums, float16 d, dmin
   kQ6_K = 14,  ///< 6-bit super-blocks of 256: sixteen int8 scales and a float16 d
@@ -55,13 +60,14 @@ enum class TensorType : std::uint32_t {
 std::string ggml_type_name(std::uint32_t ggml_type);
 /// @brief Whether InferLab reads @p ggml_type (one of the TensorType values).
 bool is_supported_tensor_type(std::uint32_t ggml_type);
-/// @brief The supported types' names, for messages: "F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q4_K,
-/// Q6_K".
+/// @brief The supported types' names, for messages: "F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0,
+/// Q5_1, Q4_K, Q6_K".
 const char* supported_tensor_types();
-/// @brief Numbers per block: 1 for F32, F16, BF16; 32 for Q8_0, Q4_0, Q4_1; 256 for the
-/// K-quants.
+/// @brief Numbers per block: 1 for F32, F16, BF16; 32 for Q8_0, Q4_0, Q4_1, Q5_0, Q5_1; 256
+/// for the K-quants.
 std::size_t block_elements(TensorType type);
-/// @brief Bytes per block: 4, 2, 2, 34 (Q8_0), 18 (Q4_0), 20 (Q4_1), 144 (Q4_K), 210 (Q6_K).
+/// @brief Bytes per block: 4, 2, 2, 34 (Q8_0), 18 (Q4_0), 20 (Q4_1), 22 (Q5_0), 24 (Q5_1),
+/// 144 (Q4_K), 210 (Q6_K).
 std::size_t block_bytes(TensorType type);
 /// @brief Bytes of @p n numbers stored as @p type (@p n a multiple of block_elements()).
 std::size_t tensor_bytes(TensorType type, std::size_t n);

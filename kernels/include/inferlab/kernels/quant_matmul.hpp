@@ -1,7 +1,7 @@
 #pragma once
 /// @file quant_matmul.hpp
-/// @brief The linear layer on weights that stay in a block format (Q8_0, Q4_0, Q4_1, the
-/// K-quants, F16, BF16): y = x W^T with W read as stored, never as a float copy.
+/// @brief The linear layer on weights that stay in a block format (Q8_0, Q4_0, Q4_1, Q5_0,
+/// Q5_1, the K-quants, F16, BF16): y = x W^T with W read as stored, never as a float copy.
 ///
 /// Every version computes, for each token t and output row o,
 ///   y[t, o] = sum_i x[t, i] * w[o, i]
@@ -10,16 +10,16 @@
 ///  1. reference: each weight row dequantized to floats (once per call, shared by the T tokens)
 ///     and dotted in float. Exact up to float rounding: the specification.
 ///  2. integer: each token's activations quantized once to 8-bit blocks (llama.cpp's scheme:
-///     32-number blocks with a float scale, for Q8_0, Q4_0 and Q4_1 weights), then one
+///     32-number blocks with a float scale, for Q8_0, Q4_0, Q4_1, Q5_0 and Q5_1 weights), then one
 ///     integer dot product per block, scaled once per block. For the K-quants (Q4_K, Q6_K)
 ///     the activations come in super-blocks of 256 with one float scale and the integer sum of
 ///     each 32-run (llama.cpp's Q8_K): the sub-block scales multiply integer dot products,
 ///     the 256 numbers add up in integers, and one float multiply-add per super-block scales
 ///     them (Q4_K's minimums: one more, from the runs' sums). AVX2 (`vpmaddubsw` /
-///     `vpmaddwd`) and AVX-512 VNNI (`vpdpbusd` on unsigned weights, Q8_0's w + 128 and Q4_0's
-///     nibbles, the lanes started at minus the offset times the activations' sums) paths are
-///     chosen at run time (QuantIsa); all paths form the same integer
-///     sums in the same 8 lanes and add them in the same order (even blocks into one set of
+///     `vpmaddwd`) and AVX-512 VNNI (`vpdpbusd` on unsigned weights, Q8_0's w + 128, Q4_0's
+///     nibbles and Q5_0's 5-bit numbers, the lanes started at minus the offset times the
+///     activations' sums) paths are chosen at run time (QuantIsa); all paths form the same
+///     integer sums in the same 8 lanes and add them in the same order (even blocks into one set of
 ///     float lanes, odd blocks into another: two independent chains), so they return the same
 ///     bits. Each call of a row dot serves 4 weight rows at once (more loads in flight, the
 ///     activations loaded once for the 4); on AVX-512 a pair of blocks fills one 512-bit
