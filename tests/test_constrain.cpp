@@ -29,10 +29,6 @@ using Catch::Matchers::Contains;
 
 namespace {
 
-bool matches(PushdownParser& p, std::string_view text) {
-  return p.accepts(p.advance(p.initial_state(), text));
-}
-
 std::filesystem::path suite_dir() {
   if (const char* env = std::getenv("INFERLAB_JSONSCHEMA_SUITE"); env && *env) return env;
   return test::models_dir() / ".." / "jsonschema-test-suite";
@@ -76,7 +72,7 @@ TEST_CASE("regex: the parser accepts exactly what std::regex matches", "[unit][c
     const std::regex re(pat, std::regex::ECMAScript);
     for (const auto& s : strings) {
       INFO("string '" << s << "'");
-      CHECK(matches(p, s) == std::regex_match(s, re));
+      CHECK(p.matches(s) == std::regex_match(s, re));
     }
   }
 }
@@ -87,23 +83,23 @@ TEST_CASE("regex: deeply nested quantifiers compile to a small automaton", "[uni
   for (int i = 0; i < 40; ++i) pat = "(" + pat + ")+";
   PushdownParser p(regex_grammar(pat + "b"));
   CHECK(p.num_nodes() < 64);
-  CHECK(matches(p, "aaab"));
-  CHECK_FALSE(matches(p, "b"));
+  CHECK(p.matches("aaab"));
+  CHECK_FALSE(p.matches("b"));
 }
 
 TEST_CASE("regex: UTF-8 classes and JSON-string spelling", "[unit][constrain]") {
   PushdownParser p(regex_grammar("[α-ω]+é?"));
-  CHECK(matches(p, "αβγ"));
-  CHECK(matches(p, "ωé"));
-  CHECK_FALSE(matches(p, "a"));
-  CHECK_FALSE(matches(p, "\xce"));  // half a character
+  CHECK(p.matches("αβγ"));
+  CHECK(p.matches("ωé"));
+  CHECK_FALSE(p.matches("a"));
+  CHECK_FALSE(p.matches("\xce"));  // half a character
   // In a JSON string a pattern's '"' is written \" and a newline \n.
   Grammar g;
   g.root = g.add_rule("root");
   g.define(g.root, compile_regex(g, "^a\"\n$", RegexEncoding::json_string, true));
   PushdownParser q(g);
-  CHECK(matches(q, "a\\\"\\n"));
-  CHECK_FALSE(matches(q, "a\"\n"));
+  CHECK(q.matches("a\\\"\\n"));
+  CHECK_FALSE(q.matches("a\"\n"));
 }
 
 TEST_CASE("regex errors give the position", "[unit][constrain][bad-input]") {
@@ -132,20 +128,20 @@ term ::= factor ("*" factor)*
 factor ::= [0-9]+ | "(" expr ")" | "-" factor
 )g";
   PushdownParser p(parse_gbnf(text));
-  CHECK(matches(p, "1+2*3"));
-  CHECK(matches(p, "(1+2)*-3"));
-  CHECK(matches(p, "((((7))))"));
-  CHECK_FALSE(matches(p, "1+"));
-  CHECK_FALSE(matches(p, "(1"));
+  CHECK(p.matches("1+2*3"));
+  CHECK(p.matches("(1+2)*-3"));
+  CHECK(p.matches("((((7))))"));
+  CHECK_FALSE(p.matches("1+"));
+  CHECK_FALSE(p.matches("(1"));
   CHECK(p.can_continue(p.advance(p.initial_state(), "(1")));
   // Multi-line rules, classes with escapes and negation, counted repetition, '.'.
   PushdownParser q(
       parse_gbnf("root ::= \"<\" ([^>\\n] | \"\\\\>\"){1,3}\n  | x .\nx ::= [\\x41-\\x43]\n"));
-  CHECK(matches(q, "<ab"));
-  CHECK(matches(q, "<\\>"));
-  CHECK(matches(q, "Cé"));
-  CHECK_FALSE(matches(q, "<abcd"));
-  CHECK_FALSE(matches(q, "<>"));
+  CHECK(q.matches("<ab"));
+  CHECK(q.matches("<\\>"));
+  CHECK(q.matches("Cé"));
+  CHECK_FALSE(q.matches("<abcd"));
+  CHECK_FALSE(q.matches("<>"));
 }
 
 TEST_CASE("GBNF: a rule that calls itself last runs in constant stack depth (tail calls)",
@@ -155,12 +151,12 @@ TEST_CASE("GBNF: a rule that calls itself last runs in constant stack depth (tai
   const int once = p.advance(p.initial_state(), "a");
   CHECK(p.advance(once, std::string(1000, 'a')) == once);
   CHECK(p.num_states() < 10);
-  CHECK(matches(p, std::string(1000, 'a') + "b"));
-  CHECK_FALSE(matches(p, std::string(1000, 'a')));
+  CHECK(p.matches(std::string(1000, 'a') + "b"));
+  CHECK_FALSE(p.matches(std::string(1000, 'a')));
   // A call that is not last still returns: "(" inner ")" must close what it opened.
   PushdownParser q(parse_gbnf("root ::= \"(\" root \")\" | \"x\"\n"));
-  CHECK(matches(q, "((x))"));
-  CHECK_FALSE(matches(q, "((x)"));
+  CHECK(q.matches("((x))"));
+  CHECK_FALSE(q.matches("((x)"));
 }
 
 TEST_CASE("GBNF errors give line:column, unknown rules and left recursion",
@@ -189,12 +185,12 @@ TEST_CASE("JSON mode accepts JSON and nothing else", "[unit][constrain]") {
        {"{}", "[]", "{\"a\": [1, -2.5e+3, true, null, \"x\\u00e9\\n\"]}", "0", "[ 1 ,\n\t2 ]",
         "\"\\ud83d\\ude00\"", "[[[[[]]]]]", "{\"\": {}}", "\"é\""}) {
     INFO(ok);
-    CHECK(matches(p, ok));
+    CHECK(p.matches(ok));
   }
   for (const char* bad : {" 0", "{", "[1,]", "{\"a\" 1}", "01", "1.", "\"\\ud83d\"", "\"\x01\"",
                           "tru", "{'a': 1}", "\"\xff\""}) {
     INFO(bad);
-    CHECK_FALSE(matches(p, bad));
+    CHECK_FALSE(p.matches(bad));
   }
 }
 
@@ -211,9 +207,9 @@ TEST_CASE("JSON Schema: integer ranges and multipleOf are exact", "[unit][constr
     PushdownParser p(json_schema_grammar(Json::parse(schema)));
     for (long x = -1200; x <= 1200; ++x) {
       INFO(x);
-      CHECK(matches(p, std::to_string(x)) == want(x));
+      CHECK(p.matches(std::to_string(x)) == want(x));
     }
-    CHECK_FALSE(matches(p, "007"));
+    CHECK_FALSE(p.matches("007"));
   }
 }
 
@@ -254,7 +250,7 @@ TEST_CASE("JSON Schema: decimal bounds on numbers are exact", "[unit][constrain]
             if (hi_kind == 2) want = want && v < hi;
             if (x.rfind("-0", 0) == 0 && v == 0) continue;  // "-0": never generated, both fine
             INFO(schema.dump() << " " << x);
-            CHECK(matches(*p, x) == want);
+            CHECK(p->matches(x) == want);
             ++checked;
           }
         }
@@ -280,14 +276,14 @@ TEST_CASE("number ranges: the integers and decimals between bounds, the multiple
   PushdownParser sevens(grammar_of([](Grammar& g) { return multiple_of(g, 7); }));
   for (long x = -2000; x <= 2000; ++x) {
     INFO(x);
-    CHECK(matches(both, std::to_string(x)) == (x >= -37 && x <= 1234));
-    CHECK(matches(below, std::to_string(x)) == (x <= -5));
-    CHECK(matches(sevens, std::to_string(x)) == (x % 7 == 0));
+    CHECK(both.matches(std::to_string(x)) == (x >= -37 && x <= 1234));
+    CHECK(below.matches(std::to_string(x)) == (x <= -5));
+    CHECK(sevens.matches(std::to_string(x)) == (x % 7 == 0));
   }
-  CHECK(matches(both, "12.000"));  // an integer may carry a fraction of zeros
-  CHECK_FALSE(matches(both, "12.5"));
-  CHECK_FALSE(matches(both, "-0"));
-  CHECK_FALSE(matches(both, "012"));
+  CHECK(both.matches("12.000"));  // an integer may carry a fraction of zeros
+  CHECK_FALSE(both.matches("12.5"));
+  CHECK_FALSE(both.matches("-0"));
+  CHECK_FALSE(both.matches("012"));
 
   const auto digits = decimal_digits(0.1);
   REQUIRE(digits);
@@ -302,11 +298,11 @@ TEST_CASE("number ranges: the integers and decimals between bounds, the multiple
   PushdownParser decimals(grammar_of([&](Grammar& g) { return decimal_range(g, range); }));
   for (const char* ok : {"0", "0.25", "0.2499", "-0.1", "-2", "-2.49999", "0.250"}) {
     INFO(ok);
-    CHECK(matches(decimals, ok));
+    CHECK(decimals.matches(ok));
   }
   for (const char* bad : {"0.26", "0.2501", "1", "-2.5", "-2.50", "-3", "-0", "1e-3"}) {
     INFO(bad);
-    CHECK_FALSE(matches(decimals, bad));
+    CHECK_FALSE(decimals.matches(bad));
   }
 }
 
@@ -322,11 +318,11 @@ TEST_CASE("object members: any order with dependencies, a fixed order, keys outs
   }));
   for (const char* ok : {"A", "A,C", "C,A", "B,C,A", "A,C,B", "C,B,A"}) {
     INFO(ok);
-    CHECK(matches(any, ok));
+    CHECK(any.matches(ok));
   }
   for (const char* bad : {"", "B,A", "A,B", "A,A", "C", "A,C,C", "A,"}) {
     INFO(bad);
-    CHECK_FALSE(matches(any, bad));
+    CHECK_FALSE(any.matches(bad));
   }
   PushdownParser ordered(grammar_of([&](Grammar& g) {
     return members_in_order(g, members(g), optional, g.literal("X"),
@@ -334,21 +330,21 @@ TEST_CASE("object members: any order with dependencies, a fixed order, keys outs
   }));
   for (const char* ok : {"A", "A,C", "A,B,C", "A,X,X", "A,B,X"}) {
     INFO(ok);
-    CHECK(matches(ordered, ok));
+    CHECK(ordered.matches(ok));
   }
   for (const char* bad : {"C,A", "B,A", "A,X,C", ""}) {
     INFO(bad);
-    CHECK_FALSE(matches(ordered, bad));
+    CHECK_FALSE(ordered.matches(bad));
   }
   PushdownParser other(grammar_of([](Grammar& g) { return key_other_than(g, {"a", "ab"}); }));
   for (const char* ok : {R"("")", R"("b")", R"("abc")", R"("aa")", R"("\"")", R"("é")"}) {
     INFO(ok);
-    CHECK(matches(other, ok));
+    CHECK(other.matches(ok));
   }
   // A listed name in any spelling, and keys that are not canonical (json.dumps's) spellings.
   for (const char* bad : {R"("a")", R"("ab")", R"("a\u0062")", R"("\u0061")", R"("a\/")"}) {
     INFO(bad);
-    CHECK_FALSE(matches(other, bad));
+    CHECK_FALSE(other.matches(bad));
   }
 }
 
@@ -370,28 +366,28 @@ TEST_CASE("key_other_than: names with escaped and multi-byte characters, free-ke
   for (const char* ok : {R"("b":"a")", R"("\"r":"")", R"("\u0001":"c")", "\"\xC3\xA8\":\"bb\"",
                          "\"a\xC3\xA9\":\"\xC3\xA9\"", R"("x\nz":"\"")", R"("ab":"\\")"}) {
     INFO(ok);
-    CHECK(matches(keys, ok));
+    CHECK(keys.matches(ok));
   }
   for (const char* bad : {R"("a":"c")", R"("\"q":"c")", "\"\xC3\xA9\":\"c\"", R"("x\ny":"c")",
                           R"("c":"b")", R"("\u0061":"c")", R"("c":"\u0062")"}) {
     INFO(bad);
-    CHECK_FALSE(matches(keys, bad));
+    CHECK_FALSE(keys.matches(bad));
   }
 }
 
 TEST_CASE("JSON Schema: free objects with propertyNames and property counts", "[unit][constrain]") {
   PushdownParser p(json_schema_grammar(Json::parse(
       R"({"type":"object","propertyNames":{"maxLength":2},"additionalProperties":{"type":"integer"},"minProperties":1,"maxProperties":2})")));
-  CHECK(matches(p, R"({"a": 1})"));
-  CHECK(matches(p, R"({"ab": 1, "c": -2})"));
-  CHECK_FALSE(matches(p, R"({})"));
-  CHECK_FALSE(matches(p, R"({"abc": 1})"));
-  CHECK_FALSE(matches(p, R"({"a": 1, "b": 2, "c": 3})"));
-  CHECK_FALSE(matches(p, R"({"a": "x"})"));
+  CHECK(p.matches(R"({"a": 1})"));
+  CHECK(p.matches(R"({"ab": 1, "c": -2})"));
+  CHECK_FALSE(p.matches(R"({})"));
+  CHECK_FALSE(p.matches(R"({"abc": 1})"));
+  CHECK_FALSE(p.matches(R"({"a": 1, "b": 2, "c": 3})"));
+  CHECK_FALSE(p.matches(R"({"a": "x"})"));
   PushdownParser none(
       json_schema_grammar(Json::parse(R"({"type":"object","propertyNames":false})")));
-  CHECK(matches(none, "{}"));
-  CHECK_FALSE(matches(none, R"({"a": 1})"));
+  CHECK(none.matches("{}"));
+  CHECK_FALSE(none.matches(R"({"a": 1})"));
 }
 
 TEST_CASE("JSON Schema: properties in any order, each at most once, the required ones present",
@@ -430,7 +426,7 @@ TEST_CASE("JSON Schema: properties in any order, each at most once, the required
     text += "}";
     valid = valid && keys.count("a");
     INFO(text);
-    CHECK(matches(p, text) == valid);
+    CHECK(p.matches(text) == valid);
     accepted += valid;
     ++checked;
   }
@@ -439,17 +435,17 @@ TEST_CASE("JSON Schema: properties in any order, each at most once, the required
   // const objects are equal whatever their key order.
   PushdownParser k(
       json_schema_grammar(Json::parse(R"({"const":{"foo":"bar","baz":[1,{"p":1,"q":2}]}})")));
-  CHECK(matches(k, R"({"foo": "bar", "baz": [1, {"p": 1, "q": 2}]})"));
-  CHECK(matches(k, R"({"baz": [1, {"q": 2, "p": 1}], "foo": "bar"})"));
-  CHECK_FALSE(matches(k, R"({"baz": [{"q": 2, "p": 1}, 1], "foo": "bar"})"));
-  CHECK_FALSE(matches(k, R"({"foo": "bar"})"));
-  CHECK_FALSE(matches(k, R"({"foo": "bar", "foo": "bar", "baz": [1, {"p": 1, "q": 2}]})"));
+  CHECK(k.matches(R"({"foo": "bar", "baz": [1, {"p": 1, "q": 2}]})"));
+  CHECK(k.matches(R"({"baz": [1, {"q": 2, "p": 1}], "foo": "bar"})"));
+  CHECK_FALSE(k.matches(R"({"baz": [{"q": 2, "p": 1}, 1], "foo": "bar"})"));
+  CHECK_FALSE(k.matches(R"({"foo": "bar"})"));
+  CHECK_FALSE(k.matches(R"({"foo": "bar", "foo": "bar", "baz": [1, {"p": 1, "q": 2}]})"));
   // Above the limit: the schema's order only (a subset), and a limit beyond 64 is an error.
   JsonSchemaLimits ordered;
   ordered.max_free_order_properties = 2;
   PushdownParser o(json_schema_grammar(schema, ordered));
-  CHECK(matches(o, R"({"a": "s", "b": 1, "c": null, "x": true})"));
-  CHECK_FALSE(matches(o, R"({"b": 1, "a": "s"})"));
+  CHECK(o.matches(R"({"a": "s", "b": 1, "c": null, "x": true})"));
+  CHECK_FALSE(o.matches(R"({"b": 1, "a": "s"})"));
   JsonSchemaLimits huge;
   huge.max_free_order_properties = 65;
   CHECK_THROWS_WITH(json_schema_grammar(schema, huge), Contains("max_free_order_properties"));
@@ -490,7 +486,7 @@ TEST_CASE("JSON Schema: many properties in any order, with a small automaton",
   std::vector<int> evens_reversed(evens.rbegin(), evens.rend());
   for (const auto& keys : {all, reversed, shuffled, evens, evens_reversed}) {
     INFO(object(keys));
-    CHECK(matches(p, object(keys)));
+    CHECK(p.matches(object(keys)));
   }
   std::vector<int> missing = reversed;  // without p38, a required one
   missing.erase(missing.begin() + 1);
@@ -500,9 +496,9 @@ TEST_CASE("JSON Schema: many properties in any order, with a small automaton",
   for (int i = 1; i < n; i += 2) odd_only.push_back(i);
   for (const auto& keys : {missing, twice, odd_only}) {
     INFO(object(keys));
-    CHECK_FALSE(matches(p, object(keys)));
+    CHECK_FALSE(p.matches(object(keys)));
   }
-  CHECK_FALSE(matches(p, R"({"p0": 0, "q": 1})"));
+  CHECK_FALSE(p.matches(R"({"p0": 0, "q": 1})"));
   // minProperties / maxProperties count the listed members, in any order.
   Json bounded = Json::parse(R"({"type":"object","additionalProperties":false,
       "minProperties":10,"maxProperties":10})");
@@ -513,9 +509,9 @@ TEST_CASE("JSON Schema: many properties in any order, with a small automaton",
   for (int i = 11; i >= 2; --i) ten += fmt::format("{}\"k{}\": null", i < 11 ? ", " : "", i);
   eleven = ten + ", \"k0\": null}";
   ten += "}";
-  CHECK(matches(b, ten));
-  CHECK_FALSE(matches(b, eleven));
-  CHECK_FALSE(matches(b, R"({"k3": null, "k1": null})"));
+  CHECK(b.matches(ten));
+  CHECK_FALSE(b.matches(eleven));
+  CHECK_FALSE(b.matches(R"({"k3": null, "k1": null})"));
 }
 
 TEST_CASE("JSON Schema: dependentRequired and required names outside properties",
@@ -523,99 +519,99 @@ TEST_CASE("JSON Schema: dependentRequired and required names outside properties"
   // bar requires foo; quux requires foo and bar (a name not in properties); any order.
   PushdownParser p(json_schema_grammar(Json::parse(
       R"({"properties":{"bar":{"type":"integer"}},"dependentRequired":{"bar":["foo"],"quux":["foo","bar"]}})")));
-  CHECK(matches(p, R"({})"));
-  CHECK(matches(p, R"({"foo": 1})"));
-  CHECK(matches(p, R"({"bar": 2, "foo": "x"})"));
-  CHECK(matches(p, R"({"quux": 1, "bar": 2, "foo": 3, "other": null})"));
-  CHECK(matches(p, "[1]"));  // not an object: the keyword does not apply
-  CHECK_FALSE(matches(p, R"({"bar": 2})"));
-  CHECK_FALSE(matches(p, R"({"quux": 1, "foo": 3})"));
-  CHECK_FALSE(matches(p, R"({"bar": "not an integer", "foo": 1})"));
+  CHECK(p.matches(R"({})"));
+  CHECK(p.matches(R"({"foo": 1})"));
+  CHECK(p.matches(R"({"bar": 2, "foo": "x"})"));
+  CHECK(p.matches(R"({"quux": 1, "bar": 2, "foo": 3, "other": null})"));
+  CHECK(p.matches("[1]"));  // not an object: the keyword does not apply
+  CHECK_FALSE(p.matches(R"({"bar": 2})"));
+  CHECK_FALSE(p.matches(R"({"quux": 1, "foo": 3})"));
+  CHECK_FALSE(p.matches(R"({"bar": "not an integer", "foo": 1})"));
   // draft-07's array form of dependencies is the same; its schema form is still an error.
   PushdownParser d(json_schema_grammar(Json::parse(R"({"dependencies":{"a":["b"]}})")));
-  CHECK(matches(d, R"({"b": 1, "a": 2})"));
-  CHECK_FALSE(matches(d, R"({"a": 2})"));
+  CHECK(d.matches(R"({"b": 1, "a": 2})"));
+  CHECK_FALSE(d.matches(R"({"a": 2})"));
   // Schema dependencies: a present key requires the object to satisfy a schema.
   PushdownParser ds(
       json_schema_grammar(Json::parse(R"({"dependencies":{"a":{"required":["b"]}}})")));
-  CHECK(matches(ds, R"({"a": 1, "b": 2})"));
-  CHECK(matches(ds, R"({"c": 1})"));
-  CHECK(matches(ds, "[1]"));
-  CHECK_FALSE(matches(ds, R"({"a": 1})"));
+  CHECK(ds.matches(R"({"a": 1, "b": 2})"));
+  CHECK(ds.matches(R"({"c": 1})"));
+  CHECK(ds.matches("[1]"));
+  CHECK_FALSE(ds.matches(R"({"a": 1})"));
   PushdownParser dd(json_schema_grammar(Json::parse(
       R"({"dependentSchemas":{"bar":{"properties":{"foo":{"type":"integer"},"bar":{"type":"integer"}}}}})")));
-  CHECK(matches(dd, R"({"foo": "x"})"));
-  CHECK(matches(dd, R"({"foo": 1, "bar": 2})"));
-  CHECK_FALSE(matches(dd, R"({"foo": "x", "bar": 2})"));
-  CHECK_FALSE(matches(dd, R"({"bar": "y"})"));
+  CHECK(dd.matches(R"({"foo": "x"})"));
+  CHECK(dd.matches(R"({"foo": 1, "bar": 2})"));
+  CHECK_FALSE(dd.matches(R"({"foo": "x", "bar": 2})"));
+  CHECK_FALSE(dd.matches(R"({"bar": "y"})"));
   // A required name that is not listed takes additionalProperties' schema.
   PushdownParser r(json_schema_grammar(
       Json::parse(R"({"required":["id"],"additionalProperties":{"type":"string"}})")));
-  CHECK(matches(r, R"({"x": "a", "id": "b"})"));
-  CHECK_FALSE(matches(r, R"({"x": "a"})"));
-  CHECK_FALSE(matches(r, R"({"id": 1})"));
+  CHECK(r.matches(R"({"x": "a", "id": "b"})"));
+  CHECK_FALSE(r.matches(R"({"x": "a"})"));
+  CHECK_FALSE(r.matches(R"({"id": 1})"));
 }
 
 TEST_CASE("JSON Schema: contains and minContains", "[unit][constrain]") {
   PushdownParser c(
       json_schema_grammar(Json::parse(R"({"type":"array","contains":{"type":"integer"}})")));
-  CHECK(matches(c, "[1]"));
-  CHECK(matches(c, R"(["a", 2, null])"));
-  CHECK_FALSE(matches(c, "[]"));
-  CHECK_FALSE(matches(c, R"(["a", 2.5])"));
+  CHECK(c.matches("[1]"));
+  CHECK(c.matches(R"(["a", 2, null])"));
+  CHECK_FALSE(c.matches("[]"));
+  CHECK_FALSE(c.matches(R"(["a", 2.5])"));
   // The match must also satisfy items.
   PushdownParser i(
       json_schema_grammar(Json::parse(R"({"items":{"type":"integer"},"contains":{"minimum":5}})")));
-  CHECK(matches(i, "[1, 6]"));
-  CHECK(matches(i, "{}"));  // not an array: the keywords do not apply
-  CHECK_FALSE(matches(i, "[1, 2]"));
-  CHECK_FALSE(matches(i, R"([6, "a"])"));
+  CHECK(i.matches("[1, 6]"));
+  CHECK(i.matches("{}"));  // not an array: the keywords do not apply
+  CHECK_FALSE(i.matches("[1, 2]"));
+  CHECK_FALSE(i.matches(R"([6, "a"])"));
   PushdownParser m(json_schema_grammar(Json::parse(R"({"contains":{"const":1},"minContains":2})")));
-  CHECK(matches(m, "[1, 2, 1]"));
-  CHECK(matches(m, "[1, 1]"));
-  CHECK_FALSE(matches(m, "[1, 2]"));
-  CHECK(matches(m, "3"));
+  CHECK(m.matches("[1, 2, 1]"));
+  CHECK(m.matches("[1, 1]"));
+  CHECK_FALSE(m.matches("[1, 2]"));
+  CHECK(m.matches("3"));
   PushdownParser z(json_schema_grammar(Json::parse(R"({"contains":{"const":1},"minContains":0})")));
-  CHECK(matches(z, "[]"));
+  CHECK(z.matches("[]"));
   PushdownParser f(json_schema_grammar(Json::parse(R"({"contains":false})")));
-  CHECK_FALSE(matches(f, "[1]"));
-  CHECK(matches(f, "1"));
+  CHECK_FALSE(f.matches("[1]"));
+  CHECK(f.matches("1"));
 }
 
 TEST_CASE("JSON Schema: if/then/else on a type or a boolean, uniqueItems where it is decidable",
           "[unit][constrain]") {
   PushdownParser t(json_schema_grammar(
       Json::parse(R"({"if":{"type":"string"},"then":{"maxLength":2},"else":{"type":"integer"}})")));
-  CHECK(matches(t, R"("ab")"));
-  CHECK_FALSE(matches(t, R"("abc")"));
-  CHECK(matches(t, "3"));
-  CHECK_FALSE(matches(t, "3.5"));
-  CHECK_FALSE(matches(t, "null"));
+  CHECK(t.matches(R"("ab")"));
+  CHECK_FALSE(t.matches(R"("abc")"));
+  CHECK(t.matches("3"));
+  CHECK_FALSE(t.matches("3.5"));
+  CHECK_FALSE(t.matches("null"));
   PushdownParser b(json_schema_grammar(
       Json::parse(R"({"if":false,"then":{"const":"then"},"else":{"const":"else"}})")));
-  CHECK(matches(b, R"("else")"));
-  CHECK_FALSE(matches(b, R"("then")"));
+  CHECK(b.matches(R"("else")"));
+  CHECK_FALSE(b.matches(R"("then")"));
   // then in another allOf branch than its if does nothing.
   PushdownParser a(json_schema_grammar(
       Json::parse(R"({"allOf":[{"if":{"type":"string"}},{"then":{"maxLength":1}}]})")));
-  CHECK(matches(a, R"("abc")"));
+  CHECK(a.matches(R"("abc")"));
   PushdownParser u(json_schema_grammar(Json::parse(R"({"uniqueItems":true,"maxItems":1})")));
-  CHECK(matches(u, "[1]"));
-  CHECK_FALSE(matches(u, "[1, 1]"));
+  CHECK(u.matches("[1]"));
+  CHECK_FALSE(u.matches("[1, 1]"));
   // Items from a few constants: every array of different ones is listed.
   PushdownParser ub(json_schema_grammar(Json::parse(
       R"({"prefixItems":[{"type":"boolean"},{"type":"boolean"}],"items":false,"uniqueItems":true})")));
-  CHECK(matches(ub, "[]"));
-  CHECK(matches(ub, "[true, false]"));
-  CHECK(matches(ub, "[false]"));
-  CHECK_FALSE(matches(ub, "[true, true]"));
-  CHECK_FALSE(matches(ub, "[true, false, true]"));
+  CHECK(ub.matches("[]"));
+  CHECK(ub.matches("[true, false]"));
+  CHECK(ub.matches("[false]"));
+  CHECK_FALSE(ub.matches("[true, true]"));
+  CHECK_FALSE(ub.matches("[true, false, true]"));
   PushdownParser ue(json_schema_grammar(
       Json::parse(R"({"items":{"enum":[1, "a", 1.0]},"uniqueItems":true,"minItems":2})")));
-  CHECK(matches(ue, R"([1, "a"])"));
-  CHECK(matches(ue, R"(["a", 1.0])"));
-  CHECK_FALSE(matches(ue, "[1, 1.0]"));
-  CHECK_FALSE(matches(ue, "[1]"));
+  CHECK(ue.matches(R"([1, "a"])"));
+  CHECK(ue.matches(R"(["a", 1.0])"));
+  CHECK_FALSE(ue.matches("[1, 1.0]"));
+  CHECK_FALSE(ue.matches("[1]"));
   CHECK_THROWS_WITH(json_schema_grammar(Json::parse(
                         R"({"items":{"type":"boolean"},"prefixItems":[{}],"uniqueItems":true})")),
                     Contains("'uniqueItems'"));
@@ -664,14 +660,14 @@ TEST_CASE("JSON Schema bad input: unsupported keywords named, limits, no crash",
   // A recursive schema is fine: it becomes a recursive rule.
   PushdownParser rec = compile(
       R"({"$defs":{"t":{"type":"array","items":{"$ref":"#/$defs/t"}}},"$ref":"#/$defs/t"})");
-  CHECK(matches(rec, "[[[], [[]]], []]"));
-  CHECK_FALSE(matches(rec, "[1]"));
+  CHECK(rec.matches("[[[], [[]]], []]"));
+  CHECK_FALSE(rec.matches("[1]"));
   // A huge enum compiles and is exact.
   Json big = Json::array();
   for (int i = 0; i < 20000; ++i) big.push_back(std::string("v").append(std::to_string(i * 3)));
   PushdownParser e = compile(Json{{"enum", big}}.dump());
-  CHECK(matches(e, "\"v59997\""));
-  CHECK_FALSE(matches(e, "\"v59998\""));
+  CHECK(e.matches("\"v59997\""));
+  CHECK_FALSE(e.matches("\"v59998\""));
 }
 
 namespace {
@@ -908,20 +904,20 @@ TEST_CASE("JSON Schema: format is an assertion by default and an annotation on r
           "[unit][constrain]") {
   const Json schema = Json::parse(R"({"type":"string","format":"date"})");
   PushdownParser asserted(json_schema_grammar(schema));
-  CHECK(matches(asserted, "\"2024-02-29\""));
-  CHECK_FALSE(matches(asserted, "\"not a date\""));
+  CHECK(asserted.matches("\"2024-02-29\""));
+  CHECK_FALSE(asserted.matches("\"not a date\""));
   JsonSchemaLimits annotation;
   annotation.format_assertion = false;
   PushdownParser annotated(json_schema_grammar(schema, annotation));
-  CHECK(matches(annotated, "\"2024-02-29\""));
-  CHECK(matches(annotated, "\"not a date\""));
-  CHECK_FALSE(matches(annotated, "12"));
+  CHECK(annotated.matches("\"2024-02-29\""));
+  CHECK(annotated.matches("\"not a date\""));
+  CHECK_FALSE(annotated.matches("12"));
   // An unknown format is an annotation either way (the specification's default).
   const Json unknown = Json::parse(R"({"type":"string","format":"x-unknown"})");
   PushdownParser unknown_asserted(json_schema_grammar(unknown));
-  CHECK(matches(unknown_asserted, "\"x\""));
+  CHECK(unknown_asserted.matches("\"x\""));
   PushdownParser any(json_schema_grammar(unknown, annotation));
-  CHECK(matches(any, "\"x\""));
+  CHECK(any.matches("\"x\""));
 }
 
 TEST_CASE("MaskBench over the test suite: no invalid instance accepted, no crash",
@@ -1072,24 +1068,24 @@ TEST_CASE("hostile schemas and grammars: counts, huge bounds, $ref fan-out, surr
   CHECK_THROWS_WITH(compile(R"({"type":"string","maxLength":1.5})"),
                     Contains("maxLength must be a non-negative integer, got 1.5"));
   PushdownParser len = compile(R"({"type":"string","maxLength":2.0})");
-  CHECK(matches(len, "\"ab\""));
-  CHECK_FALSE(matches(len, "\"abc\""));
+  CHECK(len.matches("\"ab\""));
+  CHECK_FALSE(len.matches("\"abc\""));
   // Integer bounds beyond 64 bits are bounds, not "unsatisfiable".
   // `head` then n copies of `fill`.
   const auto digits = [](std::string head, std::size_t n, char fill) {
     return head.append(n, fill);
   };
   PushdownParser big = compile(R"({"type":"integer","minimum":1e30,"maximum":1e31})");
-  CHECK(matches(big, digits("1", 30, '0')));
-  CHECK(matches(big, digits("5", 30, '7')));
-  CHECK(matches(big, digits("1", 31, '0')));
-  CHECK_FALSE(matches(big, digits("", 30, '9')));
-  CHECK_FALSE(matches(big, digits("1", 30, '0') + "1"));
+  CHECK(big.matches(digits("1", 30, '0')));
+  CHECK(big.matches(digits("5", 30, '7')));
+  CHECK(big.matches(digits("1", 31, '0')));
+  CHECK_FALSE(big.matches(digits("", 30, '9')));
+  CHECK_FALSE(big.matches(digits("1", 30, '0') + "1"));
   PushdownParser excl =
       compile(R"({"type":"integer","exclusiveMinimum":-1e20,"exclusiveMaximum":1e20})");
-  CHECK(matches(excl, digits("-", 20, '9')));
-  CHECK_FALSE(matches(excl, digits("-1", 20, '0')));
-  CHECK_FALSE(matches(excl, digits("1", 20, '0')));
+  CHECK(excl.matches(digits("-", 20, '9')));
+  CHECK_FALSE(excl.matches(digits("-1", 20, '0')));
+  CHECK_FALSE(excl.matches(digits("1", 20, '0')));
   // 30 definitions, each an allOf of two $refs to the next: 2^30 paths, each flattened once.
   Json defs = Json::object();
   for (int i = 0; i < 30; ++i) {
@@ -1100,8 +1096,8 @@ TEST_CASE("hostile schemas and grammars: counts, huge bounds, $ref fan-out, surr
   const auto t0 = std::chrono::steady_clock::now();
   PushdownParser chain = compile(Json{{"$defs", defs}, {"$ref", "#/$defs/d0"}}.dump());
   CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(5));
-  CHECK(matches(chain, "12"));
-  CHECK_FALSE(matches(chain, "\"x\""));
+  CHECK(chain.matches("12"));
+  CHECK_FALSE(chain.matches("\"x\""));
   // The compile budget stops what memoising cannot shrink.
   JsonSchemaLimits small;
   small.max_subschemas = 20;
@@ -1120,7 +1116,7 @@ TEST_CASE("hostile schemas and grammars: counts, huge bounds, $ref fan-out, surr
   CHECK_THROWS_WITH(parse_gbnf("root ::= \"a\xff\"\n", "g.gbnf"), Contains("invalid UTF-8"));
   // Regex: \x{...} as PCRE writes it (the uri format uses \x{10FFFF}).
   PushdownParser hex(regex_grammar("\\x{41}\\x{10FFFF}"));
-  CHECK(matches(hex, "A\xf4\x8f\xbf\xbf"));
+  CHECK(hex.matches("A\xf4\x8f\xbf\xbf"));
   CHECK_THROWS_WITH(regex_grammar("\\x{}"), Contains("bad \\x{...} escape"));
 }
 
@@ -1129,12 +1125,12 @@ TEST_CASE("JSON Schema: unknown keywords are annotations everywhere", "[unit][co
     return PushdownParser(json_schema_grammar(Json::parse(s)));
   };
   PushdownParser e = compile(R"({"enum":["a","b"],"readonly":true,"x-order":3,"enumNames":["A"]})");
-  CHECK(matches(e, "\"a\""));
-  CHECK_FALSE(matches(e, "\"c\""));
+  CHECK(e.matches("\"a\""));
+  CHECK_FALSE(e.matches("\"c\""));
   PushdownParser m = compile(R"({"$defs":{"t":{"type":"string","example":"x","_id":1}},
       "allOf":[{"$ref":"#/$defs/t"},{"type":"string","example":"y","_id":2,"title":"T"}]})");
-  CHECK(matches(m, "\"q\""));
-  CHECK_FALSE(matches(m, "1"));
+  CHECK(m.matches("\"q\""));
+  CHECK_FALSE(m.matches("1"));
 }
 
 TEST_CASE("MaskBench runner: malformed tests are file errors, folders listed once",
@@ -1305,19 +1301,19 @@ TEST_CASE("JSON Schema: formats are enforced as regular languages, unknown ones 
     PushdownParser p(json_schema_grammar(Json{{"type", "string"}, {"format", c.format}}));
     for (const auto& s : c.valid) {
       INFO("valid " << s);
-      CHECK(matches(p, python_json_dumps(Json(s))));
+      CHECK(p.matches(python_json_dumps(Json(s))));
     }
     for (const auto& s : c.invalid) {
       INFO("invalid " << s);
-      CHECK_FALSE(matches(p, python_json_dumps(Json(s))));
+      CHECK_FALSE(p.matches(python_json_dumps(Json(s))));
     }
   }
   // A format is an annotation for other types, and a format nobody defined is ignored.
   PushdownParser other(json_schema_grammar(Json{{"format", "date"}}));
-  CHECK(matches(other, "12"));
-  CHECK_FALSE(matches(other, "\"x\""));
+  CHECK(other.matches("12"));
+  CHECK_FALSE(other.matches("\"x\""));
   PushdownParser unknown(json_schema_grammar(Json{{"type", "string"}, {"format", "x-custom"}}));
-  CHECK(matches(unknown, "\"anything\""));
+  CHECK(unknown.matches("\"anything\""));
 }
 
 TEST_CASE("JSON Schema: the suite's optional/format files, where present", "[constrain]") {
@@ -1333,7 +1329,7 @@ TEST_CASE("JSON Schema: the suite's optional/format files, where present", "[con
       PushdownParser p(json_schema_grammar(group["schema"]));
       for (const auto& t : group["tests"]) {
         ++checked;
-        const bool ok = matches(p, python_json_dumps(t["data"]));
+        const bool ok = p.matches(python_json_dumps(t["data"]));
         if (ok && !t["valid"].get<bool>()) {
           ++invalid_accepted;
           UNSCOPED_INFO(path << ": " << t["description"] << " accepted");
@@ -1357,12 +1353,12 @@ TEST_CASE("counted repetition is written with doubling rules, not copies", "[uni
   auto large =
       compile_timed(Json{{"type", "string"}, {"minLength", 3}, {"maxLength", 100000}}, ms_large);
   CHECK(ms_large < 50 * std::max(ms_small, 1.0));  // the same order of time, not 10,000x
-  CHECK(matches(*large, "\"abc\""));
-  CHECK_FALSE(matches(*large, "\"ab\""));
+  CHECK(large->matches("\"abc\""));
+  CHECK_FALSE(large->matches("\"ab\""));
   // The exact bound, on a count the rules write too (above the unrolling budget).
   PushdownParser bound(json_schema_grammar(Json{{"type", "string"}, {"maxLength", 5000}}));
-  CHECK(matches(bound, "\"" + std::string(5000, 'x') + "\""));
-  CHECK_FALSE(matches(bound, "\"" + std::string(5001, 'x') + "\""));
+  CHECK(bound.matches("\"" + std::string(5000, 'x') + "\""));
+  CHECK_FALSE(bound.matches("\"" + std::string(5001, 'x') + "\""));
   // Every count of a bounded repeat, across the binary boundaries of the rules.
   for (const auto& [lo, hi] : std::vector<std::pair<int, int>>{{0, 300}, {5, 2100}, {257, 1500}}) {
     PushdownParser p(regex_grammar(fmt::format("(ab){{{},{}}}", lo, hi)));
@@ -1371,14 +1367,14 @@ TEST_CASE("counted repetition is written with doubling rules, not copies", "[uni
       std::string s;
       for (int i = 0; i < n; ++i) s += "ab";
       INFO(lo << ".." << hi << " n=" << n);
-      CHECK(matches(p, s) == (n >= lo && n <= hi));
+      CHECK(p.matches(s) == (n >= lo && n <= hi));
     }
   }
   // An array of many items of a large item schema stays small too.
   PushdownParser arr(json_schema_grammar(Json::parse(
       R"({"type":"array","maxItems":5000,"items":{"type":"string","pattern":"^[a-z]{1,40}$"}})")));
-  CHECK(matches(arr, "[\"ab\", \"c\"]"));
-  CHECK_FALSE(matches(arr, "[\"ab\", \"C\"]"));
+  CHECK(arr.matches("[\"ab\", \"c\"]"));
+  CHECK_FALSE(arr.matches("[\"ab\", \"C\"]"));
 }
 
 TEST_CASE("JSON Schema: enum/const with other keywords, oneOf as anyOf, $anchor",
@@ -1389,32 +1385,32 @@ TEST_CASE("JSON Schema: enum/const with other keywords, oneOf as anyOf, $anchor"
   // The values the siblings allow: not, minLength, format.
   PushdownParser e =
       compile(R"({"enum":["a","bb","ccc","2024-01-01",1],"not":{"enum":["bb",1]},"minLength":1})");
-  CHECK(matches(e, "\"a\""));
-  CHECK(matches(e, "\"ccc\""));
-  CHECK_FALSE(matches(e, "\"bb\""));
-  CHECK_FALSE(matches(e, "1"));
+  CHECK(e.matches("\"a\""));
+  CHECK(e.matches("\"ccc\""));
+  CHECK_FALSE(e.matches("\"bb\""));
+  CHECK_FALSE(e.matches("1"));
   PushdownParser f = compile(R"({"enum":["x","2024-01-01"],"format":"date"})");
-  CHECK(matches(f, "\"2024-01-01\""));
-  CHECK_FALSE(matches(f, "\"x\""));
+  CHECK(f.matches("\"2024-01-01\""));
+  CHECK_FALSE(f.matches("\"x\""));
   PushdownParser c = compile(R"({"enum":["abc","ab"],"maxLength":2,"readOnly":true})");
-  CHECK_FALSE(matches(c, "\"abc\""));
-  CHECK(matches(c, "\"ab\""));
+  CHECK_FALSE(c.matches("\"abc\""));
+  CHECK(c.matches("\"ab\""));
   // Overlapping oneOf: refused unless asked to be read as anyOf.
   const std::string overlap = R"({"oneOf":[{"type":"integer"},{"minimum":2}]})";
   CHECK_THROWS_WITH(compile(overlap), Contains("'oneOf'"));
   JsonSchemaLimits any;
   any.one_of_as_any_of = true;
   PushdownParser o = compile(overlap, any);
-  CHECK(matches(o, "1"));
-  CHECK(matches(o, "2.5"));
+  CHECK(o.matches("1"));
+  CHECK(o.matches("2.5"));
   // $anchor and draft-07 "$id": "#name".
   PushdownParser a = compile(
       R"({"$defs":{"n":{"$anchor":"num","type":"integer"}},"properties":{"x":{"$ref":"#num"}}})");
-  CHECK(matches(a, "{\"x\": 3}"));
-  CHECK_FALSE(matches(a, "{\"x\": \"3\"}"));
+  CHECK(a.matches("{\"x\": 3}"));
+  CHECK_FALSE(a.matches("{\"x\": \"3\"}"));
   PushdownParser d7 =
       compile(R"({"definitions":{"s":{"$id":"#str","type":"string"}},"$ref":"#str"})");
-  CHECK(matches(d7, "\"q\""));
+  CHECK(d7.matches("\"q\""));
   CHECK_THROWS_WITH(compile(R"({"$ref":"#nowhere"})"), Contains("no $anchor"));
 }
 
@@ -1425,24 +1421,24 @@ TEST_CASE("JSON Schema: patternProperties", "[unit][constrain]") {
   // Closed: listed properties, or keys a pattern matches with the pattern's schema.
   PushdownParser closed = compile(R"({"type":"object","properties":{"id":{"type":"integer"}},
       "patternProperties":{"^x-":{"type":"string"}},"additionalProperties":false})");
-  CHECK(matches(closed, "{\"id\": 1, \"x-a\": \"s\", \"x-b\": \"t\"}"));
-  CHECK(matches(closed, "{\"x-a\": \"s\"}"));
-  CHECK_FALSE(matches(closed, "{\"x-a\": 1}"));
-  CHECK_FALSE(matches(closed, "{\"y\": \"s\"}"));
+  CHECK(closed.matches("{\"id\": 1, \"x-a\": \"s\", \"x-b\": \"t\"}"));
+  CHECK(closed.matches("{\"x-a\": \"s\"}"));
+  CHECK_FALSE(closed.matches("{\"x-a\": 1}"));
+  CHECK_FALSE(closed.matches("{\"y\": \"s\"}"));
   // Without listed properties, counted by minProperties / maxProperties.
   PushdownParser free =
       compile(R"({"type":"object","patternProperties":{"[0-9]$":{"type":"integer"}},
       "additionalProperties":false,"maxProperties":2})");
-  CHECK(matches(free, "{\"a1\": 1, \"b2\": 2}"));
-  CHECK_FALSE(matches(free, "{\"a1\": 1, \"b2\": 2, \"c3\": 3}"));
-  CHECK_FALSE(matches(free, "{\"a\": 1}"));
+  CHECK(free.matches("{\"a1\": 1, \"b2\": 2}"));
+  CHECK_FALSE(free.matches("{\"a1\": 1, \"b2\": 2, \"c3\": 3}"));
+  CHECK_FALSE(free.matches("{\"a\": 1}"));
   // Open: keys that match no pattern are refused (a subset), never let through unchecked.
   PushdownParser open = compile(R"({"patternProperties":{"^n":{"type":"number"}}})");
-  CHECK(matches(open, "{\"n1\": 2.5}"));
-  CHECK_FALSE(matches(open, "{\"n1\": \"x\"}"));
+  CHECK(open.matches("{\"n1\": 2.5}"));
+  CHECK_FALSE(open.matches("{\"n1\": \"x\"}"));
   // Patterns that constrain nothing are no constraint at all.
   PushdownParser any = compile(R"({"patternProperties":{"^a":{}}})");
-  CHECK(matches(any, "{\"b\": 1}"));
+  CHECK(any.matches("{\"b\": 1}"));
   // A listed name that a pattern matches would need both schemas: refused.
   CHECK_THROWS_WITH(
       compile(R"({"properties":{"x-a":{}},"patternProperties":{"^x-":{"type":"string"}}})"),
@@ -1451,11 +1447,11 @@ TEST_CASE("JSON Schema: patternProperties", "[unit][constrain]") {
 
 TEST_CASE("JSON mode (--json-mode) is an object, as OpenAI's JSON mode is", "[unit][constrain]") {
   PushdownParser p(compile_constraint(ConstraintKind::json_mode, "", "--json-mode"));
-  CHECK(matches(p, "{}"));
-  CHECK(matches(p, "{\"a\": [1, true, null]}"));
+  CHECK(p.matches("{}"));
+  CHECK(p.matches("{\"a\": [1, true, null]}"));
   for (const char* bad : {"true", "null", "0", "[]", "\"x\""}) {
     INFO(bad);
-    CHECK_FALSE(matches(p, bad));
+    CHECK_FALSE(p.matches(bad));
   }
 }
 
@@ -1466,10 +1462,10 @@ TEST_CASE("JSON Schema: minProperties / maxProperties over a closed object's lis
   };
   PushdownParser p = compile(R"({"type":"object","properties":{"a":{},"b":{},"c":{}},
       "required":["a"],"additionalProperties":false,"minProperties":2,"maxProperties":2})");
-  CHECK(matches(p, "{\"a\": 1, \"b\": 2}"));
-  CHECK(matches(p, "{\"c\": 1, \"a\": 2}"));
-  CHECK_FALSE(matches(p, "{\"a\": 1}"));
-  CHECK_FALSE(matches(p, "{\"a\": 1, \"b\": 2, \"c\": 3}"));
+  CHECK(p.matches("{\"a\": 1, \"b\": 2}"));
+  CHECK(p.matches("{\"c\": 1, \"a\": 2}"));
+  CHECK_FALSE(p.matches("{\"a\": 1}"));
+  CHECK_FALSE(p.matches("{\"a\": 1, \"b\": 2, \"c\": 3}"));
   // With other members allowed, the count would include them: still refused.
   CHECK_THROWS_WITH(compile(R"({"properties":{"a":{}},"minProperties":2})"),
                     Contains("'minProperties'"));

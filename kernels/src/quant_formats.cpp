@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <utility>
 
 #include "inferlab/kernels/error.hpp"
 #include "quant_dot.hpp"
@@ -28,6 +29,29 @@ float load_half(const std::uint8_t* p) {
 void store_half(std::uint8_t* p, float x) {
   const auto bits = Eigen::numext::bit_cast<std::uint16_t>(Eigen::half(x));
   std::memcpy(p, &bits, 2);
+}
+
+// The value of largest magnitude in a block, its sign kept: Q4_0 and Q5_0 map it to their most
+// negative step, so the whole range of steps is used.
+float signed_absmax(const float* x) {
+  float amax = 0.0f, max = 0.0f;
+  for (std::size_t j = 0; j < kBlock; ++j) {
+    if (std::fabs(x[j]) > amax) {
+      amax = std::fabs(x[j]);
+      max = x[j];
+    }
+  }
+  return max;
+}
+
+// The smallest and largest value of a block: Q4_1 and Q5_1 step up from the smallest.
+std::pair<float, float> block_range(const float* x) {
+  float lo = x[0], hi = x[0];
+  for (std::size_t j = 1; j < kBlock; ++j) {
+    lo = std::min(lo, x[j]);
+    hi = std::max(hi, x[j]);
+  }
+  return {lo, hi};
 }
 
 // The 5-bit numbers of a Q5_0 / Q5_1 block (after its scale, and minimum): 4 bytes qh, bit j
@@ -489,14 +513,7 @@ void quantize_ref(TensorType type, const float* src, void* dst, std::size_t n) {
     case TensorType::kQ4_0:
       for (std::size_t b = 0; b < n / kBlock; ++b, p += block_bytes(type), src += kBlock) {
         // The value of largest magnitude, sign kept, maps to -8: the full range [-8, 7] is used.
-        float amax = 0.0f, max = 0.0f;
-        for (std::size_t j = 0; j < kBlock; ++j) {
-          if (std::fabs(src[j]) > amax) {
-            amax = std::fabs(src[j]);
-            max = src[j];
-          }
-        }
-        const float d = max / -8.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
+        const float d = signed_absmax(src) / -8.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
         store_half(p, d);
         auto q = [&](float x) { return std::min(15, int(std::int8_t(x * id + 8.5f))); };
         for (std::size_t j = 0; j < kBlock / 2; ++j)
@@ -505,11 +522,8 @@ void quantize_ref(TensorType type, const float* src, void* dst, std::size_t n) {
       return;
     case TensorType::kQ4_1:
       for (std::size_t b = 0; b < n / kBlock; ++b, p += block_bytes(type), src += kBlock) {
-        float lo = src[0], hi = src[0];
-        for (std::size_t j = 1; j < kBlock; ++j) {
-          lo = std::min(lo, src[j]);
-          hi = std::max(hi, src[j]);
-        }
+        const std::pair<float, float> range = block_range(src);
+        const float lo = range.first, hi = range.second;
         const float d = (hi - lo) / 15.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
         store_half(p, d);
         store_half(p + 2, lo);
@@ -521,14 +535,7 @@ void quantize_ref(TensorType type, const float* src, void* dst, std::size_t n) {
     case TensorType::kQ5_0:
       for (std::size_t b = 0; b < n / kBlock; ++b, p += block_bytes(type), src += kBlock) {
         // As Q4_0: the value of largest magnitude, sign kept, maps to -16.
-        float amax = 0.0f, max = 0.0f;
-        for (std::size_t j = 0; j < kBlock; ++j) {
-          if (std::fabs(src[j]) > amax) {
-            amax = std::fabs(src[j]);
-            max = src[j];
-          }
-        }
-        const float d = max / -16.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
+        const float d = signed_absmax(src) / -16.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
         store_half(p, d);
         int q[kBlock];
         for (std::size_t j = 0; j < kBlock; ++j)
@@ -538,11 +545,8 @@ void quantize_ref(TensorType type, const float* src, void* dst, std::size_t n) {
       return;
     case TensorType::kQ5_1:
       for (std::size_t b = 0; b < n / kBlock; ++b, p += block_bytes(type), src += kBlock) {
-        float lo = src[0], hi = src[0];
-        for (std::size_t j = 1; j < kBlock; ++j) {
-          lo = std::min(lo, src[j]);
-          hi = std::max(hi, src[j]);
-        }
+        const std::pair<float, float> range = block_range(src);
+        const float lo = range.first, hi = range.second;
         const float d = (hi - lo) / 31.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
         store_half(p, d);
         store_half(p + 2, lo);

@@ -41,7 +41,7 @@ std::vector<std::pair<std::string, SpecId>> SchemaParser::parse_patterns(const J
     g.define(g.root, g.seq({g.literal("\""), body, g.literal("\"")}));
     PushdownParser key(g);
     for (const auto& [name, value] : props.items()) {
-      if (key.accepts(key.advance(key.initial_state(), python_json_dumps(Json(name))))) {
+      if (key.matches(python_json_dumps(Json(name)))) {
         unsupported(
             "patternProperties",
             fmt::format("a pattern ('{}') that matches a listed property ('{}')", pattern, name));

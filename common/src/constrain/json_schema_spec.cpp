@@ -308,7 +308,7 @@ std::vector<Json> SchemaParser::filter_values(std::vector<Json> values, const Js
   sub.out_.root = sub.parse(rest, depth + 1);
   PushdownParser check(emit_json_schema(sub.out_, limits_));
   std::erase_if(values, [&](const Json& v) {
-    return !check.accepts(check.advance(check.initial_state(), python_json_dumps(v)));
+    return !check.matches(python_json_dumps(v));
   });
   return values;
 }

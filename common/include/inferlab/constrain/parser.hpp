@@ -65,6 +65,8 @@ class PushdownParser {
   bool accepts(int state) const {
     return state != kDead && states_[static_cast<std::size_t>(state)].accept;
   }
+  /// @brief True when @p text, read from the initial state, is a complete sentence.
+  bool matches(std::string_view text) { return accepts(advance(initial_state(), text)); }
   /// @brief True when @p state can read at least one more byte.
   bool can_continue(int state) const {
     return state != kDead && !states_[static_cast<std::size_t>(state)].stacks.empty();
