@@ -3,7 +3,6 @@
 // token masks against the brute-force oracle on every state the suite's valid instances reach,
 // the MaskBench protocol, constrained sampling, and bad input.
 #include <algorithm>
-#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -1093,9 +1092,8 @@ TEST_CASE("hostile schemas and grammars: counts, huge bounds, $ref fan-out, surr
     defs[fmt::format("d{}", i)] = Json{{"allOf", {{{"$ref", next}}, {{"$ref", next}}}}};
   }
   defs["d30"] = Json{{"type", "integer"}};
-  const auto t0 = std::chrono::steady_clock::now();
+  // (Walked path by path this would not finish: CTest's timeout is the failure, not a clock.)
   PushdownParser chain = compile(Json{{"$defs", defs}, {"$ref", "#/$defs/d0"}}.dump());
-  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(5));
   CHECK(chain.matches("12"));
   CHECK_FALSE(chain.matches("\"x\""));
   // The compile budget stops what memoising cannot shrink.
@@ -1342,17 +1340,13 @@ TEST_CASE("JSON Schema: the suite's optional/format files, where present", "[con
 }
 
 TEST_CASE("counted repetition is written with doubling rules, not copies", "[unit][constrain]") {
-  auto compile_timed = [](const Json& schema, double& ms) {
-    const auto t0 = std::chrono::steady_clock::now();
-    auto p = std::make_unique<PushdownParser>(json_schema_grammar(schema));
-    ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    return p;
-  };
-  double ms_small = 0, ms_large = 0;
-  auto small = compile_timed(Json{{"type", "string"}, {"maxLength", 10}}, ms_small);
-  auto large =
-      compile_timed(Json{{"type", "string"}, {"minLength", 3}, {"maxLength", 100000}}, ms_large);
-  CHECK(ms_large < 50 * std::max(ms_small, 1.0));  // the same order of time, not 10,000x
+  // The grammar's size, not the compile time (tests assert no wall time): 100,000 unrolled
+  // copies would be 100,000 expressions; the doubling rules are a few per binary digit.
+  const Grammar g_small = json_schema_grammar(Json{{"type", "string"}, {"maxLength", 10}});
+  const Grammar g_large =
+      json_schema_grammar(Json{{"type", "string"}, {"minLength", 3}, {"maxLength", 100000}});
+  CHECK(g_large.exprs.size() < g_small.exprs.size() + 400);
+  auto large = std::make_unique<PushdownParser>(g_large);
   CHECK(large->matches("\"abc\""));
   CHECK_FALSE(large->matches("\"ab\""));
   // The exact bound, on a count the rules write too (above the unrolling budget).
@@ -1375,6 +1369,40 @@ TEST_CASE("counted repetition is written with doubling rules, not copies", "[uni
       R"({"type":"array","maxItems":5000,"items":{"type":"string","pattern":"^[a-z]{1,40}$"}})")));
   CHECK(arr.matches("[\"ab\", \"c\"]"));
   CHECK_FALSE(arr.matches("[\"ab\", \"C\"]"));
+}
+
+TEST_CASE("counted repetition of an item that can match the empty string", "[unit][constrain]") {
+  // X{m,n} with X nullable is X'{0,n}, X' being X without the empty string. Written with the
+  // doubling rules as it stands, every byte's closure would thread the empty string through
+  // 2^17 stacks (the fuzzer's [a"...]+(|){207207} took 32 s); each match() below would hang.
+  PushdownParser nothing(regex_grammar("[ab]+(|){207207}"));
+  CHECK(nothing.matches("abba"));
+  CHECK_FALSE(nothing.matches(""));
+  PushdownParser optional(regex_grammar("(a|){100000}"));
+  CHECK(optional.matches(""));
+  CHECK(optional.matches(std::string(100000, 'a')));
+  CHECK_FALSE(optional.matches(std::string(100001, 'a')));
+  PushdownParser branches(regex_grammar("(ab?|c*){3000,5000}d"));
+  CHECK(branches.matches("d"));  // c* lets every one of the 3000 items be empty
+  CHECK(branches.matches("abaccccabd"));
+  CHECK_FALSE(branches.matches("bd"));
+  std::string many;
+  for (int i = 0; i < 5001; ++i) many += "ab";
+  CHECK_FALSE(branches.matches(many + "d"));  // 5001 non-empty items
+  CHECK(branches.matches(many.substr(2) + "d"));
+  // A nullable sequence has no such local rewrite: refused in one line, not compiled slowly.
+  try {
+    (void)regex_grammar("(a?b?){5000}");
+    FAIL("a nullable sequence repeated 5000 times compiled");
+  } catch (const Error& e) {
+    CHECK_THAT(e.what(), Catch::Matchers::Contains("can match the empty string"));
+  }
+  // In GBNF the item may call a rule defined further down: decided when the parser compiles.
+  CHECK_THROWS_WITH(PushdownParser(parse_gbnf("root ::= x{5000} [a]+\nx ::= \"b\" | \"\"\n")),
+                    Catch::Matchers::Contains("can match the empty string"));
+  PushdownParser later(parse_gbnf("root ::= x{5000} [a]+\nx ::= \"b\" | \"c\"\n"));
+  CHECK(later.matches(std::string(5000, 'b') + "a"));
+  CHECK_FALSE(later.matches(std::string(4999, 'b') + "a"));
 }
 
 TEST_CASE("JSON Schema: enum/const with other keywords, oneOf as anyOf, $anchor",

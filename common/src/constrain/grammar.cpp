@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <string>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -102,6 +103,98 @@ class CountedRepeat {
     return g_.alt({below(k), g_.seq({power(k), at_most(n - (1L << k))})});
   }
 };
+// Whether expression `e` can match the empty string: yes, no, or unknown (a call of a rule
+// not defined yet, as in a GBNF file that defines its rules after their use; a member set; or
+// more than `budget` nodes visited).
+enum class Nullable { no, yes, unknown };
+
+Nullable nullable(const Grammar& g, int e, std::vector<char>& visiting, long& budget) {
+  if (--budget < 0) return Nullable::unknown;
+  const Expr& x = g.exprs[static_cast<std::size_t>(e)];
+  Nullable n = Nullable::no;
+  switch (x.kind) {
+    case ExprKind::empty:
+      return Nullable::yes;
+    case ExprKind::bytes:
+      return Nullable::no;
+    case ExprKind::seq:  // no if any part is no, else unknown if any is unknown
+      n = Nullable::yes;
+      for (const int c : x.children) {
+        const Nullable m = nullable(g, c, visiting, budget);
+        if (m == Nullable::no) return m;
+        if (m == Nullable::unknown) n = m;
+      }
+      return n;
+    case ExprKind::alt:  // yes if any branch is yes, else unknown if any is unknown
+      for (const int c : x.children) {
+        const Nullable m = nullable(g, c, visiting, budget);
+        if (m == Nullable::yes) return m;
+        if (m == Nullable::unknown) n = m;
+      }
+      return n;
+    case ExprKind::repeat:
+      return x.min == 0 ? Nullable::yes : nullable(g, x.children[0], visiting, budget);
+    case ExprKind::ref: {
+      const auto r = static_cast<std::size_t>(x.rule);
+      if (g.rules[r].expr < 0) return Nullable::unknown;
+      // A rule already on the path adds nothing: a shortest derivation of the empty string
+      // never calls the same rule twice along one path.
+      if (visiting[r]) return Nullable::no;
+      visiting[r] = 1;
+      n = nullable(g, g.rules[r].expr, visiting, budget);
+      visiting[r] = 0;
+      return n;
+    }
+    default:
+      return Nullable::unknown;
+  }
+}
+
+Nullable nullable(const Grammar& g, int e) {
+  std::vector<char> visiting(g.rules.size(), 0);
+  long budget = 100000;
+  return nullable(g, e, visiting, budget);
+}
+
+constexpr const char* kNullableCount =
+    "of an expression that can match the empty string is supported only up to 4096 automaton "
+    "nodes";
+static_assert(kUnrollBudget == 4096, "kNullableCount names the budget");
+
+constexpr int kNothing = -2;  // strip_empty: the language holds only the empty string
+constexpr int kCannot = -1;   // strip_empty: no simple expression found
+
+// An expression for the language of `e` without the empty string, built from its parts where
+// that is a local rewrite (an alternative's nullable branches stripped, X{a,b} -> X'{1,b});
+// kNothing when that language is empty, kCannot for a sequence or a call that is nullable.
+int strip_empty(Grammar& g, int e) {
+  const Nullable n = nullable(g, e);
+  if (n == Nullable::no) return e;
+  if (n == Nullable::unknown) return kCannot;
+  const Expr x = g.exprs[static_cast<std::size_t>(e)];  // a copy: g.exprs grows below
+  switch (x.kind) {
+    case ExprKind::empty:
+      return kNothing;
+    case ExprKind::alt: {
+      std::vector<int> kept;
+      for (const int c : x.children) {
+        const int s = strip_empty(g, c);
+        if (s == kCannot) return kCannot;
+        if (s != kNothing) kept.push_back(s);
+      }
+      return kept.empty() ? kNothing : g.alt(std::move(kept));
+    }
+    case ExprKind::repeat: {
+      if (x.max == 0) return kNothing;
+      const int s = strip_empty(g, x.children[0]);
+      if (s == kCannot || s == kNothing) return s;
+      // X{a,b} with X nullable is (X' | empty){0,b}, so without the empty string X'{1,b}.
+      return g.repeat(s, 1, x.max);
+    }
+    default:
+      return kCannot;
+  }
+}
 }  // namespace
 
 int Grammar::empty() { return push(*this, Expr{}); }
@@ -160,14 +253,40 @@ int Grammar::repeat(int item, int min, int max) {
     if (a == 0 && b == 1 && min == 0 && max == 1) return item;
   }
   const long copies = std::max(min, max) + (max < 0 ? 1 : 0);
-  if (copies > 2 && expr_size(*this, item, kUnrollBudget) * copies > kUnrollBudget)
+  if (copies > 2 && expr_size(*this, item, kUnrollBudget) * copies > kUnrollBudget) {
+    // The doubling rules assume an item that consumes at least one byte. An item that may
+    // match nothing would let the parser's closure thread the empty string through every
+    // E_k = E_{k-1} E_{k-1} in 2^k different stacks (the fuzzer's (|){207207} took seconds a
+    // byte), so such an X{m,n} becomes X'{0,n}, X' being X without the empty string.
+    // (An item whose answer is unknown, a GBNF rule defined further down, keeps the doubling
+    // rules as they are.)
+    const Nullable n = nullable(*this, item);
+    if (n == Nullable::unknown) unchecked_counted_items.push_back(item);
+    if (n == Nullable::yes) {
+      const int stripped = strip_empty(*this, item);
+      if (stripped == kNothing) return empty();
+      if (stripped == kCannot) {
+        throw Error(fmt::format("a counted repetition {{{},{}}} {}", min,
+                                max < 0 ? std::string() : std::to_string(max), kNullableCount));
+      }
+      if (max < 0) return repeat(stripped, 0, -1);
+      return CountedRepeat(*this, stripped).build(0, max);
+    }
     return CountedRepeat(*this, item).build(min, max);
+  }
   Expr e;
   e.kind = ExprKind::repeat;
   e.children = {item};
   e.min = min;
   e.max = max;
   return push(*this, std::move(e));
+}
+
+void Grammar::check_counted_repeats() const {
+  for (const int item : unchecked_counted_items) {
+    if (nullable(*this, item) != Nullable::no)
+      throw Error(fmt::format("a counted repetition {}", kNullableCount));
+  }
 }
 
 int Grammar::ref(int rule) {

@@ -8,6 +8,7 @@
 #include "inferlab/constrain/number_range.hpp"
 #include "inferlab/constrain/regex.hpp"
 #include "json_schema_parser.hpp"
+#include "regex_tree.hpp"
 
 namespace inferlab::schema_parser {
 
@@ -122,9 +123,18 @@ SpecId SchemaParser::parse_string(const Json& s) {
   if (s.contains("format") && limits_.format_assertion) {
     if (auto format = format_regex(s["format"])) spec.regexes.push_back({*format, false});
   }
+  // The regex's errors are the schema's: found here, not while emitting. A lone regex is
+  // compiled as the emitter will compile it; one cut by lengths or other regexes is only
+  // parsed, since the intersection builds its automaton from the tree (where a count above
+  // maxLength is cut first, so X{1,900000} with maxLength 4 is fine there).
+  const bool alone = spec.regexes.size() == 1 && lo <= 0 && hi < 0;
   for (const RegexTerm& r : spec.regexes) {
-    Grammar check;  // the regex's errors are the schema's: found here, not while emitting
-    compile_regex(check, r.pattern, RegexEncoding::json_string, r.search);
+    if (alone) {
+      Grammar check;
+      compile_regex(check, r.pattern, RegexEncoding::json_string, r.search);
+    } else {
+      (void)regex_tree::parse_regex(r.pattern, r.search);
+    }
   }
   return add(std::move(spec));
 }

@@ -814,6 +814,9 @@ PushdownParser::PushdownParser(const Grammar& g, const ParserLimits& limits)
   for (std::size_t k = 0; k < r; ++k) {
     if (g.rules[k].expr < 0)
       throw Error(fmt::format("rule '{}' is used but never defined", g.rules[k].name));
+  }
+  g.check_counted_repeats();
+  for (std::size_t k = 0; k < r; ++k) {
     m.rule_name.push_back(g.rules[k].name);
     m.rule_start.push_back(m.new_node(static_cast<int>(k)));
     m.rule_end.push_back(m.new_node(static_cast<int>(k)));

@@ -125,6 +125,15 @@ struct Grammar {
   void define(int rule, int expr) { rules[static_cast<std::size_t>(rule)].expr = expr; }
   /// @brief The id of the rule named @p name, or -1.
   int find_rule(std::string_view name) const;
+  /// @brief Items of counted repeats written with the doubling rules while a rule they call
+  /// was not defined yet (a GBNF rule defined further down), so whether they can match the
+  /// empty string was not known; check_counted_repeats() decides once every rule is defined.
+  std::vector<int> unchecked_counted_items;
+  /// @brief Refuses a counted repeat whose item can match the empty string (the parser's
+  /// closure would walk 2^k stacks through its doubling rules); repeat() rewrites the ones it
+  /// can decide, this checks the rest. Called by the parser before it compiles the grammar.
+  /// @throws inferlab::Error naming the problem.
+  void check_counted_repeats() const;
 };
 
 /// @brief Appends to @p g an expression matching the UTF-8 encoding of exactly one code point
