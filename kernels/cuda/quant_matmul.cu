@@ -125,29 +125,52 @@ void dequantize_rows_cuda(float* x, const std::uint8_t* w, TensorType type, cons
   INFERLAB_CUDA_CHECK_LAUNCH();
 }
 
+namespace {
+// The workspace: T * n int8 activations, then (from a 256-byte boundary) one float scale per
+// block of 32 of them.
+std::size_t scales_offset(int T, int n) {
+  return (std::size_t(T) * std::size_t(n) + 255) / 256 * 256;
+}
+}  // namespace
+
+std::size_t matmul_quant_cuda_workspace_bytes(int T, int n) {
+  if (T <= 0 || n <= 0) return 0;
+  return scales_offset(T, n) + std::size_t(T) * std::size_t(n / kBlock) * sizeof(float);
+}
+
 void matmul_quant_cuda(float* y, const float* x, const std::uint8_t* w, TensorType type, int T,
-                       int n, int d, CUstream_st* stream) {
+                       int n, int d, void* workspace, std::size_t workspace_bytes,
+                       CUstream_st* stream) {
   cuda::detail::require(quant_cuda_supports(type), "matmul_quant_cuda",
                         "weights must be stored as Q8_0 or Q4_0");
   cuda::detail::require(T > 0 && n > 0 && d > 0 && n % kBlock == 0, "matmul_quant_cuda",
                         "T, d must be positive and n a positive multiple of 32");
+  cuda::detail::require(workspace != nullptr &&
+                            workspace_bytes >= matmul_quant_cuda_workspace_bytes(T, n),
+                        "matmul_quant_cuda", "the workspace is smaller than T * n * 9 / 8 bytes");
   const std::size_t blocks = std::size_t(T) * std::size_t(n / kBlock);
-  cuda::DeviceBuffer<std::int8_t> q(std::size_t(T) * std::size_t(n));
-  cuda::DeviceBuffer<float> scale(blocks);
+  auto* const q = static_cast<std::int8_t*>(workspace);
+  auto* const scale = reinterpret_cast<float*>(static_cast<char*>(workspace) + scales_offset(T, n));
   quantize_activations_kernel<<<ceil_div(blocks * kWarpSize, 256), 256, 0, stream>>>(
-      q.data(), scale.data(), x, blocks);
+      q, scale, x, blocks);
   INFERLAB_CUDA_CHECK_LAUNCH();
   const dim3 grid(ceil_div(std::size_t(d), kWarpsPerBlock), unsigned(T));
   const int threads = kWarpsPerBlock * kWarpSize;
   if (type == TensorType::kQ8_0) {
-    matmul_quant_kernel<TensorType::kQ8_0>
-        <<<grid, threads, 0, stream>>>(y, q.data(), scale.data(), w, n, d);
+    matmul_quant_kernel<TensorType::kQ8_0><<<grid, threads, 0, stream>>>(y, q, scale, w, n, d);
   } else {
-    matmul_quant_kernel<TensorType::kQ4_0>
-        <<<grid, threads, 0, stream>>>(y, q.data(), scale.data(), w, n, d);
+    matmul_quant_kernel<TensorType::kQ4_0><<<grid, threads, 0, stream>>>(y, q, scale, w, n, d);
   }
   INFERLAB_CUDA_CHECK_LAUNCH();
-  // The scratch buffers are freed when this returns: wait for the kernels that read them.
+}
+
+void matmul_quant_cuda(float* y, const float* x, const std::uint8_t* w, TensorType type, int T,
+                       int n, int d, CUstream_st* stream) {
+  cuda::detail::require(T > 0 && n > 0, "matmul_quant_cuda",
+                        "T, d must be positive and n a positive multiple of 32");
+  cuda::DeviceBuffer<std::uint8_t> workspace(matmul_quant_cuda_workspace_bytes(T, n));
+  matmul_quant_cuda(y, x, w, type, T, n, d, workspace.data(), workspace.size(), stream);
+  // The workspace is freed when this returns: wait for the kernels that read it.
   INFERLAB_CUDA_CHECK(cudaStreamSynchronize(stream));
 }
 

@@ -39,7 +39,18 @@ TEST_CASE("quantized matmul: the CUDA kernels equal their CPU reference", "[gpu]
       DeviceBuffer<float> dx(x), dy(want.size());
       DeviceBuffer<std::uint8_t> dw(w);
       k::matmul_quant_cuda(dy.data(), dx.data(), dw.data(), type, s.T, s.n, s.d);
-      CHECK(test::check_close(what.str() + " cuda vs ref", dy.to_host(), want, 1e-4, 1e-4));
+      const std::vector<float> got = dy.to_host();
+      CHECK(test::check_close(what.str() + " cuda vs ref", got, want, 1e-4, 1e-4));
+      // The forward pass's form: a workspace of exactly the size asked, no wait in the call.
+      // Same kernels, same order: the same bits.
+      DeviceBuffer<std::uint8_t> ws(k::matmul_quant_cuda_workspace_bytes(s.T, s.n));
+      DeviceBuffer<float> dy2(want.size());
+      k::matmul_quant_cuda(dy2.data(), dx.data(), dw.data(), type, s.T, s.n, s.d, ws.data(),
+                           ws.size());
+      CHECK(dy2.to_host() == got);
+      CHECK_THROWS_WITH(k::matmul_quant_cuda(dy2.data(), dx.data(), dw.data(), type, s.T, s.n,
+                                             s.d, ws.data(), ws.size() - 1),
+                        Catch::Contains("workspace is smaller"));
     }
   }
   std::vector<float> y(1), x(32);

@@ -76,11 +76,15 @@ struct DeviceMatrix {
 
 // y (T, d) = x (T, n) W^T: the one place that picks the kernel for a matrix's storage, as
 // linear() does on the CPU (forward.cpp).
-void linear(float* y, const float* x, const DeviceMatrix& w, int T, int n, int d, cudaStream_t s) {
+// Block matrices quantize x into `workspace` first (the forward pass's, sized for its widest
+// input): no allocation and no wait per call.
+void linear(float* y, const float* x, const DeviceMatrix& w, int T, int n, int d,
+            DeviceBuffer<std::uint8_t>& workspace, cudaStream_t s) {
   if (w.type == k::TensorType::kF32) {
     k::matmul_cuda(k::kMatmulBestVersion, y, x, static_cast<const float*>(w.data), T, n, d, s);
   } else {
-    k::matmul_quant_cuda(y, x, static_cast<const std::uint8_t*>(w.data), w.type, T, n, d, s);
+    k::matmul_quant_cuda(y, x, static_cast<const std::uint8_t*>(w.data), w.type, T, n, d,
+                         workspace.data(), workspace.bytes(), s);
   }
 }
 
@@ -207,6 +211,7 @@ struct CudaForwardPass::Impl {
   DeviceBuffer<float> hb2;                  ///< (C, H) w3 x
   DeviceBuffer<float> logits;               ///< (C, V) logits of the rows asked for
   DeviceBuffer<float> attention_workspace;  ///< attention scratch for any step of up to C tokens
+  DeviceBuffer<std::uint8_t> quant_workspace;  ///< block matmuls' quantized activations (C tokens)
   DeviceBuffer<int> tokens;                 ///< (C) token ids of the step
   DeviceBuffer<int> pos;                    ///< (C) position of each token of the step
   DeviceBuffer<int> slot;                   ///< (C) pool row each token's key and value go to
@@ -356,6 +361,9 @@ void CudaForwardPass::Impl::reserve(int T) {
                                                   d.seq_len - 1),
                k::paged_attention_cuda_workspace_floats(k::kPagedAttentionBestVersion, T, d.n_heads,
                                                         d.seq_len - 1)));
+  // The widest input of a matmul is D (wq wk wv w1 w3, the classifier), Q (wo) or H (w2).
+  quant_workspace = DeviceBuffer<std::uint8_t>(k::matmul_quant_cuda_workspace_bytes(
+      T, std::max({d.dim, d.q_dim(), d.hidden_dim})));
   capacity = T;
 }
 
@@ -417,9 +425,9 @@ int CudaForwardPass::Impl::run(const CudaBatchEntry* entries, int n, CudaKVPool&
     k::rmsnorm_cuda(k::kRmsnormBestVersion, xb.data(), x.data(),
                     rms_att.data() + std::size_t(l) * D, T, D, d.norm_eps, s);
     const LayerMatrices& w = layers[std::size_t(l)];
-    linear(q.data(), xb.data(), w.wq, T, D, Q, s);
-    linear(k_rows.data(), xb.data(), w.wk, T, D, kv_dim, s);
-    linear(v_rows.data(), xb.data(), w.wv, T, D, kv_dim, s);
+    linear(q.data(), xb.data(), w.wq, T, D, Q, quant_workspace, s);
+    linear(k_rows.data(), xb.data(), w.wk, T, D, kv_dim, quant_workspace, s);
+    linear(v_rows.data(), xb.data(), w.wv, T, D, kv_dim, quant_workspace, s);
     if (rope_inv_freq.size() == 0) {
       k::rope_cuda(k::kRopeBestVersion, q.data(), k_rows.data(), pos.data(), T, Nh, Nkv, hs,
                    d.rope_theta, s);
@@ -443,16 +451,16 @@ int CudaForwardPass::Impl::run(const CudaBatchEntry* entries, int n, CudaKVPool&
                               pos.data(), T, Nh, Nkv, hs, B, max_pos, attention_workspace.data(),
                               attention_workspace.size(), s);
     }
-    linear(out.data(), att.data(), w.wo, T, Q, D, s);
+    linear(out.data(), att.data(), w.wo, T, Q, D, quant_workspace, s);
     residual_add_kernel<<<ceil_div(TD, kThreads), kThreads, 0, s>>>(x.data(), out.data(), TD);
     INFERLAB_CUDA_CHECK_LAUNCH();
 
     k::rmsnorm_cuda(k::kRmsnormBestVersion, xb.data(), x.data(),
                     rms_ffn.data() + std::size_t(l) * D, T, D, d.norm_eps, s);
-    linear(hb.data(), xb.data(), w.w1, T, D, H, s);
-    linear(hb2.data(), xb.data(), w.w3, T, D, H, s);
+    linear(hb.data(), xb.data(), w.w1, T, D, H, quant_workspace, s);
+    linear(hb2.data(), xb.data(), w.w3, T, D, H, quant_workspace, s);
     k::swiglu_cuda(k::kSwigluBestVersion, hb.data(), hb.data(), hb2.data(), long(T) * H, s);
-    linear(out.data(), hb.data(), w.w2, T, H, D, s);
+    linear(out.data(), hb.data(), w.w2, T, H, D, quant_workspace, s);
     residual_add_kernel<<<ceil_div(TD, kThreads), kThreads, 0, s>>>(x.data(), out.data(), TD);
     INFERLAB_CUDA_CHECK_LAUNCH();
   }
@@ -464,7 +472,7 @@ int CudaForwardPass::Impl::run(const CudaBatchEntry* entries, int n, CudaKVPool&
   INFERLAB_CUDA_CHECK_LAUNCH();
   k::rmsnorm_cuda(k::kRmsnormBestVersion, xb.data(), out.data(), rms_final.data(), rows, D,
                   d.norm_eps, s);
-  linear(logits.data(), xb.data(), wcls, rows, D, d.vocab_size, s);
+  linear(logits.data(), xb.data(), wcls, rows, D, d.vocab_size, quant_workspace, s);
   return rows;
 }
 

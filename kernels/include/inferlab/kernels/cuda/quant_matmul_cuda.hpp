@@ -7,6 +7,7 @@
 /// 4 bytes at a time with `__dp4a` and scaled once per block. One warp per output: its lanes
 /// take blocks lane, lane + 32, ... and a warp sum adds them.
 
+#include <cstddef>
 #include <cstdint>
 
 #include "inferlab/kernels/quant_formats.hpp"
@@ -26,11 +27,33 @@ bool quant_cuda_supports(TensorType type);
 /// @param T tokens
 /// @param n input features, a multiple of 32
 /// @param d output features
+/// @param workspace device scratch for the quantized activations, at least
+/// matmul_quant_cuda_workspace_bytes(T, n) bytes (the forward pass keeps one for every call)
+/// @param workspace_bytes its size, checked
 /// @param stream the stream to enqueue on (nullptr: default stream); the call does not wait
 /// @throws inferlab::Error for another type, a non-positive dimension, n not a multiple of 32,
-/// or a failed launch.
+/// a too small workspace, or a failed launch.
 /// @note Cost: 2*T*n*d operations (integer multiply-adds); reads the stored bytes of W once
 /// per token (n*d*bits/8).
+void matmul_quant_cuda(float* y, const float* x, const std::uint8_t* w, TensorType type, int T,
+                       int n, int d, void* workspace, std::size_t workspace_bytes,
+                       CUstream_st* stream = nullptr);
+
+/// @brief The bytes of workspace matmul_quant_cuda needs for @p T tokens of @p n features
+/// (their int8 values and one float scale per 32; 0 for a non-positive size).
+std::size_t matmul_quant_cuda_workspace_bytes(int T, int n);
+
+/// @brief matmul_quant_cuda with a workspace of its own: allocated, and freed after the call
+/// waits for its kernels (simple, but an allocation and a synchronisation per call).
+/// @param y (T, d) device pointer, output
+/// @param x (T, n) device pointer
+/// @param w (d, n) device pointer: d rows of tensor_bytes(type, n) bytes
+/// @param type Q8_0 or Q4_0
+/// @param T tokens
+/// @param n input features, a multiple of 32
+/// @param d output features
+/// @param stream the stream to enqueue on (nullptr: default stream); waited for
+/// @throws inferlab::Error as the call with a workspace.
 void matmul_quant_cuda(float* y, const float* x, const std::uint8_t* w, TensorType type, int T,
                        int n, int d, CUstream_st* stream = nullptr);
 
