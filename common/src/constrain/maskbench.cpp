@@ -11,6 +11,7 @@
 #include <chrono>
 #include <filesystem>
 #include <set>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -195,7 +196,12 @@ MaskBenchResult run_maskbench_isolated(const std::string& path, const MaskBenchV
   }
   if (pid == 0) {  // child: run, send the result (with every mask time) back, exit
     close(fds[0]);
-    const MaskBenchResult c = run_maskbench(file, id, vocab, time_limit_s, cpu_clock);
+    // On a thread of its own, so that malloc gives it an arena of its own: fresh pages, not
+    // the free chunks scattered through the pages this process shares with the parent (copy
+    // on write). Those grow with the parent's heap as the run goes on, so without the thread
+    // a file's time to first mask depended on how many files came before it.
+    MaskBenchResult c;
+    std::thread([&] { c = run_maskbench(file, id, vocab, time_limit_s, cpu_clock); }).join();
     Json j = c.to_json();
     j["masks"] = c.masks_us;
     j["first_masks"] = c.first_masks_us;
