@@ -1,7 +1,7 @@
 // The members of a JSON object: in any order, in a fixed order, and the keys outside a list.
 #include "inferlab/constrain/object_members.hpp"
 
-#include <map>
+#include <algorithm>
 
 #include <fmt/format.h>
 
@@ -58,8 +58,8 @@ int members_in_order(Grammar& g, const std::vector<int>& members, const std::vec
 
 int key_other_than(Grammar& g, const std::vector<std::string>& names, FreeKeyRules* shared) {
   struct Node {
-    std::map<std::uint32_t, int> next;  // code point -> child node
-    bool end = false;                   // a name ends here
+    std::vector<std::pair<std::uint32_t, int>> next;  // (code point, child node), sorted
+    bool end = false;                                 // a name ends here
   };
   std::vector<Node> trie(1);
   for (const auto& name : names) {
@@ -69,14 +69,16 @@ int key_other_than(Grammar& g, const std::vector<std::string>& names, FreeKeyRul
       const Utf8Char c = decode_utf8(name, i);
       const std::uint32_t cp = c.length > 0 ? c.code_point : static_cast<unsigned char>(name[i]);
       i += c.length > 0 ? static_cast<std::size_t>(c.length) : 1;
-      const auto found = trie[static_cast<std::size_t>(t)].next.find(cp);
-      if (found != trie[static_cast<std::size_t>(t)].next.end()) {
+      auto& next = trie[static_cast<std::size_t>(t)].next;
+      const auto found = std::lower_bound(
+          next.begin(), next.end(), cp, [](const auto& e, std::uint32_t x) { return e.first < x; });
+      if (found != next.end() && found->first == cp) {
         t = found->second;
         continue;
       }
       const int child = static_cast<int>(trie.size());
-      trie.emplace_back();  // (invalidates references into trie)
-      trie[static_cast<std::size_t>(t)].next.emplace(cp, child);
+      next.emplace(found, cp, child);
+      trie.emplace_back();  // (after the insertion: it invalidates `next`)
       t = child;
     }
     trie[static_cast<std::size_t>(t)].end = true;
@@ -117,9 +119,13 @@ int key_other_than(Grammar& g, const std::vector<std::string>& names, FreeKeyRul
     ByteSet plain_others = plain;
     bool all_plain = true;
     for (const auto& [cp, child] : trie[t].next) {
-      alts.push_back(g.seq(
-          {json_string_chars(g, {{cp, cp}}, true), g.ref(rule[static_cast<std::size_t>(child)])}));
-      all_plain = all_plain && cp < 0x80 && plain.has(cp);
+      // A plain character is its own byte (the byte expression every literal shares).
+      const bool is_plain = cp < 0x80 && plain.has(cp);
+      const char byte = static_cast<char>(cp);
+      const int ch = is_plain ? g.literal(std::string_view(&byte, 1))
+                              : json_string_chars(g, {{cp, cp}}, true);
+      alts.push_back(g.seq({ch, g.ref(rule[static_cast<std::size_t>(child)])}));
+      all_plain = all_plain && is_plain;
       if (all_plain) plain_others.remove(cp);
     }
     if (all_plain) {
