@@ -87,12 +87,6 @@ int key_other_than(Grammar& g, const std::vector<std::string>& names, FreeKeyRul
   // leaves the names' trie, it continues in the same states.
   FreeKeyRules own;
   FreeKeyRules& rules = shared ? *shared : own;
-  if (rules.tail < 0) {
-    const int any_char = json_string_chars(g, {{0, 0x10FFFF}}, true);
-    rules.tail = g.add_rule(fmt::format("key{}_tail", g.rules.size()));
-    g.define(rules.tail, g.seq({g.repeat(any_char, 0, -1), g.literal("\"")}));
-  }
-  const int free_tail = g.ref(rules.tail);
   // Names are mostly plain ASCII (printable, not '"' or '\\', one raw byte each). A node whose
   // next characters are all plain leaves the trie with a plain byte outside them, or with any
   // other character (an escape, a multi-byte one), which is the same for every such node: one
@@ -102,11 +96,22 @@ int key_other_than(Grammar& g, const std::vector<std::string>& names, FreeKeyRul
   plain.add_range(0x20, 0x7F);
   plain.remove('"');
   plain.remove('\\');
+  // One rule for the free tail, called last (a tail call, see parser.cpp): wherever the key
+  // leaves the names' trie, it continues in the same states. Its characters are the ones
+  // json_string_chars spells for all code points, in its parts, which the other characters'
+  // rule shares (expressions never change once made).
+  if (rules.tail < 0) {
+    rules.non_ascii = utf8_range(g, 0x80, 0x10FFFF);
+    rules.escaped = json_string_chars(g, {{0, 0x1F}, {'"', '"'}, {'\\', '\\'}}, true);
+    const int any_char = g.alt({rules.non_ascii, g.bytes(plain), rules.escaped});
+    rules.tail = g.add_rule(fmt::format("key{}_tail", g.rules.size()));
+    g.define(rules.tail, g.seq({g.repeat(any_char, 0, -1), g.literal("\"")}));
+  }
+  const int free_tail = g.ref(rules.tail);
   const auto leave_by_other = [&] {
     if (rules.other < 0) {
       rules.other = g.add_rule(fmt::format("key{}_other", g.rules.size()));
-      const CodePointRanges not_plain{{0, 0x1F}, {'"', '"'}, {'\\', '\\'}, {0x80, 0x10FFFF}};
-      g.define(rules.other, g.seq({json_string_chars(g, not_plain, true), free_tail}));
+      g.define(rules.other, g.seq({g.alt({rules.non_ascii, rules.escaped}), free_tail}));
     }
     return g.ref(rules.other);
   };
