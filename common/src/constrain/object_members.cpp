@@ -60,6 +60,7 @@ int key_other_than(Grammar& g, const std::vector<std::string>& names, FreeKeyRul
   struct Node {
     std::vector<std::pair<std::uint32_t, int>> next;  // (code point, child node), sorted
     bool end = false;                                 // a name ends here
+    int depth = 0;                                    // characters from the root
   };
   std::vector<Node> trie(1);
   for (const auto& name : names) {
@@ -78,7 +79,9 @@ int key_other_than(Grammar& g, const std::vector<std::string>& names, FreeKeyRul
       }
       const int child = static_cast<int>(trie.size());
       next.emplace(found, cp, child);
+      const int depth = trie[static_cast<std::size_t>(t)].depth + 1;
       trie.emplace_back();  // (after the insertion: it invalidates `next`)
+      trie.back().depth = depth;
       t = child;
     }
     trie[static_cast<std::size_t>(t)].end = true;
@@ -115,10 +118,13 @@ int key_other_than(Grammar& g, const std::vector<std::string>& names, FreeKeyRul
     }
     return g.ref(rules.other);
   };
-  std::vector<int> rule(trie.size());
-  for (std::size_t t = 0; t < trie.size(); ++t)
-    rule[t] = g.add_rule(fmt::format("key{}_{}", g.rules.size(), t));
-  for (std::size_t t = 0; t < trie.size(); ++t) {
+  // Each trie node is reached from its parent alone: its expression is written in place (the
+  // children's first, so the nodes go backwards), not as a rule of its own; only every
+  // kKeyLevelsPerRule-th level is a rule, which keeps a long name's expression shallow (the
+  // parser refuses expressions nested 10000 levels deep).
+  constexpr int kKeyLevelsPerRule = 256;
+  std::vector<int> node(trie.size());
+  for (std::size_t t = trie.size(); t-- > 0;) {
     std::vector<int> alts;
     if (!trie[t].end) alts.push_back(g.literal("\""));
     ByteSet plain_others = plain;
@@ -129,7 +135,7 @@ int key_other_than(Grammar& g, const std::vector<std::string>& names, FreeKeyRul
       const char byte = static_cast<char>(cp);
       const int ch = is_plain ? g.literal(std::string_view(&byte, 1))
                               : json_string_chars(g, {{cp, cp}}, true);
-      alts.push_back(g.seq({ch, g.ref(rule[static_cast<std::size_t>(child)])}));
+      alts.push_back(g.seq({ch, node[static_cast<std::size_t>(child)]}));
       all_plain = all_plain && is_plain;
       if (all_plain) plain_others.remove(cp);
     }
@@ -146,9 +152,14 @@ int key_other_than(Grammar& g, const std::vector<std::string>& names, FreeKeyRul
       if (next <= 0x10FFFF) others.emplace_back(next, 0x10FFFF);
       alts.push_back(g.seq({json_string_chars(g, others, true), free_tail}));
     }
-    g.define(rule[t], g.alt(std::move(alts)));
+    node[t] = g.alt(std::move(alts));
+    if (trie[t].depth % kKeyLevelsPerRule == kKeyLevelsPerRule - 1) {
+      const int rule = g.add_rule(fmt::format("key{}_{}", g.rules.size(), t));
+      g.define(rule, node[t]);
+      node[t] = g.ref(rule);
+    }
   }
-  return g.seq({g.literal("\""), g.ref(rule[0])});
+  return g.seq({g.literal("\""), node[0]});
 }
 
 }  // namespace inferlab
