@@ -133,8 +133,8 @@ int key_other_than(Grammar& g, const std::vector<std::string>& names, FreeKeyRul
       // A plain character is its own byte (the byte expression every literal shares).
       const bool is_plain = cp < 0x80 && plain.has(cp);
       const char byte = static_cast<char>(cp);
-      const int ch = is_plain ? g.literal(std::string_view(&byte, 1))
-                              : json_string_chars(g, {{cp, cp}}, true);
+      const int ch =
+          is_plain ? g.literal(std::string_view(&byte, 1)) : json_string_chars(g, {{cp, cp}}, true);
       alts.push_back(g.seq({ch, node[static_cast<std::size_t>(child)]}));
       all_plain = all_plain && is_plain;
       if (all_plain) plain_others.remove(cp);
