@@ -1,7 +1,7 @@
 // The members of a JSON object: in any order, in a fixed order, and the keys outside a list.
 #include "inferlab/constrain/object_members.hpp"
 
-#include <map>
+#include <algorithm>
 
 #include <fmt/format.h>
 
@@ -58,8 +58,9 @@ int members_in_order(Grammar& g, const std::vector<int>& members, const std::vec
 
 int key_other_than(Grammar& g, const std::vector<std::string>& names, FreeKeyRules* shared) {
   struct Node {
-    std::map<std::uint32_t, int> next;  // code point -> child node
-    bool end = false;                   // a name ends here
+    std::vector<std::pair<std::uint32_t, int>> next;  // (code point, child node), sorted
+    bool end = false;                                 // a name ends here
+    int depth = 0;                                    // characters from the root
   };
   std::vector<Node> trie(1);
   for (const auto& name : names) {
@@ -69,14 +70,18 @@ int key_other_than(Grammar& g, const std::vector<std::string>& names, FreeKeyRul
       const Utf8Char c = decode_utf8(name, i);
       const std::uint32_t cp = c.length > 0 ? c.code_point : static_cast<unsigned char>(name[i]);
       i += c.length > 0 ? static_cast<std::size_t>(c.length) : 1;
-      const auto found = trie[static_cast<std::size_t>(t)].next.find(cp);
-      if (found != trie[static_cast<std::size_t>(t)].next.end()) {
+      auto& next = trie[static_cast<std::size_t>(t)].next;
+      const auto found = std::lower_bound(
+          next.begin(), next.end(), cp, [](const auto& e, std::uint32_t x) { return e.first < x; });
+      if (found != next.end() && found->first == cp) {
         t = found->second;
         continue;
       }
       const int child = static_cast<int>(trie.size());
-      trie.emplace_back();  // (invalidates references into trie)
-      trie[static_cast<std::size_t>(t)].next.emplace(cp, child);
+      next.emplace(found, cp, child);
+      const int depth = trie[static_cast<std::size_t>(t)].depth + 1;
+      trie.emplace_back();  // (after the insertion: it invalidates `next`)
+      trie.back().depth = depth;
       t = child;
     }
     trie[static_cast<std::size_t>(t)].end = true;
@@ -85,12 +90,6 @@ int key_other_than(Grammar& g, const std::vector<std::string>& names, FreeKeyRul
   // leaves the names' trie, it continues in the same states.
   FreeKeyRules own;
   FreeKeyRules& rules = shared ? *shared : own;
-  if (rules.tail < 0) {
-    const int any_char = json_string_chars(g, {{0, 0x10FFFF}}, true);
-    rules.tail = g.add_rule(fmt::format("key{}_tail", g.rules.size()));
-    g.define(rules.tail, g.seq({g.repeat(any_char, 0, -1), g.literal("\"")}));
-  }
-  const int free_tail = g.ref(rules.tail);
   // Names are mostly plain ASCII (printable, not '"' or '\\', one raw byte each). A node whose
   // next characters are all plain leaves the trie with a plain byte outside them, or with any
   // other character (an escape, a multi-byte one), which is the same for every such node: one
@@ -100,26 +99,44 @@ int key_other_than(Grammar& g, const std::vector<std::string>& names, FreeKeyRul
   plain.add_range(0x20, 0x7F);
   plain.remove('"');
   plain.remove('\\');
+  // One rule for the free tail, called last (a tail call, see parser.cpp): wherever the key
+  // leaves the names' trie, it continues in the same states. Its characters are the ones
+  // json_string_chars spells for all code points, in its parts, which the other characters'
+  // rule shares (expressions never change once made).
+  if (rules.tail < 0) {
+    rules.non_ascii = utf8_range(g, 0x80, 0x10FFFF);
+    rules.escaped = json_string_chars(g, {{0, 0x1F}, {'"', '"'}, {'\\', '\\'}}, true);
+    const int any_char = g.alt({rules.non_ascii, g.bytes(plain), rules.escaped});
+    rules.tail = g.add_rule(fmt::format("key{}_tail", g.rules.size()));
+    g.define(rules.tail, g.seq({g.repeat(any_char, 0, -1), g.literal("\"")}));
+  }
+  const int free_tail = g.ref(rules.tail);
   const auto leave_by_other = [&] {
     if (rules.other < 0) {
       rules.other = g.add_rule(fmt::format("key{}_other", g.rules.size()));
-      const CodePointRanges not_plain{{0, 0x1F}, {'"', '"'}, {'\\', '\\'}, {0x80, 0x10FFFF}};
-      g.define(rules.other, g.seq({json_string_chars(g, not_plain, true), free_tail}));
+      g.define(rules.other, g.seq({g.alt({rules.non_ascii, rules.escaped}), free_tail}));
     }
     return g.ref(rules.other);
   };
-  std::vector<int> rule(trie.size());
-  for (std::size_t t = 0; t < trie.size(); ++t)
-    rule[t] = g.add_rule(fmt::format("key{}_{}", g.rules.size(), t));
-  for (std::size_t t = 0; t < trie.size(); ++t) {
+  // Each trie node is reached from its parent alone: its expression is written in place (the
+  // children's first, so the nodes go backwards), not as a rule of its own; only every
+  // kKeyLevelsPerRule-th level is a rule, which keeps a long name's expression shallow (the
+  // parser refuses expressions nested 10000 levels deep).
+  constexpr int kKeyLevelsPerRule = 256;
+  std::vector<int> node(trie.size());
+  for (std::size_t t = trie.size(); t-- > 0;) {
     std::vector<int> alts;
     if (!trie[t].end) alts.push_back(g.literal("\""));
     ByteSet plain_others = plain;
     bool all_plain = true;
     for (const auto& [cp, child] : trie[t].next) {
-      alts.push_back(g.seq(
-          {json_string_chars(g, {{cp, cp}}, true), g.ref(rule[static_cast<std::size_t>(child)])}));
-      all_plain = all_plain && cp < 0x80 && plain.has(cp);
+      // A plain character is its own byte (the byte expression every literal shares).
+      const bool is_plain = cp < 0x80 && plain.has(cp);
+      const char byte = static_cast<char>(cp);
+      const int ch =
+          is_plain ? g.literal(std::string_view(&byte, 1)) : json_string_chars(g, {{cp, cp}}, true);
+      alts.push_back(g.seq({ch, node[static_cast<std::size_t>(child)]}));
+      all_plain = all_plain && is_plain;
       if (all_plain) plain_others.remove(cp);
     }
     if (all_plain) {
@@ -135,9 +152,14 @@ int key_other_than(Grammar& g, const std::vector<std::string>& names, FreeKeyRul
       if (next <= 0x10FFFF) others.emplace_back(next, 0x10FFFF);
       alts.push_back(g.seq({json_string_chars(g, others, true), free_tail}));
     }
-    g.define(rule[t], g.alt(std::move(alts)));
+    node[t] = g.alt(std::move(alts));
+    if (trie[t].depth % kKeyLevelsPerRule == kKeyLevelsPerRule - 1) {
+      const int rule = g.add_rule(fmt::format("key{}_{}", g.rules.size(), t));
+      g.define(rule, node[t]);
+      node[t] = g.ref(rule);
+    }
   }
-  return g.seq({g.literal("\""), g.ref(rule[0])});
+  return g.seq({g.literal("\""), node[0]});
 }
 
 }  // namespace inferlab

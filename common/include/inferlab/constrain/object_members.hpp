@@ -63,8 +63,10 @@ int members_in_order(Grammar& g, const std::vector<int>& members, const std::vec
 /// made by the first key_other_than that is given this object, called by the others of the
 /// same grammar (one automaton, and one set of parser states, for every free key).
 struct FreeKeyRules {
-  int tail = -1;   ///< any characters, then the closing quote (-1: not made yet)
-  int other = -1;  ///< one character that is not plain ASCII, then the tail (-1: not made yet)
+  int tail = -1;       ///< any characters, then the closing quote (-1: not made yet)
+  int other = -1;      ///< one character that is not plain ASCII, then the tail (-1: not made yet)
+  int non_ascii = -1;  ///< one character above ASCII, in UTF-8 (made with tail)
+  int escaped = -1;    ///< one character JSON must escape, in json.dumps's escape (made with tail)
 };
 
 /// @brief Appends a key, with its quotes, that is none of @p names: a trie of the names that
