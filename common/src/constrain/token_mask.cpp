@@ -618,19 +618,11 @@ bool MaskComputer::combine_frames(int state, TokenMask& out) {
   if (stacks.size() > kMaxFrames ||
       std::none_of(stacks.begin(), stacks.end(), [&](int s) { return parser_->has_caller(s); }))
     return false;
-  // A frame mask costs a walk: it pays when its frame recurs. A state with a frame seen for
-  // the first time is walked whole (and the frame remembered); its next sighting, in another
-  // context, computes the frame's mask.
+  // A state's missing frame masks are computed when it is first seen, not left to a walk: a
+  // walk from a state of several stacks creates a new parser state at almost every trie node
+  // it enters, and costs more than the walks from lone-frame states, which later states share.
   frames_.clear();
-  bool first_sighting = false;
-  for (const int s : stacks) {
-    const auto f = static_cast<std::size_t>(parser_->top_frame_state(s));
-    if (f >= frame_seen_.size()) frame_seen_.resize(f + 1, 0);
-    if (!frame_seen_[f]) first_sighting = true;
-    frame_seen_[f] = 1;
-    frames_.push_back(static_cast<int>(f));
-  }
-  if (first_sighting) return false;
+  for (const int s : stacks) frames_.push_back(parser_->top_frame_state(s));
   // Stacks that differ only below their top share a frame: its mask is ORed once.
   std::sort(frames_.begin(), frames_.end());
   frames_.erase(std::unique(frames_.begin(), frames_.end()), frames_.end());

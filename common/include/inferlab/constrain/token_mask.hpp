@@ -177,8 +177,7 @@ class MaskComputer {
   };
   std::vector<std::unique_ptr<FrameMask>> frame_cache_;  // by PushdownParser::top_frame_state
   std::size_t num_frame_masks_ = 0;
-  std::vector<std::uint8_t> frame_seen_;  // by top_frame_state: seen in a state before
-  std::vector<int> frames_;               // combine_frames' buffer, reused
+  std::vector<int> frames_;  // combine_frames' buffer, reused
   // While a frame mask is walked: the tokens below a prefix that ends the frame's rule (set:
   // a walk from a top_frame_state; nullptr: an ordinary walk).
   TokenMask* ends_frame_ = nullptr;
