@@ -114,7 +114,9 @@ TEST_CASE("frame masks: a state inside a called rule is combined from frames whe
       R"({"type":"object","properties":{"a":{"type":"string"},"n":{"type":"integer"}}})")));
   MaskComputer masks(parser, trie, bytes, kEosToken);
   // No mask was asked before: each state below is seen for the first time, inside a string
-  // value and inside an integer value, whose frames end on a closing quote, a comma or a brace.
+  // value and inside an integer value, whose frames end on a closing quote, a comma or a brace:
+  // the tokens that end a frame are found by walking the trie below those prefixes from the
+  // whole state.
   for (const char* text : {R"({"a":"x)", R"({"n":1)", R"({"a":"x","n":)"}) {
     INFO(text);
     const int state = parser.advance(parser.initial_state(), text);
