@@ -105,6 +105,28 @@ ws ::= " "?
   CHECK(masks.num_frame_masks() > 0);
 }
 
+TEST_CASE("frame masks: a state inside a called rule is combined from frames when first seen",
+          "[constrain][oracle][mask_cache]") {
+  const Tokenizer tok = Tokenizer::load(test::model_file("tok512.bin"), 512);
+  const std::vector<std::string> bytes = token_byte_strings(tok);
+  const TokenTrie trie(bytes);
+  PushdownParser parser(json_schema_grammar(nlohmann::ordered_json::parse(
+      R"({"type":"object","properties":{"a":{"type":"string"},"n":{"type":"integer"}}})")));
+  MaskComputer masks(parser, trie, bytes, kEosToken);
+  // No mask was asked before: each state below is seen for the first time, inside a string
+  // value and inside an integer value, whose frames end on a closing quote, a comma or a brace:
+  // the tokens that end a frame are found by walking the trie below those prefixes from the
+  // whole state.
+  for (const char* text : {R"({"a":"x)", R"({"n":1)", R"({"a":"x","n":)"}) {
+    INFO(text);
+    const int state = parser.advance(parser.initial_state(), text);
+    REQUIRE(state != PushdownParser::kDead);
+    const std::size_t before = masks.num_frame_masks();
+    REQUIRE(masks.mask(state) == masks.oracle_mask(state));
+    CHECK(masks.num_frame_masks() > before);
+  }
+}
+
 TEST_CASE("frame masks: random walks match the oracle on the Llama 2 vocabulary",
           "[constrain][oracle][mask_cache]") {
   const Tokenizer tok = Tokenizer::load(test::model_file("tokenizer.bin"), 32000);

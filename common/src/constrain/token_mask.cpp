@@ -490,17 +490,20 @@ void MaskComputer::walk(std::uint32_t node, int state, TokenMask& out) {
 }
 
 // A child whose prefix leads to the live state `next`: the tokens that end there are allowed,
-// and the walk goes on below it when `next` can read more. In a frame walk (ends_frame_ set),
+// and the walk goes on below it when `next` can read more. In a frame walk (frame_ends_ set),
 // a prefix that ends the frame's rule (`next` accepts) makes every token below it depend on
-// the frames below: all are marked, and only the tokens still alive inside the frame are
-// allowed.
+// the frames below: the child is recorded (unless an ancestor was), and only the tokens still
+// alive inside the frame are allowed.
 bool MaskComputer::enter(std::uint32_t child, int next, TokenMask& out) {
   const bool goes_on = parser_->can_continue(next);
-  if (ends_frame_ && parser_->accepts(next)) {
-    for (std::uint32_t i = trie_->lo_[child]; i < trie_->hi_[child]; ++i)
-      ends_frame_->allow(trie_->sorted_[i]);
+  if (frame_ends_ && parser_->accepts(next)) {
+    // The walk enters a node before the nodes below it: an ancestor recorded is the last one.
+    const bool below_last = !frame_ends_->empty() &&
+                            trie_->lo_[frame_ends_->back()] <= trie_->lo_[child] &&
+                            trie_->hi_[child] <= trie_->hi_[frame_ends_->back()];
+    if (!below_last) frame_ends_->push_back(child);
   }
-  if (!ends_frame_ || goes_on) {
+  if (!frame_ends_ || goes_on) {
     for (std::uint32_t k = trie_->first_token_[child]; k < trie_->first_token_[child + 1]; ++k)
       out.allow(trie_->token_ids_[k]);
   }
@@ -618,19 +621,11 @@ bool MaskComputer::combine_frames(int state, TokenMask& out) {
   if (stacks.size() > kMaxFrames ||
       std::none_of(stacks.begin(), stacks.end(), [&](int s) { return parser_->has_caller(s); }))
     return false;
-  // A frame mask costs a walk: it pays when its frame recurs. A state with a frame seen for
-  // the first time is walked whole (and the frame remembered); its next sighting, in another
-  // context, computes the frame's mask.
+  // A state's missing frame masks are computed when it is first seen, not left to a walk: a
+  // walk from a state of several stacks creates a new parser state at almost every trie node
+  // it enters, and costs more than the walks from lone-frame states, which later states share.
   frames_.clear();
-  bool first_sighting = false;
-  for (const int s : stacks) {
-    const auto f = static_cast<std::size_t>(parser_->top_frame_state(s));
-    if (f >= frame_seen_.size()) frame_seen_.resize(f + 1, 0);
-    if (!frame_seen_[f]) first_sighting = true;
-    frame_seen_[f] = 1;
-    frames_.push_back(static_cast<int>(f));
-  }
-  if (first_sighting) return false;
+  for (const int s : stacks) frames_.push_back(parser_->top_frame_state(s));
   // Stacks that differ only below their top share a frame: its mask is ORed once.
   std::sort(frames_.begin(), frames_.end());
   frames_.erase(std::unique(frames_.begin(), frames_.end()), frames_.end());
@@ -638,27 +633,35 @@ bool MaskComputer::combine_frames(int state, TokenMask& out) {
   std::size_t dependent = 0;
   for (const int f : frames_) {
     const FrameMask& part = frame_mask(f);
-    dependent += part.context_dependent.size();
+    dependent += part.num_context_dependent;
     if (dependent > kMaxContextDependent) return false;
     parts.push_back(&part);
   }
+  end_nodes_.clear();
   for (const FrameMask* part : parts) {
     for (std::size_t w = 0; w < out.words.size(); ++w) out.words[w] |= part->allowed.words[w];
+    end_nodes_.insert(end_nodes_.end(), part->ends.begin(), part->ends.end());
   }
-  // The context-dependent tokens that no frame allows outright, each checked once from the
-  // whole state.
-  unsure_.assign(out.words.size(), 0);
-  for (const FrameMask* part : parts) {
-    for (const int t : part->context_dependent)
-      unsure_[static_cast<std::size_t>(t) >> 6] |= std::uint64_t{1} << (t & 63);
-  }
-  for (std::size_t w = 0; w < unsure_.size(); ++w) {
-    for (std::uint64_t bits = unsure_[w] & ~out.words[w]; bits != 0; bits &= bits - 1) {
-      const int t = static_cast<int>(w * 64) + std::countr_zero(bits);
-      if (parser_->advance(state, (*token_bytes_)[static_cast<std::size_t>(t)]) !=
-          PushdownParser::kDead)
-        out.allow(t);
-    }
+  // The context-dependent tokens lie below the nodes where some frame's rule ends: each such
+  // subtree (an outermost one, once) is walked from the whole state after the node's prefix,
+  // which gives every token below it exactly; a prefix shared by many tokens (a space, a
+  // closing quote) is stepped once, and a dead one prunes its subtree.
+  std::sort(end_nodes_.begin(), end_nodes_.end(), [&](std::uint32_t a, std::uint32_t b) {
+    return trie_->lo_[a] != trie_->lo_[b] ? trie_->lo_[a] < trie_->lo_[b]
+                                          : trie_->hi_[a] > trie_->hi_[b];
+  });
+  std::uint32_t covered = 0;  // the end of the last subtree walked, in trie order
+  for (const std::uint32_t n : end_nodes_) {
+    if (trie_->lo_[n] < covered) continue;  // below (or equal to) a node walked already
+    covered = trie_->hi_[n];
+    // The node's prefix: the first bytes of any token below it.
+    const std::string_view below =
+        (*token_bytes_)[static_cast<std::size_t>(trie_->sorted_[trie_->lo_[n]])];
+    const int next = parser_->advance(state, below.substr(0, trie_->depth_[n]));
+    if (next == PushdownParser::kDead) continue;
+    for (std::uint32_t k = trie_->first_token_[n]; k < trie_->first_token_[n + 1]; ++k)
+      out.allow(trie_->token_ids_[k]);
+    if (parser_->can_continue(next)) walk(n, next, out);
   }
   return true;
 }
@@ -672,18 +675,15 @@ const MaskComputer::FrameMask& MaskComputer::frame_mask(int frame_state) {
     const std::size_t words = (static_cast<std::size_t>(trie_->vocab_size()) + 63) / 64;
     auto part = std::make_unique<FrameMask>();
     part->allowed.words.assign(words, 0);
-    TokenMask ends;
-    ends.words.assign(words, 0);
-    struct Marking {  // ends_frame_ points at `ends` only during this walk, even if it throws
-      TokenMask*& slot;
+    struct Marking {  // frame_ends_ points at the frame's list only during this walk
+      std::vector<std::uint32_t>*& slot;
       ~Marking() { slot = nullptr; }
-    } marking{ends_frame_};
-    ends_frame_ = &ends;
+    } marking{frame_ends_};
+    frame_ends_ = &part->ends;
     walk(0, frame_state, part->allowed);
-    for (std::size_t w = 0; w < words; ++w) {
-      for (std::uint64_t bits = ends.words[w] & ~part->allowed.words[w]; bits != 0;
-           bits &= bits - 1)
-        part->context_dependent.push_back(static_cast<int>(w * 64) + std::countr_zero(bits));
+    for (const std::uint32_t n : part->ends) {
+      for (std::uint32_t i = trie_->lo_[n]; i < trie_->hi_[n]; ++i)
+        part->num_context_dependent += !part->allowed.allowed(trie_->sorted_[i]);
     }
     ++num_frame_masks_;
     frame_cache_[f] = std::move(part);

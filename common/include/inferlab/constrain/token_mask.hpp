@@ -124,8 +124,9 @@ class MaskComputer {
   /// @brief A state with at most this many stacks, one of them called by a rule below it,
   /// gets its mask from its stacks' frame masks (see mask()).
   static constexpr std::size_t kMaxFrames = 64;
-  /// @brief ... and whose frames have at most this many context-dependent tokens in all (each
-  /// is checked by stepping the parser through its bytes).
+  /// @brief ... and whose frames have at most this many context-dependent tokens in all (they
+  /// are checked by walking, from the whole state, the subtrees below the prefixes where a
+  /// frame's rule ends).
   static constexpr std::size_t kMaxContextDependent = 512;
   /// @brief @p parser, @p trie and @p token_bytes must outlive this object. @p eos_token is
   /// allowed exactly where the parser accepts; @p token_bytes is the trie's input (kept for the
@@ -148,9 +149,10 @@ class MaskComputer {
   /// frame alone and are computed once per top frame (a walk from
   /// PushdownParser::top_frame_state, cached); the state's mask is the OR of its stacks'
   /// allowed sets plus those of the few context-dependent tokens that the full state accepts,
-  /// each checked byte by byte. The result is the walk's mask, bit for bit.
+  /// found by walking from it only the subtrees below the prefixes where a frame's rule ends
+  /// (a closing quote, a space). The result is the walk's mask, bit for bit.
   /// @note Cost: one cached transition per trie node visited (at most the trie's size); with
-  /// frame masks, one OR of V bits per stack plus one advance per context-dependent token.
+  /// frame masks, one OR of V bits per stack plus the walks below the frames' rule ends.
   const TokenMask& mask(int state);
   /// @brief Number of top-frame masks computed so far (each is one trie walk).
   std::size_t num_frame_masks() const { return num_frame_masks_; }
@@ -169,20 +171,22 @@ class MaskComputer {
   const std::vector<std::string>* token_bytes_;
   int eos_;
   std::vector<std::unique_ptr<TokenMask>> cache_;            // by state id
-  // The mask parts of one top frame: the tokens allowed whatever lies below it, and (sorted)
-  // the ones that end its rule on the way, which depend on what lies below.
+  // The mask parts of one top frame: the tokens allowed whatever lies below it, and the ones
+  // that end its rule on the way, which depend on what lies below: those are the tokens below
+  // the trie nodes in `ends` (the outermost prefixes that end the rule, in trie order) that
+  // `allowed` leaves out.
   struct FrameMask {
     TokenMask allowed;
-    std::vector<int> context_dependent;
+    std::vector<std::uint32_t> ends;
+    std::size_t num_context_dependent = 0;
   };
   std::vector<std::unique_ptr<FrameMask>> frame_cache_;  // by PushdownParser::top_frame_state
   std::size_t num_frame_masks_ = 0;
-  std::vector<std::uint8_t> frame_seen_;  // by top_frame_state: seen in a state before
-  std::vector<int> frames_;               // combine_frames' buffer, reused
-  // While a frame mask is walked: the tokens below a prefix that ends the frame's rule (set:
-  // a walk from a top_frame_state; nullptr: an ordinary walk).
-  TokenMask* ends_frame_ = nullptr;
-  std::vector<std::uint64_t> unsure_;  // combine_frames' buffer, reused
+  std::vector<int> frames_;  // combine_frames' buffer, reused
+  // While a frame mask is walked: its list of the trie nodes whose prefix ends the frame's
+  // rule (set: a walk from a top_frame_state; nullptr: an ordinary walk).
+  std::vector<std::uint32_t>* frame_ends_ = nullptr;
+  std::vector<std::uint32_t> end_nodes_;  // combine_frames' buffer, reused
   const FrameMask& frame_mask(int frame_state);
   bool combine_frames(int state, TokenMask& out);
   bool enter(std::uint32_t child, int next, TokenMask& out);
