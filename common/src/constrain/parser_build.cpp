@@ -29,7 +29,7 @@ int PushdownParser::Impl::new_node(int rule) {
                     "repetitions are expanded; lower the counts)",
                     limits.max_nodes));
   }
-  edges.emplace_back();
+  edges.emplace_back(&edge_memory);
   node_rule.push_back(rule);
   return static_cast<int>(edges.size()) - 1;
 }

@@ -7,6 +7,7 @@
 #include <array>
 #include <bit>
 #include <cstdint>
+#include <memory_resource>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -163,7 +164,11 @@ struct PushdownParser::Impl {
 
   ParserLimits limits;
   std::vector<ByteSet> sets;
-  std::vector<std::vector<Edge>> edges;  // per node
+  // The edge lists, one per node, take their memory from one pool released with the parser:
+  // a grammar has thousands of nodes, each with a short list of its own, and a heap
+  // allocation per list and per growth was a large part of the time to the first mask.
+  std::pmr::monotonic_buffer_resource edge_memory;
+  std::vector<std::pmr::vector<Edge>> edges;  // per node
   std::vector<int> node_rule;
   std::vector<int> rule_start, rule_end;
   std::vector<std::string> rule_name;
