@@ -35,11 +35,17 @@ int PushdownParser::Impl::new_node(int rule) {
 }
 
 int PushdownParser::Impl::set_index(const ByteSet& s) {
-  for (std::size_t i = 0; i < sets.size(); ++i) {
-    if (sets[i] == s) return static_cast<int>(i);
+  std::uint64_t key = 0;
+  for (const std::uint64_t w : s.bits) {
+    key = (key ^ w) * 0xFF51AFD7ED558CCDull;
+    key ^= key >> 32;
   }
-  sets.push_back(s);
-  return static_cast<int>(sets.size()) - 1;
+  if (key == StackIndex::kEmpty) key = 0;
+  const auto [found, inserted] =
+      set_lookup.try_emplace(key, static_cast<int>(sets.size()),
+                             [&](int other) { return sets[static_cast<std::size_t>(other)] == s; });
+  if (inserted) sets.push_back(s);
+  return found;
 }
 
 void PushdownParser::Impl::build(const Grammar& g, int e, int from, int to, int rule, int depth) {
@@ -367,6 +373,12 @@ PushdownParser::PushdownParser(const Grammar& g, const ParserLimits& limits)
       throw Error(fmt::format("rule '{}' is used but never defined", g.rules[k].name));
   }
   g.check_counted_repeats();
+  // Most grammars have fewer than two nodes per expression: room for that many up front
+  // spares the node tables their growth (capacity never used is never touched).
+  const std::size_t expected_nodes = std::min<std::size_t>(
+      2 * (r + g.exprs.size()), static_cast<std::size_t>(std::max(limits.max_nodes, 0)));
+  m.edges.reserve(expected_nodes);
+  m.node_rule.reserve(expected_nodes);
   for (std::size_t k = 0; k < r; ++k) {
     m.rule_name.push_back(g.rules[k].name);
     m.rule_start.push_back(m.new_node(static_cast<int>(k)));

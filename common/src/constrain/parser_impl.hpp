@@ -210,6 +210,7 @@ struct PushdownParser::Impl {
   // By expression: the index of its byte set in `sets` (-1: not looked up yet). An expression
   // is built once per use (a literal's bytes are shared by every literal), its set found once.
   std::vector<int> expr_set;
+  StackIndex set_lookup;  // the sets by a hash of their bytes, for set_index
   int set_index(const ByteSet& s);
 
   // Thompson construction: adds nodes and edges so that the paths from `from` to `to` spell
