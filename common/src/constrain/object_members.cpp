@@ -86,7 +86,7 @@ int key_other_than(Grammar& g, const std::vector<std::string>& names, FreeKeyRul
     }
     trie[static_cast<std::size_t>(t)].end = true;
   }
-  // One rule for the free tail, called last (a tail call, see parser.cpp): wherever the key
+  // One rule for the free tail, called last (a tail call, see parser_impl.hpp): wherever the key
   // leaves the names' trie, it continues in the same states.
   FreeKeyRules own;
   FreeKeyRules& rules = shared ? *shared : own;

@@ -37,7 +37,7 @@ namespace inferlab {
 /// set of members written as a bit mask in the stack frame, so the automaton grows linearly
 /// with n, and only the subsets an instance actually writes become parser states. At most
 /// MemberSet::kMaxMembers members. JSON Schema does not order properties, so this is the exact
-/// language (under a tight max_members with dependencies, see parser.cpp's MemberGuard, a
+/// language (under a tight max_members with dependencies, see parser_impl.hpp's MemberGuard, a
 /// valid object may be refused, never an invalid one accepted).
 int members_in_any_order(Grammar& g, const std::vector<int>& members,
                          const std::vector<bool>& optional, int extra, int separator,
