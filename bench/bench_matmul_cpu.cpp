@@ -4,7 +4,8 @@
 // machine's measured FMA peak, and in GB/s of weights against its measured read bandwidth.
 // Then the quantized ladder (quant_matmul.hpp), per storage format: rung 1 against matmul_ref
 // on the dequantized weights, rungs 2 and 3 against rung 1 within the activation-rounding
-// bound and bit for bit against each other, GB/s counted in stored bytes.
+// bound (F16, BF16: float activations, within float rounding) and bit for bit against each
+// other, GB/s counted in stored bytes.
 // Not a test: nothing is asserted, a failed check is printed as FAIL and the exit code is 1.
 #include <omp.h>
 
@@ -73,6 +74,7 @@ bool bench_quant(k::TensorType type, int n, int d, const std::vector<int>& token
   std::vector<float> wf(wsize);
   for (int o = 0; o < d; ++o) ws[0].dequantize_row(o, wf.data() + std::size_t(o) * n);
   const int act_block = int(k::block_elements(type));
+  const bool float_acts = type == k::TensorType::kF16 || type == k::TensorType::kBF16;
   bool all_ok = true;
   for (int T : tokens) {
     const std::vector<float> x = random_floats(std::size_t(T) * n, 7 + T);
@@ -84,7 +86,7 @@ bool bench_quant(k::TensorType type, int n, int d, const std::vector<int>& token
       k::matmul_quant_version(v, isa, y.data(), x.data(), ws[0], T);
       // Rung 1 against float within rounding; rungs 2 and 3 against rung 1 within half an
       // activation step per element (amax / 254 of each activation block, 32 numbers or the
-      // K-quants' 256, times sum |w|), and 3 = 2.
+      // K-quants' 256, times sum |w|; F16 and BF16 keep float activations), and 3 = 2.
       double max_err = 0.0;
       bool ok = true;
       for (int t = 0; t < T; ++t) {
@@ -92,7 +94,7 @@ bool bench_quant(k::TensorType type, int n, int d, const std::vector<int>& token
           const std::size_t i = std::size_t(t) * d + std::size_t(o);
           double bound = 1e-4 + 1e-4 * std::fabs(ref[i]);
           const double base = v == 1 ? ref[i] : r1[i];
-          if (v > 1) {
+          if (v > 1 && !float_acts) {
             const float* xt = x.data() + std::size_t(t) * n;
             for (int b = 0; b < n / act_block; ++b) {
               double amax = 0.0, wsum = 0.0;
@@ -143,7 +145,7 @@ int main(int argc, char** argv) {
   int threads = 0, reps = 7;
   std::vector<int> tokens{1, 16, 64, 512};
   bool skip_ref = false, quant_only = false;
-  std::vector<std::string> formats{"Q8_0", "Q4_0", "Q4_1", "Q4_K", "Q6_K"};
+  std::vector<std::string> formats{"Q8_0", "Q4_0", "Q4_1", "Q4_K", "Q6_K", "F16", "BF16"};
   app.add_option("--threads", threads, "CPU threads (0 = OpenMP default)");
   app.add_option("--reps", reps, "timed repetitions per point (median reported)")
       ->capture_default_str();
@@ -246,7 +248,7 @@ int main(int argc, char** argv) {
   for (const std::string& name : formats) {
     std::uint32_t id = 0;
     while (id < 64 && k::ggml_type_name(id) != name) ++id;
-    if (id == 64 || !k::is_supported_tensor_type(id) || k::block_elements(k::TensorType(id)) == 1) {
+    if (id == 64 || !k::is_supported_tensor_type(id) || k::TensorType(id) == k::TensorType::kF32) {
       std::fprintf(stderr, "error: --formats %s: not a block format this build stores (%s)\n",
                    name.c_str(), k::supported_tensor_types());
       return 1;
@@ -255,7 +257,8 @@ int main(int argc, char** argv) {
   }
   std::printf(
       "\nquantized ladder (instruction set %s): 1 dequantize + float dot, 2 8-bit activations + "
-      "integer dots, 3 the same in tiles of tokens; GB/s of stored bytes\n",
+      "integer dots (F16, BF16: float activations + float dots), 3 the same in tiles of tokens; "
+      "GB/s of stored bytes\n",
       k::quant_isa_name(k::quant_isa_best()));
   for (k::TensorType type : types)
     for (const auto& s : shapes) all_ok = bench_quant(type, s[0], s[1], tokens, reps,

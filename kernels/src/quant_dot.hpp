@@ -57,6 +57,24 @@ RowDot row_dot_scalar(TensorType type);
 RowDot row_dot_avx2(TensorType type);
 RowDot row_dot_avx512_vnni(TensorType type);
 
+// ---- F16 and BF16: 16-bit float weights against float activations -------------------------
+
+// out[r * kTile + c] = dot of weight row r (n 16-bit floats) with token c's n float activations
+// (x + c * n), r < rows <= kRows, c < count <= kTile. No activation rounding: each weight is
+// converted to float (exactly) and number i is multiplied-added into lane i % 8 of chain
+// (i / 8) % 2, as acc[k][l] = fma(w[i], x[i], acc[k][l]); with v[l] = acc[0][l] + acc[1][l] it
+// returns ((v0 + v4) + (v2 + v6)) + ((v1 + v5) + (v3 + v7)), RowDot's order: the same bits on
+// every path, for every rows and count. The SIMD paths take 16 numbers per step (chain 0's 8,
+// then chain 1's) and the last n % 16 zero-padded: 0 * 0 leaves a lane as it was.
+using RowDotF = void (*)(const std::uint8_t* row, std::size_t row_bytes, int rows,
+                         const float* x, int n, int count, float* out);
+
+// The float row dot of type on isa; nullptr for a type other than F16 and BF16.
+RowDotF row_dot_f(TensorType type, QuantIsa isa);
+RowDotF row_dot_f_scalar(TensorType type);
+RowDotF row_dot_f_avx2(TensorType type);
+RowDotF row_dot_f_avx512_vnni(TensorType type);
+
 // ---- The K-quants (Q4_K, Q6_K): super-blocks of 256, llama.cpp's Q8_K activations ----------
 
 // Numbers per K-quant super-block and per activation super-block.
@@ -133,6 +151,16 @@ inline float load_half(const std::uint8_t* p) {
   std::uint16_t h;
   __builtin_memcpy(&h, p, 2);
   return half_to_float(h);
+}
+
+// A bfloat16 to float (exact): its 16 bits are the top half of float's.
+inline float load_bf16(const std::uint8_t* p) {
+  std::uint16_t h;
+  __builtin_memcpy(&h, p, 2);
+  const std::uint32_t bits = std::uint32_t(h) << 16;
+  float f;
+  __builtin_memcpy(&f, &bits, 4);
+  return f;
 }
 
 }  // namespace inferlab::kernels::quant_dot

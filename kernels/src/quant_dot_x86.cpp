@@ -98,8 +98,32 @@ RowDotK row_dot_k_avx512_vnni(TensorType type) {
   }
 }
 
+RowDotF row_dot_f_avx2(TensorType type) {
+  switch (type) {
+    case TensorType::kF16:
+      return avx2::row_dot_any<avx2::F16>;
+    case TensorType::kBF16:
+      return avx2::row_dot_any<avx2::BF16>;
+    default:
+      return nullptr;
+  }
+}
+
+RowDotF row_dot_f_avx512_vnni(TensorType type) {
+  switch (type) {
+    case TensorType::kF16:
+      return vnni::row_dot_any<vnni::F16>;
+    case TensorType::kBF16:
+      return vnni::row_dot_any<vnni::BF16>;
+    default:
+      return nullptr;
+  }
+}
+
 #else
 
+RowDotF row_dot_f_avx2(TensorType) { return nullptr; }
+RowDotF row_dot_f_avx512_vnni(TensorType) { return nullptr; }
 RowDot row_dot_avx2(TensorType) { return nullptr; }
 RowDot row_dot_avx512_vnni(TensorType) { return nullptr; }
 RowDotK row_dot_k_avx2(TensorType) { return nullptr; }

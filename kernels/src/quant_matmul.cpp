@@ -1,5 +1,6 @@
 // The linear layer on stored (block-format) weights: the matrix type, rung 1 (the reference),
-// and the drivers of rungs 2 and 3 with their scalar row dots (SIMD ones: quant_dot_x86.cpp).
+// and the drivers of rungs 2 and 3 with their scalar row dots (SIMD ones: quant_dot_x86.cpp);
+// F16 and BF16 weights take float activations on rungs 2 and 3, the others quantized ones.
 #include "inferlab/kernels/quant_matmul.hpp"
 
 #include <cpuid.h>
@@ -146,6 +147,29 @@ void quantize_activations(const float* x, int n, ActSuper* out) {
 
 namespace {
 
+// One of a row dot's three paths: Fn of type on isa.
+template <class Fn>
+Fn on_isa(QuantIsa isa, TensorType type, Fn (*scalar)(TensorType), Fn (*avx2)(TensorType),
+          Fn (*avx512_vnni)(TensorType)) {
+  switch (isa) {
+    case QuantIsa::avx2:
+      return avx2(type);
+    case QuantIsa::avx512_vnni:
+      return avx512_vnni(type);
+    case QuantIsa::scalar:
+      break;
+  }
+  return scalar(type);
+}
+
+// Two sets of 8 float lanes added in quant_dot.hpp's order: v[l] = acc[0][l] + acc[1][l], then
+// ((v0 + v4) + (v2 + v6)) + ((v1 + v5) + (v3 + v7)).
+float sum_lanes(const float (&acc)[2][8]) {
+  float v[8];
+  for (int l = 0; l < 8; ++l) v[l] = acc[0][l] + acc[1][l];
+  return ((v[0] + v[4]) + (v[2] + v[6])) + ((v[1] + v[5]) + (v[3] + v[7]));
+}
+
 // The scalar path: the lanes and the two sets of quant_dot.hpp as loops, one row and token at
 // a time.
 // Block(p, w, d, m) gives a block's weights as ints, its scale d and minimum m (0 when none).
@@ -169,11 +193,7 @@ void row_dot_scalar_any(const std::uint8_t* rows_start, std::size_t row_bytes, i
         }
         extra[k] = std::fma(m, a[b].s, extra[k]);
       }
-      float v[8];
-      for (int l = 0; l < 8; ++l) v[l] = acc[0][l] + acc[1][l];
-      out[r * kTile + c] =
-          (((v[0] + v[4]) + (v[2] + v[6])) + ((v[1] + v[5]) + (v[3] + v[7]))) +
-          (extra[0] + extra[1]);
+      out[r * kTile + c] = sum_lanes(acc) + (extra[0] + extra[1]);
     }
   }
 }
@@ -216,6 +236,25 @@ void block_q5_1(const std::uint8_t* p, int* w, float& d, float& m) {
   d = load_half(p);
   m = load_half(p + 2);
   q5_numbers(p + 4, p + 8, w);
+}
+
+// The F16 and BF16 scalar path: quant_dot.hpp's RowDotF as loops. Weight(p) converts one
+// stored number to float.
+template <float (*Weight)(const std::uint8_t*)>
+void row_dot_f_scalar_any(const std::uint8_t* rows_start, std::size_t row_bytes, int rows,
+                          const float* x, int n, int count, float* out) {
+  for (int r = 0; r < rows; ++r) {
+    const std::uint8_t* row = rows_start + std::size_t(r) * row_bytes;
+    for (int c = 0; c < count; ++c) {
+      const float* xc = x + std::size_t(c) * std::size_t(n);
+      float acc[2][8] = {};
+      for (int i = 0; i < n; ++i) {
+        float& lane = acc[(i / 8) % 2][i % 8];
+        lane = std::fma(Weight(row + 2 * std::size_t(i)), xc[i], lane);
+      }
+      out[r * kTile + c] = sum_lanes(acc);
+    }
+  }
 }
 
 // The K-quant scalar path: quant_dot.hpp's RowDotK as loops. Block(p, w, sc, m, d, dmin)
@@ -295,15 +334,22 @@ RowDotK row_dot_k_scalar(TensorType type) {
 }
 
 RowDotK row_dot_k(TensorType type, QuantIsa isa) {
-  switch (isa) {
-    case QuantIsa::avx2:
-      return row_dot_k_avx2(type);
-    case QuantIsa::avx512_vnni:
-      return row_dot_k_avx512_vnni(type);
-    case QuantIsa::scalar:
-      break;
+  return on_isa(isa, type, row_dot_k_scalar, row_dot_k_avx2, row_dot_k_avx512_vnni);
+}
+
+RowDotF row_dot_f_scalar(TensorType type) {
+  switch (type) {
+    case TensorType::kF16:
+      return row_dot_f_scalar_any<load_half>;
+    case TensorType::kBF16:
+      return row_dot_f_scalar_any<load_bf16>;
+    default:
+      return nullptr;
   }
-  return row_dot_k_scalar(type);
+}
+
+RowDotF row_dot_f(TensorType type, QuantIsa isa) {
+  return on_isa(isa, type, row_dot_f_scalar, row_dot_f_avx2, row_dot_f_avx512_vnni);
 }
 
 RowDot row_dot_scalar(TensorType type) {
@@ -324,15 +370,7 @@ RowDot row_dot_scalar(TensorType type) {
 }
 
 RowDot row_dot(TensorType type, QuantIsa isa) {
-  switch (isa) {
-    case QuantIsa::avx2:
-      return row_dot_avx2(type);
-    case QuantIsa::avx512_vnni:
-      return row_dot_avx512_vnni(type);
-    case QuantIsa::scalar:
-      break;
-  }
-  return row_dot_scalar(type);
+  return on_isa(isa, type, row_dot_scalar, row_dot_avx2, row_dot_avx512_vnni);
 }
 
 }  // namespace quant_dot
@@ -410,6 +448,33 @@ void quantize_token(const float* x, int n, TensorType, quant_dot::ActSuper* out)
 constexpr int numbers_per(const quant_dot::ActBlock*) { return quant_dot::kBlock; }
 constexpr int numbers_per(const quant_dot::ActSuper*) { return quant_dot::kSuper; }
 
+// The loop of rungs 2 and 3, called by every thread of a parallel region: tokens in chunks of
+// kChunk, so every row passes over one chunk's activations (which stay in cache) before the
+// next and a row's bytes are read once per chunk; rows in groups of kRows (one row dot call:
+// more rows in flight), split the same way in every chunk, so no barrier between chunks.
+// dot(o0, rows, t, count, out) fills out[r * kTile + c] for rows o0.. and tokens t.. .
+template <class Dot>
+void for_each_tile(float* y, int d, int T, int tile, const Dot& dot) {
+  const int groups = (d + quant_dot::kRows - 1) / quant_dot::kRows;
+  for (int t0 = 0; t0 < T; t0 += kChunk) {
+    const int t1 = std::min(T, t0 + kChunk);
+#pragma omp for schedule(static) nowait
+    for (int g = 0; g < groups; ++g) {
+      const int o0 = g * quant_dot::kRows, rows = std::min(quant_dot::kRows, d - o0);
+      float out[quant_dot::kRows * quant_dot::kTile];
+      for (int t = t0; t < t1; t += tile) {
+        const int count = std::min(tile, t1 - t);
+        dot(o0, rows, t, count, out);
+        for (int r = 0; r < rows; ++r) {
+          for (int c = 0; c < count; ++c) {
+            y[std::size_t(t + c) * d + std::size_t(o0 + r)] = out[r * quant_dot::kTile + c];
+          }
+        }
+      }
+    }
+  }
+}
+
 // Rungs 2 (tile = 1) and 3 (tile = kTile): the T rows of x quantized once, then each weight
 // row dotted with tiles of tokens. Act is the activation block (ActBlock or ActSuper).
 template <class Act>
@@ -421,7 +486,6 @@ void matmul_quant_integer(float* y, const float* x, const QuantMatrix& w, int T,
   if (act.size() < std::size_t(T) * std::size_t(nb)) act.resize(std::size_t(T) * std::size_t(nb));
   Act* const a = act.data();
   const bool parallel = long(T) * n * d >= kParallelWork;
-  const int groups = (d + quant_dot::kRows - 1) / quant_dot::kRows;  // of kRows weight rows
   // A few tokens' activations are quantized before the team starts: one barrier fewer per
   // call, which is what a decode step on a busy machine waits for.
   const bool parallel_activations = parallel && T >= quant_dot::kTile;
@@ -436,28 +500,20 @@ void matmul_quant_integer(float* y, const float* x, const QuantMatrix& w, int T,
       for (int t = 0; t < T; ++t)
         quantize_token(x + std::size_t(t) * n, n, w.type(), a + std::size_t(t) * nb);
     }
-    // Tokens in chunks of kChunk: every row passes over one chunk's activations (kChunk * n
-    // bytes and their scales, which stay in cache) before the next; a row's bytes are read
-    // once per chunk. Rows go in groups of kRows (one row dot call: more rows in flight) and
-    // split the same way in every chunk, so no barrier between chunks.
-    for (int t0 = 0; t0 < T; t0 += kChunk) {
-      const int t1 = std::min(T, t0 + kChunk);
-#pragma omp for schedule(static) nowait
-      for (int g = 0; g < groups; ++g) {
-        const int o0 = g * quant_dot::kRows, rows = std::min(quant_dot::kRows, d - o0);
-        float out[quant_dot::kRows * quant_dot::kTile];
-        for (int t = t0; t < t1; t += tile) {
-          const int count = std::min(tile, t1 - t);
-          dot(w.row(o0), w.row_bytes(), rows, a + std::size_t(t) * nb, nb, count, out);
-          for (int r = 0; r < rows; ++r) {
-            for (int c = 0; c < count; ++c) {
-              y[std::size_t(t + c) * d + std::size_t(o0 + r)] = out[r * quant_dot::kTile + c];
-            }
-          }
-        }
-      }
-    }
+    for_each_tile(y, d, T, tile, [&](int o0, int rows, int t, int count, float* out) {
+      dot(w.row(o0), w.row_bytes(), rows, a + std::size_t(t) * nb, nb, count, out);
+    });
   }
+}
+
+// Rungs 2 and 3 for F16 and BF16: the activations stay float, read where they are.
+void matmul_quant_float(float* y, const float* x, const QuantMatrix& w, int T, int tile,
+                        quant_dot::RowDotF dot) {
+  const int n = w.n(), d = w.d();
+#pragma omp parallel if (long(T) * n * d >= kParallelWork)
+  for_each_tile(y, d, T, tile, [&](int o0, int rows, int t, int count, float* out) {
+    dot(w.row(o0), w.row_bytes(), rows, x + std::size_t(t) * n, n, count, out);
+  });
 }
 
 }  // namespace
@@ -479,6 +535,8 @@ void matmul_quant_version(int version, QuantIsa isa, float* y, const float* x,
     matmul_quant_integer(y, x, w, T, tile, dot);
   } else if (const quant_dot::RowDotK dot_k = quant_dot::row_dot_k(w.type(), isa)) {
     matmul_quant_integer(y, x, w, T, tile, dot_k);
+  } else if (const quant_dot::RowDotF dot_f = quant_dot::row_dot_f(w.type(), isa)) {
+    matmul_quant_float(y, x, w, T, tile, dot_f);
   } else {
     matmul_quant_ref(y, x, w, T);
   }

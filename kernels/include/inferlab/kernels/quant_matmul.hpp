@@ -33,8 +33,13 @@
 /// Versions 2 and 3 differ from version 1 by the activation rounding: per element at most half
 /// a step of its block (amax / 254; a block of 32, or of 256 for the K-quants), so
 /// |y2 - y1| <= sum over blocks of (sum_i |w[o, i]|) * amax_block(x[t]) / 254, plus float
-/// rounding (tests/test_quant_matmul.cpp). F32, F16 and BF16 have no integer form here:
-/// versions 2 and 3 run version 1 for them.
+/// rounding (tests/test_quant_matmul.cpp). F16 and BF16 weights keep the activations in float
+/// on versions 2 and 3: each weight converted exactly (F16C's `vcvtph2ps`, BF16 shifted left
+/// 16 bits) and multiplied-added into two chains of 8 float lanes (number i into lane i % 8 of
+/// chain (i / 8) % 2), the chains added lane by lane (v) and the lanes as
+/// ((v0 + v4) + (v2 + v6)) + ((v1 + v5) + (v3 + v7)), in the same row and token tiles; they
+/// differ from version 1 only by the order of the float sum, and give the same bits on every
+/// path. F32 runs version 1.
 /// @note Cost: 2*T*n*d FLOPs; reads the stored bytes of W once per call (n*d*bits/8), which is
 /// the point: batch-1 decode is bound by those bytes.
 
