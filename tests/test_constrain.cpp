@@ -1411,6 +1411,14 @@ TEST_CASE("counted repetition of an item that can match the empty string", "[uni
   // In GBNF the item may call a rule defined further down: decided when the parser compiles.
   CHECK_THROWS_WITH(PushdownParser(parse_gbnf("root ::= x{5000} [a]+\nx ::= \"b\" | \"\"\n")),
                     Catch::Matchers::Contains("can match the empty string"));
+  // The counter's own rules sit between the named ones: an unknown rule after it is still
+  // named at its place (the fuzzer found this read past the table of first uses), and the
+  // counter's rules cannot be called by name.
+  CHECK_THROWS_WITH(
+      parse_gbnf("root ::= \"a\"{5000} d"),
+      Catch::Matchers::Contains(":1:20:") && Catch::Matchers::Contains("unknown rule 'd'"));
+  CHECK_THROWS_WITH(parse_gbnf("root ::= \"a\"{5000} count1_x0"),
+                    Catch::Matchers::Contains("unknown rule 'count1_x0'"));
   PushdownParser later(parse_gbnf("root ::= x{5000} [a]+\nx ::= \"b\" | \"c\"\n"));
   CHECK(later.matches(std::string(5000, 'b') + "a"));
   CHECK_FALSE(later.matches(std::string(4999, 'b') + "a"));

@@ -54,7 +54,7 @@ class GbnfParser {
   std::string_view source_;
   std::size_t pos_ = 0;
   Grammar g_;
-  std::vector<std::size_t> first_use_;
+  std::vector<std::size_t> first_use_;  // by rule id: where a named rule was first used
 
   [[noreturn]] void fail(std::size_t at, const std::string& what) const {
     int line = 1, col = 1;
@@ -72,8 +72,11 @@ class GbnfParser {
   int rule_id(const std::string& name, std::size_t at) {
     const int id = g_.find_rule(name);
     if (id >= 0) return id;
-    first_use_.push_back(at);
-    return g_.add_rule(name);
+    // By rule id: counted repeats add rules of their own between the named ones.
+    const int added = g_.add_rule(name);
+    first_use_.resize(static_cast<std::size_t>(added) + 1, 0);
+    first_use_[static_cast<std::size_t>(added)] = at;
+    return added;
   }
 
   // Skips blanks and comments; newlines only when `newlines` is set.

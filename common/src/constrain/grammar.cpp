@@ -49,10 +49,12 @@ long expr_size(const Grammar& g, int e, long cap) {
 // exactly m items are the E_k of m's binary digits in a row, and 0 to n items are
 // U_k | E_k (0 to n - 2^k items) for the largest 2^k <= n + 1. The parser's stacks then hold
 // the count in binary, a few per state, however large the count.
+// Its rules are named count#N_xK and count#N_uK: no GBNF rule name can hold a '#' (a comment
+// there), so a grammar cannot call or redefine them by name.
 class CountedRepeat {
  public:
   CountedRepeat(Grammar& g, int item)
-      : g_(g), item_(item), base_("count" + std::to_string(g.rules.size())) {}
+      : g_(g), item_(item), base_("count#" + std::to_string(g.rules.size())) {}
 
   int build(long min, long max) {
     std::vector<int> parts;
