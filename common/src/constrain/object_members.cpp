@@ -86,8 +86,6 @@ int key_other_than(Grammar& g, const std::vector<std::string>& names, FreeKeyRul
     }
     trie[static_cast<std::size_t>(t)].end = true;
   }
-  // One rule for the free tail, called last (a tail call, see parser_impl.hpp): wherever the key
-  // leaves the names' trie, it continues in the same states.
   FreeKeyRules own;
   FreeKeyRules& rules = shared ? *shared : own;
   // Names are mostly plain ASCII (printable, not '"' or '\\', one raw byte each). A node whose
@@ -99,7 +97,7 @@ int key_other_than(Grammar& g, const std::vector<std::string>& names, FreeKeyRul
   plain.add_range(0x20, 0x7F);
   plain.remove('"');
   plain.remove('\\');
-  // One rule for the free tail, called last (a tail call, see parser.cpp): wherever the key
+  // One rule for the free tail, called last (a tail call, see parser_impl.hpp): wherever the key
   // leaves the names' trie, it continues in the same states. Its characters are the ones
   // json_string_chars spells for all code points, in its parts, which the other characters'
   // rule shares (expressions never change once made).
